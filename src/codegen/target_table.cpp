@@ -1,0 +1,220 @@
+#include "codegen/target_table.h"
+
+#include <fmt/format.h>
+
+namespace wave {
+
+using sym::IndexExpr;
+
+namespace {
+// Lane layouts of wave-facts.md section 3, one small function per formula. `l` is the lane,
+// `g` the element index in the lane's register vector.
+IndexExpr lmod16(const IndexExpr &l, const IndexExpr &) { return mod(l, 16); }
+IndexExpr lmod32(const IndexExpr &l, const IndexExpr &) { return mod(l, 32); }
+IndexExpr k4x16(const IndexExpr &l, const IndexExpr &g) { return 4 * floorDiv(l, 16) + g; }
+IndexExpr k4x32(const IndexExpr &l, const IndexExpr &g) { return 4 * floorDiv(l, 32) + g; }
+IndexExpr k8x16(const IndexExpr &l, const IndexExpr &g) { return 8 * floorDiv(l, 16) + g; }
+IndexExpr k8x32(const IndexExpr &l, const IndexExpr &g) { return 8 * floorDiv(l, 32) + g; }
+IndexExpr k4f8(const IndexExpr &l, const IndexExpr &g) {
+  return 16 * floorDiv(g, 4) + 4 * floorDiv(l, 16) + mod(g, 4);
+}
+// 32x32 accumulators: rows {0-3, 8-11, 16-19, 24-27} + 4*(l // 32).
+IndexExpr acc32Row(const IndexExpr &l, const IndexExpr &g) {
+  return 8 * floorDiv(g, 4) + 4 * floorDiv(l, 32) + mod(g, 4);
+}
+// RDNA3 WMMA: operands hold a whole row per lane (replicated across half-waves); C rows
+// interleave between half-waves.
+IndexExpr gOnly(const IndexExpr &, const IndexExpr &g) { return g; }
+IndexExpr wmmaAccRow(const IndexExpr &l, const IndexExpr &g) { return 2 * g + floorDiv(l, 16); }
+// NVIDIA mma.sync m16n8k16: grp = l // 4, tig = l % 4.
+IndexExpr grp(const IndexExpr &l, const IndexExpr &) { return floorDiv(l, 4); }
+IndexExpr syncARow(const IndexExpr &l, const IndexExpr &g) {
+  return floorDiv(l, 4) + 8 * mod(floorDiv(g, 2), 2);
+}
+IndexExpr syncACol(const IndexExpr &l, const IndexExpr &g) {
+  return 2 * mod(l, 4) + mod(g, 2) + 8 * floorDiv(g, 4);
+}
+IndexExpr syncBK16(const IndexExpr &l, const IndexExpr &g) {
+  return 2 * mod(l, 4) + mod(g, 2) + 8 * floorDiv(g, 2);
+}
+IndexExpr syncCRow(const IndexExpr &l, const IndexExpr &g) { return floorDiv(l, 4) + 8 * floorDiv(g, 2); }
+IndexExpr syncCCol(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + mod(g, 2); }
+IndexExpr syncBK8(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + g; }
+
+using ST = ScalarType;
+const std::vector<ST> kF16{ST::F16}, kBF16{ST::BF16}, kI8{ST::I8},
+    kF8{ST::F8E4M3FNUZ, ST::F8E5M2FNUZ};
+
+const LaneLayout kA16x4{4, lmod16, k4x16}, kA32x4{4, lmod32, k4x32}, kA16x8{8, lmod16, k8x16},
+    kA32x8{8, lmod32, k8x32}, kA16K4F8{8, lmod16, k4f8};
+const LaneLayout kC16{4, k4x16, lmod16}, kC32{16, acc32Row, lmod32};
+const LaneLayout kWmmaAB{16, lmod16, gOnly}, kWmmaC{8, wmmaAccRow, lmod16};
+const LaneLayout kSyncA16{8, syncARow, syncACol}, kSyncB16{4, grp, syncBK16},
+    kSyncC{4, syncCRow, syncCCol};
+const LaneLayout kSyncA8{4, syncCRow, syncCCol}, kSyncB8{2, grp, syncBK8};
+
+#define MFMA(NAME, M, N, K, IN, ACC, VIRT, A, C)                                               \
+  MmaKind { NAME, MmaFamily::MFMA, M, N, K, IN, ACC, 64, VIRT, A, A, C }
+
+const std::vector<MmaKind> kMmaKinds = {
+    MFMA("F32_16x16x16_F16", 16, 16, 16, kF16, ST::F32, false, kA16x4, kC16),
+    MFMA("F32_16x16x16_BF16", 16, 16, 16, kBF16, ST::F32, false, kA16x4, kC16),
+    MFMA("F32_32x32x8_F16", 32, 32, 8, kF16, ST::F32, false, kA32x4, kC32),
+    MFMA("F32_32x32x8_BF16", 32, 32, 8, kBF16, ST::F32, false, kA32x4, kC32),
+    MFMA("F32_16x16x32_F8", 16, 16, 32, kF8, ST::F32, false, kA16x8, kC16),
+    MFMA("F32_32x32x16_F8", 32, 32, 16, kF8, ST::F32, false, kA32x8, kC32),
+    MFMA("I32_16x16x16_I8", 16, 16, 16, kI8, ST::I32, false, kA16x4, kC16),
+    MFMA("I32_32x32x8_I8", 32, 32, 8, kI8, ST::I32, false, kA32x4, kC32),
+    MFMA("I32_16x16x32_I8", 16, 16, 32, kI8, ST::I32, false, kA16x8, kC16),
+    MFMA("I32_32x32x16_I8", 32, 32, 16, kI8, ST::I32, false, kA32x8, kC32),
+    MFMA("F32_16x16x32_K8_F16", 16, 16, 32, kF16, ST::F32, true, kA16x8, kC16),
+    MFMA("F32_32x32x16_K8_F16", 32, 32, 16, kF16, ST::F32, true, kA32x8, kC32),
+    MFMA("F32_16x16x32_K4_F8", 16, 16, 32, kF8, ST::F32, true, kA16K4F8, kC16),
+    {"F32_16x16x16_F16", MmaFamily::WMMA, 16, 16, 16, kF16, ST::F32, 32, false, kWmmaAB, kWmmaAB,
+     kWmmaC},
+    {"F32_16x16x16_BF16", MmaFamily::WMMA, 16, 16, 16, kBF16, ST::F32, 32, false, kWmmaAB,
+     kWmmaAB, kWmmaC},
+    {"F32_16x8x16_F16", MmaFamily::MmaSync, 16, 8, 16, kF16, ST::F32, 32, false, kSyncA16,
+     kSyncB16, kSyncC},
+    {"F32_16x8x16_BF16", MmaFamily::MmaSync, 16, 8, 16, kBF16, ST::F32, 32, false, kSyncA16,
+     kSyncB16, kSyncC},
+    {"F32_16x8x8_F16", MmaFamily::MmaSync, 16, 8, 8, kF16, ST::F32, 32, false, kSyncA8, kSyncB8,
+     kSyncC},
+};
+#undef MFMA
+
+const std::vector<const char *> kCdnaCommon = {
+    "F32_16x16x16_F16", "F32_16x16x16_BF16", "F32_32x32x8_F16", "F32_32x32x8_BF16",
+    "F32_16x16x32_K8_F16", "F32_32x32x16_K8_F16"};
+
+std::vector<const char *> concat(std::vector<const char *> a, std::vector<const char *> b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", "F32_16x8x8_F16"};
+
+const std::vector<TargetInfo> kTargets = {
+    {"gfx942", Vendor::AMD, "AMD CDNA3 (MI300)", {64}, 65536, 1024, MmaFamily::MFMA,
+     concat(kCdnaCommon, {"F32_16x16x32_F8", "F32_32x32x16_F8", "F32_16x16x32_K4_F8",
+                          "I32_16x16x32_I8", "I32_32x32x16_I8"}),
+     "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64"},
+    {"gfx90a", Vendor::AMD, "AMD CDNA2 (MI200)", {64}, 65536, 1024, MmaFamily::MFMA,
+     concat(kCdnaCommon, {"I32_16x16x16_I8", "I32_32x32x8_I8"}), "amdgcn-amd-amdhsa", "gfx90a",
+     "+wavefrontsize64"},
+    {"gfx1100", Vendor::AMD, "AMD RDNA3 (RX 7900)", {32, 64}, 65536, 1024, MmaFamily::WMMA,
+     {"F32_16x16x16_F16", "F32_16x16x16_BF16"}, "amdgcn-amd-amdhsa", "gfx1100",
+     "+wavefrontsize32"},
+    {"sm_80", Vendor::NVIDIA, "NVIDIA Ampere (A100)", {32}, 49152, 1024, MmaFamily::MmaSync,
+     kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70"},
+    {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 1024, MmaFamily::MmaSync, kSync,
+     "nvptx64-nvidia-cuda", "sm_90", "+ptx78"},
+    {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152, 1024,
+     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+};
+
+const char *familyName(MmaFamily f) {
+  switch (f) {
+  case MmaFamily::MFMA:
+    return "MFMA";
+  case MmaFamily::WMMA:
+    return "WMMA";
+  case MmaFamily::MmaSync:
+    return "mma.sync";
+  }
+  return "?";
+}
+} // namespace
+
+const std::vector<TargetInfo> &allTargets() { return kTargets; }
+
+const TargetInfo *findTarget(const std::string &name) {
+  for (const auto &t : kTargets)
+    if (name == t.name)
+      return &t;
+  return nullptr;
+}
+
+std::vector<std::string> targetNames() {
+  std::vector<std::string> names;
+  for (const auto &t : kTargets)
+    names.push_back(t.name);
+  return names;
+}
+
+const TargetInfo &defaultTarget() { return kTargets.front(); }
+
+const std::vector<MmaKind> &allMmaKinds() { return kMmaKinds; }
+
+const MmaKind *findMmaKind(const TargetInfo &t, const std::string &name) {
+  bool offered = false;
+  for (const char *k : t.mmaKinds)
+    offered |= name == k;
+  if (!offered)
+    return nullptr;
+  for (const auto &k : kMmaKinds)
+    if (k.family == t.mmaFamily && name == k.name)
+      return &k;
+  return nullptr;
+}
+
+bool isMmaKindName(const std::string &name) {
+  for (const auto &k : kMmaKinds)
+    if (name == k.name)
+      return true;
+  return false;
+}
+
+std::vector<std::string> mmaKindNames() {
+  std::vector<std::string> names;
+  for (const auto &k : kMmaKinds)
+    names.push_back(k.name);
+  return names;
+}
+
+const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc) {
+  for (const char *name : t.mmaKinds) {
+    const MmaKind *k = findMmaKind(t, name);
+    if (!k || k->isVirtual || k->acc != acc)
+      continue;
+    for (ScalarType s : k->inputs)
+      if (s == in)
+        return k;
+  }
+  return nullptr;
+}
+
+std::string availableKinds(const TargetInfo &t) {
+  std::string out;
+  for (const char *k : t.mmaKinds)
+    out += (out.empty() ? "" : ", ") + std::string(k);
+  return out;
+}
+
+std::string describeTargets() {
+  std::string out;
+  for (const auto &t : kTargets) {
+    std::string waves;
+    for (unsigned w : t.waveSizes)
+      waves += (waves.empty() ? "" : "/") + std::to_string(w);
+    out += fmt::format("{:<8} {}\n", t.name, t.description);
+    out += fmt::format("         wave size {} (default {}), shared memory {} bytes, "
+                       "max {} threads per workgroup\n",
+                       waves, t.defaultWaveSize(), t.ldsBytes, t.maxThreadsPerBlock);
+    out += fmt::format("         LLVM {} cpu {} {}\n", t.llvmTriple, t.llvmCpu, t.llvmFeatures);
+    out += fmt::format("         matrix kinds ({}):\n", familyName(t.mmaFamily));
+    for (const char *name : t.mmaKinds) {
+      const MmaKind *k = findMmaKind(t, name);
+      if (!k)
+        continue;
+      std::string ins;
+      for (ScalarType s : k->inputs)
+        ins += (ins.empty() ? "" : "|") + std::string(scalarTypeName(s));
+      out += fmt::format("           {:<22} {}x{}x{}  {} -> {}{}\n", name, k->m, k->n, k->k, ins,
+                         scalarTypeName(k->acc), k->isVirtual ? "  (virtual)" : "");
+    }
+  }
+  return out;
+}
+
+} // namespace wave

@@ -1,0 +1,73 @@
+// The hardware facts wavec compiles for, as data: one row per target and one row per matrix
+// instruction kind (language.md section 8, wave-facts.md sections 3 and 7). Passes query this
+// table; no pass tests a target's name.
+#pragma once
+
+#include "frontend/scalar_type.h"
+#include "symbolic/index_expr.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+enum class Vendor { AMD, NVIDIA };
+// Which family of matrix instructions a target has; kinds are looked up by (name, family), so
+// F32_16x16x16_F16 is an MFMA on CDNA and a WMMA on RDNA3.
+enum class MmaFamily { MFMA, WMMA, MmaSync };
+
+// Where element g of lane l of one MMA operand sits: (row, col) of the operand's 2-D tile.
+// A is M x K, B is N x K (Wave's convention: B stored N x K), C/D is M x N.
+struct LaneLayout {
+  unsigned elements; // per lane
+  sym::IndexExpr (*row)(const sym::IndexExpr &lane, const sym::IndexExpr &g);
+  sym::IndexExpr (*col)(const sym::IndexExpr &lane, const sym::IndexExpr &g);
+};
+
+struct MmaKind {
+  const char *name; // Wave's MMAType spelling: ACC_MxNxK_IN
+  MmaFamily family;
+  unsigned m, n, k;
+  std::vector<ScalarType> inputs; // operand element types it accepts (lhs and rhs alike)
+  ScalarType acc;
+  unsigned waveSize;
+  bool isVirtual; // implemented by chaining native instructions (K8 kinds)
+  LaneLayout a, b, c;
+};
+
+struct TargetInfo {
+  const char *name; // --target spelling
+  Vendor vendor;
+  const char *description;
+  std::vector<unsigned> waveSizes; // supported, first = default
+  unsigned ldsBytes;               // shared memory per workgroup (static limit)
+  unsigned maxThreadsPerBlock;
+  MmaFamily mmaFamily;
+  std::vector<const char *> mmaKinds; // available kinds, best first per operand type
+  const char *llvmTriple;
+  const char *llvmCpu;
+  const char *llvmFeatures;
+  unsigned defaultWaveSize() const { return waveSizes.front(); }
+};
+
+const std::vector<TargetInfo> &allTargets();
+const TargetInfo *findTarget(const std::string &name);
+std::vector<std::string> targetNames();
+const TargetInfo &defaultTarget();
+
+const std::vector<MmaKind> &allMmaKinds();
+// The kind of this name on this target, or null when the target lacks it.
+const MmaKind *findMmaKind(const TargetInfo &t, const std::string &name);
+// True when some target has a kind of this name (so the name is valid, just maybe unavailable).
+bool isMmaKindName(const std::string &name);
+std::vector<std::string> mmaKindNames();
+// The target's preferred kind for these operand and accumulator types (mma = auto); null when
+// the target has none.
+const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc);
+// Kind names available on the target, comma-separated, for messages.
+std::string availableKinds(const TargetInfo &t);
+
+// `wavec --print-targets`.
+std::string describeTargets();
+
+} // namespace wave

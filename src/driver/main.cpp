@@ -1,0 +1,137 @@
+// wavec: the command line. Parses options with CLI11 and hands them to compile().
+// Exit codes: 0 success, 1 compile error, 2 usage error.
+#include "codegen/target_table.h"
+#include "driver/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+using namespace wave;
+
+namespace {
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "wavec: error: %s\n", message.c_str());
+  std::fprintf(stderr, "Run 'wavec --help' for the options.\n");
+  return 2;
+}
+
+// -DSYM=VALUE (VALUE may be empty only as an error).
+bool parseDefine(const std::string &text, Define &out, std::string &error) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    error = "-D" + text + ": expected -DSYMBOL=VALUE";
+    return false;
+  }
+  out.name = text.substr(0, eq);
+  out.value = text.substr(eq + 1);
+  return true;
+}
+
+// -W<id>, -Wno-<id>, -Werror, -Werror=<id>.
+bool parseWarning(const std::string &text, DriverOptions &opts, std::string &error) {
+  using O = DiagnosticEngine::Override;
+  std::string name = text;
+  O mode = O::Enable;
+  if (text == "error") {
+    opts.werror = true;
+    return true;
+  }
+  if (text.rfind("no-", 0) == 0) {
+    name = text.substr(3);
+    mode = O::Ignore;
+  } else if (text.rfind("error=", 0) == 0) {
+    name = text.substr(6);
+    mode = O::AsError;
+  }
+  DiagId id;
+  if (!diagIdFromName(name, id) || diagInfo(id).severity != Severity::Warning) {
+    error = "-W" + text + ": no warning is named '" + name + "'";
+    return false;
+  }
+  opts.warningOverrides.push_back({name, mode});
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"wavec: ahead-of-time compiler for the Wave GPU kernel language", "wavec"};
+  app.set_version_flag("--version",
+                       std::string("wavec ") + WAVEC_VERSION + " (LLVM/MLIR " +
+                           WAVEC_LLVM_VERSION + ", default target " + defaultTarget().name + ")");
+  DriverOptions opts;
+  std::vector<std::string> defines, warnings;
+  std::string emit, color = "auto", targetList;
+  bool printTargets = false;
+
+  app.add_option("file", opts.input, "the .wave source file");
+  app.add_option("-o", opts.output, "output file (a dump goes to stdout when omitted)");
+  app.add_option("--target", opts.target,
+                 "target: gfx942 (default), gfx90a, gfx1100, sm_80, sm_90, sm_90a");
+  app.add_option("-D", defines, "bind a symbol: -DSYM=VALUE (integer, float, global, shared or "
+                                "a matrix kind)");
+  app.add_option("--kernel", opts.kernel, "check or compile only this kernel");
+  app.add_flag("--check", opts.check, "check the program and report diagnostics; write nothing");
+  app.add_option("--emit", emit, "print a stage instead of compiling: ast, ir, distribution");
+  app.add_flag("--print-targets", printTargets,
+               "list targets with their wave sizes, shared memory and matrix kinds");
+  app.add_option("-W", warnings,
+                 "-Werror (warnings are errors), -Werror=<id>, -W<id>, -Wno-<id>");
+  app.add_option("--color", color, "colour diagnostics: auto (default), always, never");
+  app.add_option("--error-limit", opts.errorLimit,
+                 "stop after this many errors (default 20, 0 = no limit)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return usageError(e.what());
+  }
+
+  if (printTargets) {
+    std::fputs(describeTargets().c_str(), stdout);
+    return 0;
+  }
+  if (opts.input.empty())
+    return usageError("no input file");
+  if (!findTarget(opts.target))
+    return usageError("unknown target '" + opts.target + "'" +
+                      didYouMean(opts.target, targetNames()) +
+                      " (wavec --print-targets lists them)");
+  if (emit == "ast")
+    opts.emit = EmitKind::AST;
+  else if (emit == "ir")
+    opts.emit = EmitKind::IR;
+  else if (emit == "distribution")
+    opts.emit = EmitKind::Distribution;
+  else if (!emit.empty())
+    return usageError("--emit=" + emit + ": expected ast, ir or distribution");
+  if (color == "auto")
+    opts.color = ColorMode::Auto;
+  else if (color == "always")
+    opts.color = ColorMode::Always;
+  else if (color == "never")
+    opts.color = ColorMode::Never;
+  else
+    return usageError("--color=" + color + ": expected auto, always or never");
+  for (const auto &d : defines) {
+    Define def;
+    std::string error;
+    if (!parseDefine(d, def, error))
+      return usageError(error);
+    opts.defines.push_back(def);
+  }
+  for (const auto &w : warnings) {
+    std::string error;
+    if (!parseWarning(w, opts, error))
+      return usageError(error);
+  }
+  if (opts.check && opts.emit != EmitKind::Default)
+    return usageError("--check and --emit cannot be combined");
+  return compile(opts);
+}

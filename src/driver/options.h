@@ -1,0 +1,32 @@
+// The command line of wavec, parsed into one struct (main.cpp fills it with CLI11).
+#pragma once
+
+#include "frontend/diagnostics.h"
+#include "sema/sema.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+enum class EmitKind { Default, AST, IR, Distribution };
+
+struct DriverOptions {
+  std::string input;
+  std::string output;   // -o; "-" or empty = stdout for text dumps
+  std::string target = "gfx942";
+  std::vector<Define> defines;
+  std::string kernel;   // --kernel
+  bool check = false;   // --check: diagnose only
+  EmitKind emit = EmitKind::Default;
+  ColorMode color = ColorMode::Auto;
+  bool werror = false;
+  std::vector<std::pair<std::string, DiagnosticEngine::Override>> warningOverrides;
+  unsigned errorLimit = 20;
+};
+
+// Runs the whole compilation (pipeline.cpp). Returns the process exit code: 0 success,
+// 1 compile error. Diagnostics are printed to stderr.
+int compile(const DriverOptions &options);
+
+} // namespace wave

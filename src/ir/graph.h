@@ -1,0 +1,196 @@
+// The kernel graph IR: what sema makes of a kernel, and what every later pass reads and
+// rewrites. Values are whole tensors with symbolic shapes (sets of named dims, in an order);
+// ops are the language's operations, with `iterate` and `if` holding nested regions. Shapes,
+// element types and resolved attributes are final here: no pass re-checks the source.
+#pragma once
+
+#include "frontend/scalar_type.h"
+#include "frontend/source.h"
+#include "symbolic/index_expr.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wave {
+struct MmaKind;
+}
+
+namespace wave::ir {
+
+// A dimension is named by a symbol or an expression of one symbol (`N / 2`); two dims are the
+// same dim when their names are equal. `size` is its extent once bindings apply.
+struct Dim {
+  sym::IndexExpr name;
+  sym::IndexExpr size;
+  std::string str() const { return name.str(); }
+  bool operator==(const Dim &o) const { return name.equals(o.name); }
+  bool operator!=(const Dim &o) const { return !(*this == o); }
+};
+using Shape = std::vector<Dim>;
+
+bool hasDim(const Shape &s, const Dim &d);
+// Same dims, any order.
+bool sameDimSet(const Shape &a, const Shape &b);
+// Every dim of `inner` is in `outer`.
+bool containsDims(const Shape &outer, const Shape &inner);
+std::string shapeStr(const Shape &s); // [M, N]
+
+struct Type {
+  enum Kind { Register, Memory, None } kind = None;
+  Shape shape;
+  ScalarType dtype = ScalarType::F32;
+  AddressSpace space = AddressSpace::Global; // Memory only
+  static Type reg(Shape s, ScalarType t) { return {Register, std::move(s), t, AddressSpace::Global}; }
+  static Type mem(Shape s, AddressSpace sp, ScalarType t) { return {Memory, std::move(s), t, sp}; }
+  bool isRegister() const { return kind == Register; }
+  bool isMemory() const { return kind == Memory; }
+  bool isScalar() const { return kind == Register && shape.empty(); }
+  std::string str() const; // Register[M, N, f32], Memory[M, K, shared, f16], f32
+  bool operator==(const Type &o) const;
+};
+
+struct Op;
+struct Region;
+
+struct Value {
+  unsigned id = 0;
+  Type type;
+  Op *def = nullptr;     // null for kernel parameters and region arguments
+  Region *owner = nullptr; // region whose argument this is, when def == nullptr and not a param
+  int paramIndex = -1;   // kernel parameter index, or -1
+  std::string name;      // the source name it was bound to, for printing; may be empty
+  std::vector<Op *> users;
+};
+
+enum class OpKind {
+  Constant,   // splat of a literal: fvalue/ivalue, type = result type
+  Read,       // operands: mem; attrs: mapping, ept
+  Write,      // operands: value, mem
+  AtomicAdd,  // operands: value, mem; result: old values
+  AtomicMin,
+  Mma,        // operands: lhs, rhs, acc; attrs: mma kind (null = auto/unresolved)
+  Reduce,     // operands: x [, init]; attrs: reduce, dims[0] = reduced dim
+  Unary,      // attrs: unary (Neg, BitNot)
+  Binary,     // attrs: binary
+  Math,       // attrs: math
+  Select,     // operands: cond, a, b
+  Cast,       // attrs: dtype
+  Broadcast,  // attrs: dims = target shape
+  Permute,    // attrs: dims = target order
+  SelfIndex,  // attrs: dims[0], dtype
+  ApplyExpr,  // operands: x; attrs: expr over lambdaVar, pred when a predicate
+  Allocate,   // attrs: dims, tile; result: shared Memory
+  Barrier,
+  Iterate,    // operands: inits; regions[0] args: carried; attrs: dims[0] = iterated dim
+  If,         // operands: cond (or none with pred); regions: then, else
+  Yield,      // operands: yielded values (terminator of iterate / if regions)
+};
+const char *opKindName(OpKind k);
+
+enum class ReduceKind { Sum, Max, Min };
+enum class UnaryKind { Neg, BitNot };
+enum class BinaryKind { Add, Sub, Mul, Div, FloorDiv, Mod, Eq, Ne, Lt, Le, Gt, Ge, And, Xor, Or };
+enum class MathKind { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Reciprocal, Abs, Tanh, Sin, Cos, Maximum, Minimum };
+const char *binaryKindName(BinaryKind k);
+const char *mathKindName(MathKind k);
+
+// A resolved index mapping (language.md section 3.2), at one use.
+struct Mapping {
+  std::string name;
+  std::vector<std::string> iterators; // symbol names: "$it:<mapping>:<i>"
+  std::vector<std::pair<Dim, sym::IndexExpr>> inputs, outputs;
+};
+
+struct Region {
+  std::vector<Value *> args;
+  std::vector<std::unique_ptr<Op>> ops;
+};
+
+struct Op {
+  OpKind kind;
+  SourceRange loc;
+  std::vector<Value *> operands;
+  std::vector<Value *> results;
+  std::vector<std::unique_ptr<Region>> regions;
+  Region *parent = nullptr;
+
+  // Attributes; which ones are meaningful depends on `kind`.
+  double fvalue = 0;
+  int64_t ivalue = 0;
+  ScalarType dtype = ScalarType::F32;
+  std::vector<Dim> dims;
+  std::vector<int64_t> tile;
+  const MmaKind *mma = nullptr;
+  std::shared_ptr<const Mapping> mapping;
+  std::optional<int64_t> ept;
+  ReduceKind reduce = ReduceKind::Sum;
+  UnaryKind unary = UnaryKind::Neg;
+  BinaryKind binary = BinaryKind::Add;
+  MathKind math = MathKind::Exp;
+  sym::IndexExpr expr;               // ApplyExpr body
+  std::optional<sym::Pred> pred;     // ApplyExpr predicate body, If on a symbol predicate
+  std::string lambdaVar;             // ApplyExpr variable symbol name
+};
+
+struct Param {
+  std::string name;
+  SourceRange loc;
+  Value *value = nullptr;
+  bool isOutput = false; // written or updated atomically
+};
+
+// The distribution constraints, resolved to constants.
+struct WorkgroupConstraint {
+  Dim dim;
+  int64_t tile;
+  unsigned axis;
+  bool primary; // the first workgroup constraint on its axis sets the grid
+  SourceRange loc;
+};
+struct WaveConstraint {
+  Dim dim;
+  int64_t tile;
+  SourceRange loc;
+};
+struct TilingConstraint {
+  Dim dim;
+  int64_t tile;
+  SourceRange loc;
+};
+struct HardwareConstraint {
+  unsigned threadsPerWave = 0;
+  unsigned wavesPerBlock[3] = {1, 1, 1};
+  const MmaKind *mma = nullptr;      // null: pick per op (mma = auto)
+  std::vector<std::pair<Dim, sym::IndexExpr>> vectorShapes;
+  SourceRange loc;
+};
+
+struct Kernel {
+  std::string name;
+  SourceRange loc;
+  std::vector<Param> params;
+  std::vector<WorkgroupConstraint> workgroups;
+  std::vector<WaveConstraint> waves;
+  std::vector<TilingConstraint> tilings;
+  HardwareConstraint hardware;
+  std::vector<sym::Pred> assumptions;
+  std::vector<std::string> dynamicSymbols; // in declaration order
+  Region body;
+  std::vector<std::unique_ptr<Value>> values; // owns every value
+
+  Value *newValue(Type t, std::string name = {});
+  const WorkgroupConstraint *workgroupFor(const Dim &d) const;
+  const WaveConstraint *waveFor(const Dim &d) const;
+  const TilingConstraint *tilingFor(const Dim &d) const;
+  std::optional<sym::IndexExpr> vectorShapeFor(const Dim &d) const;
+};
+
+// Calls f on every op of the region, nested regions included, in program order.
+void walk(const Region &r, const std::function<void(const Op &)> &f);
+std::string print(const Kernel &k); // --emit=ir
+
+} // namespace wave::ir

@@ -1,0 +1,412 @@
+#include "passes/distribution.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+
+namespace wave {
+
+using sym::IndexExpr;
+
+namespace {
+
+IndexExpr S(const std::string &name) { return IndexExpr::symbol(name); }
+IndexExpr cloneSym(const ir::Dim &d) { return S("$i_" + d.str()); }
+const IndexExpr kG = IndexExpr::symbol("$g");
+
+// How an access is laid out over the lanes of a wave.
+struct Role {
+  enum Kind { Plain, MmaLhs, MmaRhs, MmaAcc, Reduce } kind = Plain;
+  const ir::Op *op = nullptr; // the mma or reduce op
+};
+
+bool isElementwise(ir::OpKind k) {
+  using K = ir::OpKind;
+  return k == K::Cast || k == K::Unary || k == K::Binary || k == K::Math || k == K::Select ||
+         k == K::Broadcast || k == K::Permute;
+}
+
+// Where a value ends up: the first anchor reached through elementwise ops and loops.
+Role forwardRole(const ir::Value *v, int depth = 0) {
+  if (depth > 32)
+    return {};
+  for (const ir::Op *user : v->users) {
+    if (user->kind == ir::OpKind::Mma) {
+      for (size_t i = 0; i < 3; ++i)
+        if (user->operands[i] == v)
+          return {i == 0 ? Role::MmaLhs : i == 1 ? Role::MmaRhs : Role::MmaAcc, user};
+    }
+    if (user->kind == ir::OpKind::Reduce && user->operands[0] == v)
+      return {Role::Reduce, user};
+    if (isElementwise(user->kind))
+      if (Role r = forwardRole(user->results[0], depth + 1); r.kind != Role::Plain)
+        return r;
+    if (user->kind == ir::OpKind::Iterate)
+      for (size_t i = 0; i < user->operands.size(); ++i)
+        if (user->operands[i] == v)
+          if (Role r = forwardRole(user->regions[0]->args[i], depth + 1); r.kind != Role::Plain)
+            return r;
+  }
+  return {};
+}
+
+// Where a value comes from: the anchor that produced it.
+Role backwardRole(const ir::Value *v, int depth = 0) {
+  if (depth > 32 || !v->def)
+    return {};
+  const ir::Op *def = v->def;
+  if (def->kind == ir::OpKind::Mma)
+    return {Role::MmaAcc, def};
+  if (def->kind == ir::OpKind::Reduce)
+    return {Role::Reduce, def};
+  if (def->kind == ir::OpKind::Iterate || def->kind == ir::OpKind::If) {
+    for (size_t i = 0; i < def->results.size(); ++i) {
+      if (def->results[i] != v)
+        continue;
+      for (const auto &region : def->regions)
+        if (!region->ops.empty() && region->ops.back()->kind == ir::OpKind::Yield)
+          if (Role r = backwardRole(region->ops.back()->operands[i], depth + 1);
+              r.kind != Role::Plain)
+            return r;
+    }
+    return {};
+  }
+  if (isElementwise(def->kind))
+    for (const ir::Value *o : def->operands)
+      if (Role r = backwardRole(o, depth + 1); r.kind != Role::Plain)
+        return r;
+  return {};
+}
+
+class Distributor {
+public:
+  Distributor(const ir::Kernel &k, const TargetInfo &t, DiagnosticEngine &d, Distribution &o)
+      : kernel(k), target(t), diags(d), out(o) {}
+
+  bool run() {
+    unsigned errors = diags.errorCount();
+    const auto &hw = kernel.hardware;
+    out.waveSize = hw.threadsPerWave;
+    for (int a = 0; a < 3; ++a)
+      out.wavesPerBlock[a] = hw.wavesPerBlock[a];
+    out.block[0] = out.wavesPerBlock[0] * out.waveSize;
+    out.block[1] = out.wavesPerBlock[1];
+    out.block[2] = out.wavesPerBlock[2];
+    out.dynamicSymbols = kernel.dynamicSymbols;
+    for (const auto &p : kernel.assumptions)
+      out.facts.assume(p);
+    for (int a = 0; a < 3; ++a) {
+      IndexExpr g = 1;
+      for (const auto &w : kernel.workgroups)
+        if (w.axis == static_cast<unsigned>(a) && w.primary)
+          g = g * ceilDiv(w.dim.size, w.tile);
+      out.grid[a] = out.facts.simplify(g);
+    }
+    out.facts.setRange("$T0", 0, out.block[0] - 1);
+    out.facts.setRange("$T1", 0, out.block[1] - 1);
+    out.facts.setRange("$T2", 0, out.block[2] - 1);
+    for (int a = 0; a < 3; ++a) {
+      auto g = out.grid[a].asInteger();
+      out.facts.setRange(fmt::format("$WG{}", a), 0, g ? *g - 1 : sym::Range::kInf);
+    }
+    for (const auto &t : kernel.tilings) {
+      IndexExpr trips = out.facts.simplify(ceilDiv(t.dim.size, t.tile));
+      out.loops.push_back({t.dim, t.tile, trips});
+      auto c = trips.asInteger();
+      out.facts.setRange("$IV_" + t.dim.str(), 0, c ? std::max<int64_t>(*c - 1, 0) : sym::Range::kInf);
+    }
+    collectExpansion();
+    ir::walk(kernel.body, [&](const ir::Op &op) { visit(op); });
+    return diags.errorCount() == errors;
+  }
+
+private:
+  // The MMA kind that fixes dims M, N, K (the first mma of the kernel), if any.
+  const ir::Op *firstMma() const {
+    const ir::Op *found = nullptr;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (!found && op.kind == ir::OpKind::Mma)
+        found = &op;
+    });
+    return found;
+  }
+
+  void collectExpansion() {
+    const ir::Op *mma = firstMma();
+    std::vector<ir::Dim> dims;
+    auto add = [&](const ir::Dim &d) {
+      if (!ir::hasDim(dims, d))
+        dims.push_back(d);
+    };
+    for (const auto &w : kernel.workgroups)
+      add(w.dim);
+    for (const auto &t : kernel.tilings)
+      add(t.dim);
+    for (const auto &d : dims) {
+      IndexExpr vs;
+      if (mma && (d == mma->dims[0] || d == mma->dims[1] || d == mma->dims[2])) {
+        unsigned v = d == mma->dims[0] ? mma->mma->m : d == mma->dims[1] ? mma->mma->n : mma->mma->k;
+        vs = IndexExpr(static_cast<int64_t>(v));
+      } else if (auto given = kernel.vectorShapeFor(d)) {
+        vs = *given;
+      } else if (const auto *w = kernel.waveFor(d)) {
+        vs = w->tile;
+      } else if (const auto *wg = kernel.workgroupFor(d)) {
+        vs = wg->tile;
+      } else {
+        vs = kernel.tilingFor(d)->tile;
+      }
+      int64_t count = 1;
+      auto v = vs.asInteger();
+      if (v && *v > 0) {
+        if (const auto *wg = kernel.workgroupFor(d))
+          count = (wg->tile + out.wavesPerBlock[wg->axis] * *v - 1) /
+                  (out.wavesPerBlock[wg->axis] * *v);
+        else if (const auto *t = kernel.tilingFor(d))
+          count = (t->tile + *v - 1) / *v;
+      }
+      out.expansion.push_back({d, vs, std::max<int64_t>(count, 1)});
+      out.facts.setRange("$i_" + d.str(), 0, std::max<int64_t>(count, 1) - 1);
+    }
+  }
+
+  const ExpansionInfo *expansionFor(const ir::Dim &d) const {
+    for (const auto &e : out.expansion)
+      if (e.dim == d)
+        return &e;
+    return nullptr;
+  }
+
+  bool insideIterateOf(const ir::Op &op, const ir::Dim &d) const {
+    // Walk up through the regions: an op's parent region belongs to an iterate op whose
+    // region list holds it.
+    const ir::Region *r = op.parent;
+    while (r) {
+      const ir::Op *owner = ownerOf(r);
+      if (!owner)
+        return false;
+      if (owner->kind == ir::OpKind::Iterate && owner->dims[0] == d)
+        return true;
+      r = owner->parent;
+    }
+    return false;
+  }
+
+  const ir::Op *ownerOf(const ir::Region *r) const {
+    const ir::Op *found = nullptr;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      for (const auto &sub : op.regions)
+        if (sub.get() == r)
+          found = &op;
+    });
+    return found;
+  }
+
+  // Workgroup, wave, loop and expansion terms of dim d: identical for every lane of a wave.
+  IndexExpr uniformTerms(const ir::Op &op, const ir::Dim &d) const {
+    IndexExpr e = 0;
+    if (const auto *wg = kernel.workgroupFor(d)) {
+      e = e + S(fmt::format("$WG{}", wg->axis)) * wg->tile;
+      // A wave id whose extent is 1 is 0: no term.
+      if (const auto *w = kernel.waveFor(d); w && out.wavesPerBlock[wg->axis] > 1) {
+        IndexExpr waveId = wg->axis == 0 ? floorDiv(S("$T0"), static_cast<int64_t>(out.waveSize))
+                                         : S(fmt::format("$T{}", wg->axis));
+        e = e + waveId * w->tile;
+      }
+    }
+    if (const auto *t = kernel.tilingFor(d); t && insideIterateOf(op, d))
+      e = e + S("$IV_" + d.str()) * t->tile;
+    if (const auto *x = expansionFor(d); x && x->count > 1)
+      e = e + cloneSym(d) * x->vectorShape;
+    return e;
+  }
+
+  void visit(const ir::Op &op) {
+    bool isRead = op.kind == ir::OpKind::Read;
+    bool isWrite = op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
+                   op.kind == ir::OpKind::AtomicMin;
+    if (!isRead && !isWrite)
+      return;
+    const ir::Value *mem = isRead ? op.operands[0] : op.operands[1];
+    const ir::Value *reg = isRead ? op.results[0] : op.operands[0];
+    Role role = isRead ? forwardRole(reg) : backwardRole(reg);
+    AccessIndex acc;
+    acc.op = &op;
+    acc.tensor = mem->name.empty() ? fmt::format("%{}", mem->id) : mem->name;
+
+    // Thread terms and element counts of the register-side dims.
+    std::vector<std::pair<ir::Dim, IndexExpr>> thread;
+    std::vector<std::pair<ir::Dim, IndexExpr>> elements;
+    IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(out.waveSize));
+    const ir::Shape &shape = reg->type.shape;
+    if (role.kind == Role::MmaLhs || role.kind == Role::MmaRhs || role.kind == Role::MmaAcc) {
+      const MmaKind &k = *role.op->mma;
+      const LaneLayout &layout =
+          role.kind == Role::MmaLhs ? k.a : role.kind == Role::MmaRhs ? k.b : k.c;
+      const ir::Dim &rowDim = role.kind == Role::MmaRhs ? role.op->dims[1] : role.op->dims[0];
+      const ir::Dim &colDim = role.kind == Role::MmaAcc ? role.op->dims[1] : role.op->dims[2];
+      static const char *names[] = {"", "mma lhs", "mma rhs", "mma accumulator"};
+      acc.anchor = fmt::format("{} {}", names[role.kind], k.name);
+      thread.push_back({rowDim, layout.row(lane, kG)});
+      thread.push_back({colDim, layout.col(lane, kG)});
+      elements.push_back({rowDim, static_cast<int64_t>(layout.elements)});
+      elements.push_back({colDim, static_cast<int64_t>(layout.elements)});
+      if (op.ept && *op.ept != static_cast<int64_t>(layout.elements) && role.kind != Role::MmaAcc)
+        diags.report(DiagId::EptConflict, op.loc,
+                     {std::to_string(*op.ept),
+                      fmt::format("conflicts with the {} layout of {}, which holds {} elements "
+                                  "per lane",
+                                  names[role.kind], k.name, layout.elements)});
+    } else if (role.kind == Role::Reduce && !shape.empty()) {
+      const ir::Dim &d = role.op->dims[0];
+      auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(static_cast<int64_t>(out.waveSize)));
+      IndexExpr per = out.facts.simplify(ceilDiv(vs, static_cast<int64_t>(out.waveSize)));
+      acc.anchor = "reduction over " + d.str();
+      if (auto c = per.asInteger(); c && *c > 0) {
+        thread.push_back({d, lane * *c + kG});
+      } else {
+        // A dynamic row: each lane strides over it.
+        thread.push_back({d, lane + kG * static_cast<int64_t>(out.waveSize)});
+      }
+      elements.push_back({d, per});
+    } else if (!shape.empty()) {
+      acc.anchor = "read/write";
+      // Lanes run along the dim on workgroup axis 0; each owns `ept` consecutive elements.
+      for (const auto &d : shape) {
+        const auto *wg = kernel.workgroupFor(d);
+        if (!wg || wg->axis != 0)
+          continue;
+        int64_t tpb0 = out.wavesPerBlock[0] * out.waveSize;
+        int64_t ept = op.ept ? *op.ept : std::max<int64_t>((wg->tile + tpb0 - 1) / tpb0, 1);
+        thread.push_back({d, lane * ept + kG});
+        elements.push_back({d, ept});
+        break;
+      }
+    } else {
+      acc.anchor = "scalar";
+    }
+
+    std::map<std::string, IndexExpr> regIndex; // register dim name -> index
+    auto registerIndex = [&](const ir::Dim &d) {
+      IndexExpr e = uniformTerms(op, d);
+      for (const auto &[td, t] : thread)
+        if (td == d)
+          e = e + t;
+      return e;
+    };
+    auto elementsOf = [&](const ir::Dim &d) -> IndexExpr {
+      for (const auto &[ed, n] : elements)
+        if (ed == d)
+          return n;
+      return 1;
+    };
+    sym::Facts facts = out.facts;
+    for (const auto &[d, n] : elements)
+      if (auto c = n.asInteger(); c && *c > 0)
+        facts.setRange("$g", 0, *c - 1);
+
+    if (!op.mapping) {
+      for (const auto &d : mem->type.shape) {
+        DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
+        di.contiguous = &d == &mem->type.shape.back() && isUnitStride(di.start, facts);
+        di.masked = isMasked(d, facts);
+        acc.dims.push_back(di);
+      }
+    } else {
+      // Memory index = the mapping's memory-side value with each iterator replaced by the
+      // index of the register dim it is bound to.
+      const auto &bare = isRead ? op.mapping->outputs : op.mapping->inputs;
+      const auto &memSide = isRead ? op.mapping->inputs : op.mapping->outputs;
+      std::map<std::string, IndexExpr> subs;
+      for (const auto &[d, value] : bare)
+        if (auto name = value.asSymbol())
+          subs[*name] = registerIndex(d);
+      for (const auto &[d, value] : memSide) {
+        DimIndex di{d, facts.simplify(value.subs(subs)), 1};
+        di.masked = isMasked(d, facts);
+        acc.dims.push_back(di);
+      }
+      acc.anchor += " via mapping " + op.mapping->name;
+    }
+    out.accesses.push_back(std::move(acc));
+  }
+
+  // True when consecutive register elements g, g + 1 sit at consecutive indices.
+  static bool isUnitStride(const IndexExpr &start, const sym::Facts &facts) {
+    if (!start.dependsOn("$g"))
+      return false;
+    IndexExpr next = start.subs({{"$g", kG + 1}});
+    return facts.provesEqual(next - start, 1);
+  }
+
+  // A dim needs a mask when its tiles can overrun it (wave-facts.md section 2.1).
+  bool isMasked(const ir::Dim &d, const sym::Facts &facts) const {
+    if (const auto *wg = kernel.workgroupFor(d); wg && !facts.provesExact(d.size, wg->tile))
+      return true;
+    if (const auto *t = kernel.tilingFor(d); t && !facts.provesExact(d.size, t->tile))
+      return true;
+    return false;
+  }
+
+  const ir::Kernel &kernel;
+  const TargetInfo &target;
+  DiagnosticEngine &diags;
+  Distribution &out;
+};
+
+} // namespace
+
+bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEngine &diags,
+                Distribution &out) {
+  return Distributor(kernel, target, diags, out).run();
+}
+
+std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
+                              const Distribution &d) {
+  std::string out = fmt::format("kernel {} (target {})\n", kernel.name, target.name);
+  out += fmt::format("  threads per wave: {}\n", d.waveSize);
+  out += fmt::format("  waves per block:  [{}, {}, {}]\n", d.wavesPerBlock[0], d.wavesPerBlock[1],
+                     d.wavesPerBlock[2]);
+  out += fmt::format("  block:            [{}, {}, {}] ({} threads)\n", d.block[0], d.block[1],
+                     d.block[2], d.block[0] * d.block[1] * d.block[2]);
+  out += fmt::format("  grid:             [{}, {}, {}]\n", d.grid[0].str(), d.grid[1].str(),
+                     d.grid[2].str());
+  std::string dyn;
+  for (const auto &s : d.dynamicSymbols)
+    dyn += (dyn.empty() ? "" : ", ") + s;
+  out += fmt::format("  dynamic symbols:  {}\n", dyn.empty() ? "none" : dyn);
+  for (const auto &l : d.loops)
+    out += fmt::format("  loop {}:           {} trips of {}\n", l.dim.str(), l.tripCount.str(),
+                       l.tile);
+  if (!d.expansion.empty()) {
+    out += "  expansion:       ";
+    for (const auto &e : d.expansion)
+      out += fmt::format(" {} x{} (vector {})", e.dim.str(), e.count, e.vectorShape.str());
+    out += "\n";
+  }
+  if (!kernel.assumptions.empty()) {
+    out += "  assumptions:     ";
+    for (const auto &a : kernel.assumptions)
+      out += " " + a.str() + ";";
+    out += "\n";
+  }
+  out += "  accesses:\n";
+  for (const auto &a : d.accesses) {
+    out += fmt::format("    {} {} @{}:{}  [{}]\n", ir::opKindName(a.op->kind), a.tensor,
+                       a.op->loc.begin.line, a.op->loc.begin.col, a.anchor);
+    for (const auto &di : a.dims) {
+      std::string note;
+      if (di.start.dependsOn("$g"))
+        note = di.elements > 0 ? fmt::format("g < {}", di.elements) : "g strides the row";
+      if (di.contiguous)
+        note += ", contiguous";
+      if (di.masked)
+        note += (note.empty() ? "" : ", ") + std::string("masked < ") + di.dim.size.str();
+      out += fmt::format("      {}: {}{}\n", di.dim.str(), di.start.str(),
+                         note.empty() ? "" : "    (" + note + ")");
+    }
+  }
+  return out;
+}
+
+} // namespace wave

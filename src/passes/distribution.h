@@ -1,0 +1,70 @@
+// Distribution: from a checked kernel's constraints to the shape of its launch and the index
+// every thread uses (architecture.md pipeline step 3, wave-facts.md section 1).
+//
+// Per kernel it derives the wave size, waves per block, block and grid sizes (the grid as a
+// formula of dynamic symbols), loop trip counts, expansion counts, and for every tensor access
+// the index expression of each memory dim as a sum of workgroup, wave, loop, thread and
+// expansion terms, simplified with the range facts of the hardware ids and the kernel's
+// assumptions. It also decides each access's thread layout (its "anchor": an MMA operand or
+// accumulator, a reduction, or the plain read/write layout).
+#pragma once
+
+#include "codegen/target_table.h"
+#include "frontend/diagnostics.h"
+#include "ir/graph.h"
+#include "symbolic/facts.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+struct DimIndex {
+  ir::Dim dim;             // memory-side dim
+  sym::IndexExpr start;    // index of element g of clone (i_*) of this thread
+  int64_t elements = 1;    // elements per thread along this dim (g ranges over them)
+  bool contiguous = false; // the g elements are consecutive along this dim
+  bool masked = false;     // a tile can overrun the dim and no assumption proves otherwise
+};
+
+struct AccessIndex {
+  const ir::Op *op = nullptr;
+  std::string tensor;
+  std::string anchor; // "mma lhs F32_16x16x16_F16", "reduction", "read/write"
+  std::vector<DimIndex> dims;
+};
+
+struct LoopInfo {
+  ir::Dim dim;
+  int64_t tile;
+  sym::IndexExpr tripCount;
+};
+
+struct ExpansionInfo {
+  ir::Dim dim;
+  sym::IndexExpr vectorShape;
+  int64_t count;
+};
+
+struct Distribution {
+  unsigned waveSize = 64;
+  unsigned wavesPerBlock[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  sym::IndexExpr grid[3];
+  std::vector<std::string> dynamicSymbols;
+  std::vector<LoopInfo> loops;
+  std::vector<ExpansionInfo> expansion;
+  std::vector<AccessIndex> accesses;
+  sym::Facts facts; // hardware ranges + assumptions, for later passes
+};
+
+// Fills `out`; reports conflicts (e.g. an elements_per_thread that contradicts an MMA layout).
+// Returns false on error.
+bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEngine &diags,
+                Distribution &out);
+
+// `wavec --emit=distribution`.
+std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
+                              const Distribution &d);
+
+} // namespace wave

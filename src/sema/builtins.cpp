@@ -1,0 +1,749 @@
+// Calls of the built-in operations of language.md section 8: argument binding, typing, and
+// the graph op each one becomes.
+#include "sema/kernel_checker.h"
+
+#include <fmt/format.h>
+
+namespace wave::sema_detail {
+
+using ir::OpKind;
+
+namespace {
+const std::vector<std::string> kBuiltins = {
+    "read", "write", "mma", "sum", "max", "min", "maximum", "minimum", "select", "exp", "exp2",
+    "log", "log2", "sqrt", "rsqrt", "reciprocal", "abs", "tanh", "sin", "cos", "cast",
+    "broadcast", "permute", "self_index", "apply_expr", "atomic_add", "atomic_min", "allocate",
+    "barrier"};
+const std::vector<std::string> kPlannedOps = {"cumsum", "topk", "set_symbol", "dynamic_val",
+                                              "scan", "gather", "scatter"};
+
+struct MathRow {
+  const char *name;
+  ir::MathKind kind;
+};
+const MathRow kMath[] = {
+    {"exp", ir::MathKind::Exp},   {"exp2", ir::MathKind::Exp2},   {"log", ir::MathKind::Log},
+    {"log2", ir::MathKind::Log2}, {"sqrt", ir::MathKind::Sqrt},   {"rsqrt", ir::MathKind::Rsqrt},
+    {"reciprocal", ir::MathKind::Reciprocal}, {"abs", ir::MathKind::Abs},
+    {"tanh", ir::MathKind::Tanh}, {"sin", ir::MathKind::Sin},     {"cos", ir::MathKind::Cos},
+};
+
+std::string arityText(const std::vector<KernelChecker::ArgSpec> &spec) {
+  size_t required = 0;
+  for (const auto &s : spec)
+    required += s.required;
+  if (required == spec.size())
+    return fmt::format("{} argument{}", required, required == 1 ? "" : "s");
+  return fmt::format("{} to {} arguments", required, spec.size());
+}
+} // namespace
+
+std::optional<std::vector<const ast::Expr *>>
+KernelChecker::bindArgs(const ast::Call &c, const std::vector<ArgSpec> &spec) {
+  std::vector<const ast::Expr *> slots(spec.size(), nullptr);
+  size_t next = 0;
+  bool ok = true;
+  for (const auto &a : c.args) {
+    if (!a.value)
+      return std::nullopt;
+    if (a.isNamed()) {
+      size_t idx = spec.size();
+      for (size_t i = 0; i < spec.size(); ++i)
+        if (a.name.name == spec[i].name)
+          idx = i;
+      if (idx == spec.size()) {
+        std::vector<std::string> names;
+        for (const auto &s : spec)
+          names.push_back(s.name);
+        diags.report(DiagId::UnknownArgument, a.name.range,
+                     {c.callee.name, a.name.name, didYouMean(a.name.name, names)});
+        ok = false;
+        continue;
+      }
+      if (slots[idx]) {
+        diags.report(DiagId::DuplicateArgument, a.name.range, {c.callee.name, a.name.name});
+        ok = false;
+        continue;
+      }
+      slots[idx] = a.value.get();
+      continue;
+    }
+    while (next < spec.size() && slots[next])
+      ++next;
+    if (next >= spec.size()) {
+      diags.report(DiagId::WrongArity, c.range,
+                   {c.callee.name, arityText(spec), std::to_string(c.args.size())});
+      return std::nullopt;
+    }
+    slots[next++] = a.value.get();
+  }
+  if (!ok)
+    return std::nullopt;
+  for (size_t i = 0; i < spec.size(); ++i)
+    if (spec[i].required && !slots[i]) {
+      diags.report(DiagId::MissingArgument, c.range, {c.callee.name, spec[i].name});
+      return std::nullopt;
+    }
+  return slots;
+}
+
+EV KernelChecker::checkCall(const ast::Call &c) {
+  const std::string &n = c.callee.name;
+  if (n == "read")
+    return checkRead(c);
+  if (n == "write")
+    return checkWrite(c, OpKind::Write);
+  if (n == "atomic_add")
+    return checkWrite(c, OpKind::AtomicAdd);
+  if (n == "atomic_min")
+    return checkWrite(c, OpKind::AtomicMin);
+  if (n == "mma")
+    return checkMma(c);
+  if (n == "sum")
+    return checkReduce(c, ir::ReduceKind::Sum);
+  if (n == "max")
+    return checkReduce(c, ir::ReduceKind::Max);
+  if (n == "min")
+    return checkReduce(c, ir::ReduceKind::Min);
+  if (n == "maximum")
+    return checkMinMaxElementwise(c, ir::MathKind::Maximum);
+  if (n == "minimum")
+    return checkMinMaxElementwise(c, ir::MathKind::Minimum);
+  for (const auto &m : kMath)
+    if (n == m.name)
+      return checkMath(c, m.kind);
+  if (n == "select")
+    return checkSelect(c);
+  if (n == "cast")
+    return checkCast(c);
+  if (n == "broadcast" || n == "permute")
+    return checkBroadcastOrPermute(c, n == "permute");
+  if (n == "self_index")
+    return checkSelfIndex(c);
+  if (n == "apply_expr")
+    return checkApplyExpr(c);
+  if (n == "allocate")
+    return checkAllocate(c);
+  if (n == "barrier") {
+    if (!bindArgs(c, {}))
+      return EV::invalid();
+    emit(OpKind::Barrier, c.range, {}, {});
+    return {EV::Values, {}, 0, 0, c.range};
+  }
+  if (std::find(kPlannedOps.begin(), kPlannedOps.end(), n) != kPlannedOps.end()) {
+    diags.report(DiagId::PlannedFeature, c.callee.range, {"'" + n + "'"});
+    return EV::invalid();
+  }
+  diags.report(DiagId::UnknownOperation, c.callee.range, {n, didYouMean(n, kBuiltins)});
+  return EV::invalid();
+}
+
+ir::Value *KernelChecker::memoryOperand(const ast::Expr &e, const std::string &what) {
+  EV v = checkExpr(e);
+  if (!v.ok())
+    return nullptr;
+  if (v.isLiteral() || v.values.size() != 1 || !v.values[0]->type.isMemory()) {
+    diags.report(DiagId::ExpectedMemory, e.range,
+                 {what, v.isLiteral() || v.values.size() != 1 ? "'" + exprText(e) + "'"
+                                                              : v.values[0]->type.str()});
+    return nullptr;
+  }
+  return v.values[0];
+}
+
+std::optional<ScalarType> KernelChecker::scalarTypeArg(const ast::Expr &e, const std::string &what) {
+  if (auto *t = ast::dyn_cast<ast::DTypeLit>(&e))
+    return t->type;
+  diags.report(DiagId::ExpectedScalarType, e.range, {what, "'" + exprText(e) + "'"});
+  return std::nullopt;
+}
+
+std::optional<ir::Dim> KernelChecker::dimArg(const ast::Expr &e, const char *what) {
+  if (auto *n = ast::dyn_cast<ast::NameRef>(&e)) {
+    bool isValue = params.count(n->name) > 0;
+    for (const auto &scope : scopes)
+      isValue |= scope.count(n->name) > 0;
+    if (isValue) {
+      diags.report(DiagId::ExpectedDim, e.range, {what, "the value '" + n->name + "'"});
+      return std::nullopt;
+    }
+  }
+  if (!ast::isa<ast::NameRef>(&e) && !ast::isa<ast::Binary>(&e)) {
+    diags.report(DiagId::ExpectedDim, e.range, {what, "'" + exprText(e) + "'"});
+    return std::nullopt;
+  }
+  IndexContext ctx = indexContext();
+  auto d = S.toDim(e, ctx, what);
+  if (d)
+    noteDim(*d);
+  return d;
+}
+
+std::optional<ir::Shape> KernelChecker::dimListArg(const ast::Expr &e, const std::string &what) {
+  auto *list = ast::dyn_cast<ast::ListExpr>(&e);
+  if (!list) {
+    diags.report(DiagId::ExpectedDimList, e.range, {what});
+    return std::nullopt;
+  }
+  ir::Shape shape;
+  for (const auto &el : list->elements) {
+    auto d = dimArg(*el, "a dim of the list");
+    if (!d)
+      return std::nullopt;
+    if (ir::hasDim(shape, *d)) {
+      diags.report(DiagId::DuplicateDim, el->range, {d->str(), what});
+      return std::nullopt;
+    }
+    shape.push_back(*d);
+  }
+  return shape;
+}
+
+std::optional<int64_t> KernelChecker::eptArg(const ast::Expr *e) {
+  if (!e)
+    return std::nullopt;
+  IndexContext ctx = indexContext();
+  auto v = S.toIndex(*e, ctx);
+  auto c = v ? facts.simplify(*v).asInteger() : std::nullopt;
+  if (!c || *c <= 0) {
+    if (v)
+      diags.report(DiagId::EptConflict, e->range,
+                   {v->str(), "must be a positive compile-time integer"});
+    return std::nullopt;
+  }
+  return c;
+}
+
+std::shared_ptr<const ir::Mapping>
+KernelChecker::resolveMapping(const ast::Expr &e, bool isRead, const ir::Type &mem,
+                              ir::Shape &regShape) {
+  auto *n = ast::dyn_cast<ast::NameRef>(&e);
+  auto it = n ? S.mappings.find(n->name) : S.mappings.end();
+  if (it == S.mappings.end()) {
+    std::vector<std::string> names;
+    for (const auto &[name, m] : S.mappings)
+      names.push_back(name);
+    std::string text = n ? n->name : exprText(e);
+    diags.report(DiagId::MappingNotFound, e.range, {text, didYouMean(text, names)});
+    return nullptr;
+  }
+  const ast::MappingDecl &decl = *it->second;
+  auto mapping = std::make_shared<ir::Mapping>();
+  mapping->name = decl.name.name;
+  IndexContext ctx = indexContext();
+  std::set<std::string> iterNames;
+  for (const auto &iter : decl.iterators) {
+    std::string symName = "$" + decl.name.name + "." + iter.name;
+    ctx.locals[iter.name] = sym::IndexExpr::symbol(symName);
+    mapping->iterators.push_back(symName);
+    iterNames.insert(symName);
+  }
+  auto convert = [&](const std::vector<ast::MappingEntry> &entries,
+                     std::vector<std::pair<ir::Dim, sym::IndexExpr>> &out) {
+    for (const auto &entry : entries) {
+      IndexContext keyCtx = indexContext();
+      auto key = S.toDim(*entry.key, keyCtx, "a mapping key");
+      auto value = key ? S.toIndex(*entry.value, ctx) : std::nullopt;
+      if (!key || !value)
+        return false;
+      noteDim(*key);
+      out.push_back({*key, *value});
+    }
+    return true;
+  };
+  if (!convert(decl.inputs, mapping->inputs) || !convert(decl.outputs, mapping->outputs))
+    return nullptr;
+  // The register side must bind every iterator bare, exactly once.
+  const auto &bare = isRead ? mapping->outputs : mapping->inputs;
+  const auto &memSide = isRead ? mapping->inputs : mapping->outputs;
+  const char *bareName = isRead ? "output" : "input";
+  for (const auto &iter : decl.iterators) {
+    std::string symName = "$" + decl.name.name + "." + iter.name;
+    int count = 0;
+    for (const auto &[dim, value] : bare)
+      count += value.asSymbol() == symName;
+    if (count != 1) {
+      diags.report(DiagId::MappingIterator, iter.range, {iter.name, decl.name.name, bareName});
+      return nullptr;
+    }
+  }
+  for (const auto &[dim, value] : bare)
+    if (!value.asSymbol() || !iterNames.count(*value.asSymbol())) {
+      diags.report(DiagId::MappingDims, e.range,
+                   {decl.name.name, mem.str(),
+                    fmt::format("its {} value for '{}' is '{}', not an iterator", bareName,
+                                dim.str(), value.str())});
+      return nullptr;
+    }
+  ir::Shape memDims;
+  for (const auto &[dim, value] : memSide)
+    memDims.push_back(dim);
+  if (!ir::sameDimSet(memDims, mem.shape)) {
+    diags.report(DiagId::MappingDims, e.range,
+                 {decl.name.name, mem.str(),
+                  fmt::format("it indexes the tensor's dims {}, the tensor has {}",
+                              ir::shapeStr(memDims), ir::shapeStr(mem.shape))});
+    return nullptr;
+  }
+  regShape.clear();
+  for (const auto &[dim, value] : bare)
+    regShape.push_back(dim);
+  return mapping;
+}
+
+EV KernelChecker::checkRead(const ast::Call &c) {
+  auto args = bindArgs(c, {{"mem", true}, {"elements_per_thread", false}, {"mapping", false}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *mem = memoryOperand(*(*args)[0], "the first argument of read");
+  if (!mem)
+    return EV::invalid();
+  ir::Shape shape = mem->type.shape;
+  std::shared_ptr<const ir::Mapping> mapping;
+  if ((*args)[2]) {
+    mapping = resolveMapping(*(*args)[2], true, mem->type, shape);
+    if (!mapping)
+      return EV::invalid();
+  }
+  auto ept = eptArg((*args)[1]);
+  if ((*args)[1] && !ept)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::Read, c.range, {mem}, {ir::Type::reg(shape, mem->type.dtype)});
+  op->mapping = mapping;
+  op->ept = ept;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkWrite(const ast::Call &c, OpKind kind) {
+  auto args = bindArgs(c, {{"value", true}, {"mem", true}, {"elements_per_thread", false},
+                           {"mapping", false}});
+  if (!args)
+    return EV::invalid();
+  const char *opName = kind == OpKind::Write ? "write"
+                       : kind == OpKind::AtomicAdd ? "atomic_add" : "atomic_min";
+  EV v = checkExpr(*(*args)[0]);
+  if (!v.ok())
+    return EV::invalid();
+  ir::Value *mem = memoryOperand(*(*args)[1], std::string("the second argument of ") + opName);
+  if (!mem)
+    return EV::invalid();
+  ir::Value *reg = v.isLiteral() ? materialize(v, mem->type.dtype, v.loc)
+                                 : asRegister(v, std::string("the value of ") + opName);
+  if (!reg)
+    return EV::invalid();
+  std::shared_ptr<const ir::Mapping> mapping;
+  ir::Shape expected = mem->type.shape;
+  if ((*args)[3]) {
+    mapping = resolveMapping(*(*args)[3], false, mem->type, expected);
+    if (!mapping)
+      return EV::invalid();
+  }
+  if (!reg->type.shape.empty() && !ir::sameDimSet(reg->type.shape, expected)) {
+    diags.report(DiagId::WriteShapeMismatch, (*args)[0]->range,
+                 {reg->type.str(), mapping ? "mapping '" + mapping->name + "' of " + mem->type.str()
+                                           : mem->type.str()});
+    return EV::invalid();
+  }
+  if (reg->type.dtype != mem->type.dtype) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {std::string(opName) + " to " + mem->type.str(), scalarTypeName(mem->type.dtype),
+                  scalarTypeName(reg->type.dtype)});
+    return EV::invalid();
+  }
+  if (kind != OpKind::Write && isFloat(reg->type.dtype) && kind == OpKind::AtomicMin &&
+      bitWidth(reg->type.dtype) < 32) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {"atomic_min", "32- or 64-bit", scalarTypeName(reg->type.dtype)});
+    return EV::invalid();
+  }
+  reg = broadcastTo(reg, expected, c.range);
+  auto ept = eptArg((*args)[2]);
+  if ((*args)[2] && !ept)
+    return EV::invalid();
+  std::vector<ir::Type> results;
+  if (kind != OpKind::Write)
+    results.push_back(reg->type);
+  ir::Op *op = emit(kind, c.range, {reg, mem}, results);
+  op->mapping = mapping;
+  op->ept = ept;
+  if (kind == OpKind::Write)
+    return {EV::Values, {}, 0, 0, c.range};
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkMma(const ast::Call &c) {
+  auto args = bindArgs(c, {{"lhs", true}, {"rhs", true}, {"acc", true}, {"kind", false}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *lhs = asRegister(checkExpr(*(*args)[0]), "the lhs of mma");
+  ir::Value *rhs = lhs ? asRegister(checkExpr(*(*args)[1]), "the rhs of mma") : nullptr;
+  ir::Value *acc = rhs ? asRegister(checkExpr(*(*args)[2]), "the acc of mma") : nullptr;
+  if (!acc)
+    return EV::invalid();
+  const ir::Shape &L = lhs->type.shape, &R = rhs->type.shape, &A = acc->type.shape;
+  auto fail = [&](const std::string &why) {
+    diags.report(DiagId::MmaDims, c.range,
+                 {ir::shapeStr(L), ir::shapeStr(R), ir::shapeStr(A), why});
+    return EV::invalid();
+  };
+  // K: the dim shared by lhs and rhs that acc lacks; M: lhs's other dim; N: rhs's other dim;
+  // the rest are batch dims, which all three share.
+  ir::Shape ks, ms, ns;
+  for (const auto &d : L) {
+    if (ir::hasDim(R, d) && !ir::hasDim(A, d))
+      ks.push_back(d);
+    else if (!ir::hasDim(R, d))
+      ms.push_back(d);
+  }
+  for (const auto &d : R)
+    if (!ir::hasDim(L, d))
+      ns.push_back(d);
+  if (ks.empty())
+    return fail("no dim is shared by lhs and rhs and absent from acc (the K dim)");
+  if (ks.size() > 1)
+    return fail("more than one dim could be K: " + ir::shapeStr(ks));
+  if (ms.size() != 1)
+    return fail(ms.empty() ? "lhs has no M dim of its own" : "lhs has several dims rhs lacks: " + ir::shapeStr(ms));
+  if (ns.size() != 1)
+    return fail(ns.empty() ? "rhs has no N dim of its own" : "rhs has several dims lhs lacks: " + ir::shapeStr(ns));
+  if (!ir::hasDim(A, ms[0]) || !ir::hasDim(A, ns[0]))
+    return fail("acc must have the M dim '" + ms[0].str() + "' and the N dim '" + ns[0].str() + "'");
+  for (const auto &d : A)
+    if (d != ms[0] && d != ns[0] && (!ir::hasDim(L, d) || !ir::hasDim(R, d)))
+      return fail("acc dim '" + d.str() + "' is neither M, N nor a batch dim of both operands");
+  if (A.size() != L.size() || A.size() != R.size())
+    return fail("batch dims must be shared by lhs, rhs and acc");
+
+  const TargetInfo &t = *S.target;
+  if (hardwareMmaFailed && !(*args)[3])
+    return EV::invalid();
+  std::string kindName = hardwareMma;
+  if ((*args)[3]) {
+    auto k = S.mmaKindName(*(*args)[3]);
+    if (!k)
+      return EV::invalid();
+    kindName = *k;
+  }
+  const MmaKind *kind = nullptr;
+  SourceRange kindLoc = (*args)[3] ? (*args)[3]->range : c.range;
+  if (kindName.empty() || kindName == "auto") {
+    kind = pickMmaKind(t, lhs->type.dtype, acc->type.dtype);
+    if (!kind) {
+      diags.report(DiagId::MmaNoKind, c.range,
+                   {t.name, scalarTypeName(lhs->type.dtype), scalarTypeName(acc->type.dtype)});
+      return EV::invalid();
+    }
+  } else {
+    kind = findMmaKind(t, kindName);
+    if (!kind) {
+      diags.report(DiagId::MmaKindUnavailable, kindLoc, {kindName, t.name, availableKinds(t)});
+      return EV::invalid();
+    }
+  }
+  bool inOk = lhs->type.dtype == rhs->type.dtype;
+  bool accepted = false;
+  for (ScalarType s : kind->inputs)
+    accepted |= s == lhs->type.dtype;
+  if (!inOk || !accepted || acc->type.dtype != kind->acc) {
+    std::string ins;
+    for (ScalarType s : kind->inputs)
+      ins += (ins.empty() ? "" : " or ") + std::string(scalarTypeName(s));
+    diags.report(DiagId::MmaTypes, c.range,
+                 {kind->name, ins, scalarTypeName(kind->acc), scalarTypeName(lhs->type.dtype),
+                  scalarTypeName(rhs->type.dtype), scalarTypeName(acc->type.dtype)});
+    return EV::invalid();
+  }
+  if (kind->waveSize != waveSize) {
+    diags.report(DiagId::MmaWaveSize, kindLoc,
+                 {kind->name, std::to_string(kind->waveSize), std::to_string(waveSize)});
+    return EV::invalid();
+  }
+  ir::Op *op = emit(OpKind::Mma, c.range, {lhs, rhs, acc}, {acc->type});
+  op->mma = kind;
+  op->dims = {ms[0], ns[0], ks[0]};
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkReduce(const ast::Call &c, ir::ReduceKind kind) {
+  auto args = bindArgs(c, {{"x", true}, {"dim", false}, {"init", false}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *x = asRegister(checkExpr(*(*args)[0]), "the operand of '" + c.callee.name + "'");
+  if (!x)
+    return EV::invalid();
+  if (x->type.shape.empty()) {
+    diags.report(DiagId::ExpectedRegister, (*args)[0]->range,
+                 {"the operand of '" + c.callee.name + "'", "a scalar (nothing to reduce)"});
+    return EV::invalid();
+  }
+  ir::Dim dim = x->type.shape.back(); // default: the innermost dim
+  if (const ast::Expr *d = (*args)[1]) {
+    std::string what = "the dim of '" + c.callee.name + "'";
+    if (c.callee.name != "sum")
+      what += " (the elementwise " + std::string(c.callee.name == "max" ? "maximum" : "minimum") +
+              " of two values is " + (c.callee.name == "max" ? "maximum" : "minimum") + "(a, b))";
+    auto dd = dimArg(*d, what.c_str());
+    if (!dd)
+      return EV::invalid();
+    if (!ir::hasDim(x->type.shape, *dd)) {
+      diags.report(DiagId::NoSuchDim, d->range, {x->type.str(), dd->str(), ir::shapeStr(x->type.shape)});
+      return EV::invalid();
+    }
+    dim = *dd;
+  }
+  ir::Shape out;
+  for (const auto &d : x->type.shape)
+    if (d != dim)
+      out.push_back(d);
+  ir::Type rt = ir::Type::reg(out, x->type.dtype);
+  std::vector<ir::Value *> operands{x};
+  if (const ast::Expr *i = (*args)[2]) {
+    EV iv = checkExpr(*i);
+    if (!iv.ok())
+      return EV::invalid();
+    ir::Value *init = iv.isLiteral() ? materialize(iv, x->type.dtype, iv.loc)
+                                     : asRegister(iv, "the init of '" + c.callee.name + "'");
+    if (!init)
+      return EV::invalid();
+    if (init->type.dtype != rt.dtype) {
+      diags.report(DiagId::TypeMismatch, i->range,
+                   {scalarTypeName(init->type.dtype), scalarTypeName(rt.dtype)});
+      return EV::invalid();
+    }
+    if (!init->type.shape.empty() && !ir::sameDimSet(init->type.shape, out)) {
+      diags.report(DiagId::ShapeMismatch, i->range,
+                   {ir::shapeStr(init->type.shape), ir::shapeStr(out)});
+      return EV::invalid();
+    }
+    operands.push_back(broadcastTo(init, out, i->range));
+  }
+  ir::Op *op = emit(OpKind::Reduce, c.range, operands, {rt});
+  op->reduce = kind;
+  op->dims = {dim};
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkMath(const ast::Call &c, ir::MathKind kind) {
+  auto args = bindArgs(c, {{"x", true}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *x = asRegister(checkExpr(*(*args)[0]), "the operand of '" + c.callee.name + "'");
+  if (!x)
+    return EV::invalid();
+  if (!isFloat(x->type.dtype) && kind != ir::MathKind::Abs) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {"'" + c.callee.name + "'", "float", scalarTypeName(x->type.dtype)});
+    return EV::invalid();
+  }
+  ir::Op *op = emit(OpKind::Math, c.range, {x}, {x->type});
+  op->math = kind;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkMinMaxElementwise(const ast::Call &c, ir::MathKind kind) {
+  auto args = bindArgs(c, {{"a", true}, {"b", true}});
+  if (!args)
+    return EV::invalid();
+  EV a = checkExpr(*(*args)[0]);
+  EV b = a.ok() ? checkExpr(*(*args)[1]) : EV::invalid();
+  if (!a.ok() || !b.ok())
+    return EV::invalid();
+  if (a.isLiteral() && b.isLiteral())
+    a = EV::of(materialize(a, a.kind == EV::FloatLit || b.kind == EV::FloatLit ? ScalarType::F32
+                                                                               : ScalarType::I32,
+                           a.loc),
+               a.loc);
+  ir::Value *va = nullptr, *vb = nullptr;
+  auto shape = unifyOperands(a, b, c.callee.range, c.callee.name.c_str(), va, vb);
+  if (!shape)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::Math, c.range, {broadcastTo(va, *shape, c.range), broadcastTo(vb, *shape, c.range)},
+                    {ir::Type::reg(*shape, va->type.dtype)});
+  op->math = kind;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkSelect(const ast::Call &c) {
+  auto args = bindArgs(c, {{"cond", true}, {"a", true}, {"b", true}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *cond = asRegister(checkExpr(*(*args)[0]), "the condition of select");
+  if (!cond)
+    return EV::invalid();
+  if (cond->type.dtype != ScalarType::I1) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {"the condition of select", "i1", scalarTypeName(cond->type.dtype)});
+    return EV::invalid();
+  }
+  EV a = checkExpr(*(*args)[1]);
+  EV b = a.ok() ? checkExpr(*(*args)[2]) : EV::invalid();
+  if (!a.ok() || !b.ok())
+    return EV::invalid();
+  if (a.isLiteral() && b.isLiteral())
+    a = EV::of(materialize(a, a.kind == EV::FloatLit || b.kind == EV::FloatLit ? ScalarType::F32
+                                                                               : ScalarType::I32,
+                           a.loc),
+               a.loc);
+  ir::Value *va = nullptr, *vb = nullptr;
+  auto shape = unifyOperands(a, b, c.callee.range, "select", va, vb);
+  if (!shape)
+    return EV::invalid();
+  ir::Shape full = *shape;
+  if (!ir::containsDims(full, cond->type.shape)) {
+    if (ir::containsDims(cond->type.shape, full)) {
+      full = cond->type.shape;
+    } else {
+      diags.report(DiagId::ShapeMismatch, (*args)[0]->range,
+                   {ir::shapeStr(cond->type.shape), ir::shapeStr(full)});
+      return EV::invalid();
+    }
+  }
+  ir::Op *op = emit(OpKind::Select, c.range,
+                    {broadcastTo(cond, full, c.range), broadcastTo(va, full, c.range),
+                     broadcastTo(vb, full, c.range)},
+                    {ir::Type::reg(full, va->type.dtype)});
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkCast(const ast::Call &c) {
+  auto args = bindArgs(c, {{"x", true}, {"dtype", true}});
+  if (!args)
+    return EV::invalid();
+  auto t = scalarTypeArg(*(*args)[1], "the second argument of cast");
+  EV x = t ? checkExpr(*(*args)[0]) : EV::invalid();
+  if (!x.ok())
+    return EV::invalid();
+  ir::Value *v = x.isLiteral() ? materialize(x, *t, x.loc) : asRegister(x, "the operand of cast");
+  if (!v)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::Cast, c.range, {v}, {ir::Type::reg(v->type.shape, *t)});
+  op->dtype = *t;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkBroadcastOrPermute(const ast::Call &c, bool permute) {
+  auto args = bindArgs(c, {{"x", true}, {"dims", true}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *x = asRegister(checkExpr(*(*args)[0]), "the operand of " + c.callee.name);
+  auto target = x ? dimListArg(*(*args)[1], "the second argument of " + c.callee.name)
+                  : std::nullopt;
+  if (!target)
+    return EV::invalid();
+  if (permute) {
+    if (!ir::sameDimSet(*target, x->type.shape)) {
+      diags.report(DiagId::BadPermute, (*args)[1]->range,
+                   {x->type.str(), ir::shapeStr(*target)});
+      return EV::invalid();
+    }
+  } else {
+    for (const auto &d : x->type.shape)
+      if (!ir::hasDim(*target, d)) {
+        diags.report(DiagId::BadBroadcast, (*args)[1]->range,
+                     {x->type.str(), ir::shapeStr(*target), d.str()});
+        return EV::invalid();
+      }
+  }
+  ir::Op *op = emit(permute ? OpKind::Permute : OpKind::Broadcast, c.range, {x},
+                    {ir::Type::reg(*target, x->type.dtype)});
+  op->dims = *target;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkSelfIndex(const ast::Call &c) {
+  auto args = bindArgs(c, {{"dim", true}, {"dtype", true}});
+  if (!args)
+    return EV::invalid();
+  auto d = dimArg(*(*args)[0], "the first argument of self_index");
+  auto t = d ? scalarTypeArg(*(*args)[1], "the second argument of self_index") : std::nullopt;
+  if (!t)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::SelfIndex, c.range, {}, {ir::Type::reg({*d}, *t)});
+  op->dims = {*d};
+  op->dtype = *t;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkApplyExpr(const ast::Call &c) {
+  auto args = bindArgs(c, {{"x", true}, {"fn", true}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *x = asRegister(checkExpr(*(*args)[0]), "the operand of apply_expr");
+  if (!x)
+    return EV::invalid();
+  if (!isInteger(x->type.dtype) || x->type.dtype == ScalarType::I1) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {"apply_expr", "integer", scalarTypeName(x->type.dtype)});
+    return EV::invalid();
+  }
+  auto *fn = ast::dyn_cast<ast::Lambda>((*args)[1]);
+  if (!fn) {
+    diags.report(DiagId::ExpectedRegister, (*args)[1]->range,
+                 {"the second argument of apply_expr", "'" + exprText(*(*args)[1]) + "' (expected v => EXPR)"});
+    return EV::invalid();
+  }
+  IndexContext ctx = indexContext();
+  std::string var = "$" + fn->param.name;
+  ctx.locals[fn->param.name] = sym::IndexExpr::symbol(var);
+  bool isPred = false;
+  if (auto *b = ast::dyn_cast<ast::Binary>(fn->body.get()))
+    isPred = ast::isComparison(b->op) || b->op == ast::BinaryOp::And || b->op == ast::BinaryOp::Or;
+  ir::Op *op = nullptr;
+  if (isPred) {
+    auto p = S.toPred(*fn->body, ctx);
+    if (!p)
+      return EV::invalid();
+    op = emit(OpKind::ApplyExpr, c.range, {x}, {ir::Type::reg(x->type.shape, ScalarType::I1)});
+    op->pred = *p;
+  } else {
+    auto e = S.toIndex(*fn->body, ctx);
+    if (!e)
+      return EV::invalid();
+    op = emit(OpKind::ApplyExpr, c.range, {x}, {x->type});
+    op->expr = *e;
+  }
+  op->lambdaVar = var;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkAllocate(const ast::Call &c) {
+  auto args = bindArgs(c, {{"dims", true}, {"tile", true}, {"dtype", true}});
+  if (!args)
+    return EV::invalid();
+  auto dims = dimListArg(*(*args)[0], "the first argument of allocate");
+  if (!dims)
+    return EV::invalid();
+  auto *tiles = ast::dyn_cast<ast::ListExpr>((*args)[1]);
+  if (!tiles || tiles->elements.size() != dims->size()) {
+    diags.report(DiagId::ExpectedDimList, (*args)[1]->range,
+                 {"the tile of allocate (one compile-time size per dim)"});
+    return EV::invalid();
+  }
+  auto t = scalarTypeArg(*(*args)[2], "the third argument of allocate");
+  if (!t)
+    return EV::invalid();
+  std::vector<int64_t> tile;
+  int64_t elems = 1;
+  for (size_t i = 0; i < dims->size(); ++i) {
+    auto v = constantTile(*tiles->elements[i], (*dims)[i].str());
+    if (!v)
+      return EV::invalid();
+    tile.push_back(*v);
+    elems *= *v;
+  }
+  ldsBytes += elems * ((bitWidth(*t) + 7) / 8);
+  if (ldsBytes > S.target->ldsBytes) {
+    diags.report(DiagId::AllocateTooLarge, c.range,
+                 {kernel->name, std::to_string(ldsBytes), S.target->name,
+                  std::to_string(S.target->ldsBytes)});
+    return EV::invalid();
+  }
+  ir::Op *op = emit(OpKind::Allocate, c.range, {},
+                    {ir::Type::mem(*dims, AddressSpace::Shared, *t)});
+  op->dims = *dims;
+  op->tile = tile;
+  op->dtype = *t;
+  return EV::of(op->results[0], c.range);
+}
+
+} // namespace wave::sema_detail

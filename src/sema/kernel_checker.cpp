@@ -1,0 +1,472 @@
+// Kernel-level checks: parameters and their types, the constraints block (language.md
+// section 5), and what can only be judged once the whole body is known (dims that no tensor
+// has, dynamic and unbound symbols, outputs).
+#include "sema/kernel_checker.h"
+
+#include <fmt/format.h>
+
+namespace wave::sema_detail {
+
+using sym::IndexExpr;
+
+KernelChecker::KernelChecker(Sema &s, const ast::KernelDecl &d)
+    : S(s), decl(d), diags(s.diags), kernel(std::make_unique<ir::Kernel>()) {}
+
+std::unique_ptr<ir::Kernel> checkKernel(Sema &sema, const ast::KernelDecl &decl) {
+  KernelChecker checker(sema, decl);
+  return checker.run();
+}
+
+IndexContext KernelChecker::indexContext() {
+  IndexContext ctx;
+  ctx.facts = &facts;
+  ctx.used = &usedSymbols;
+  ctx.scalarParams = scalarParamNames;
+  return ctx;
+}
+
+std::unique_ptr<ir::Kernel> KernelChecker::run() {
+  unsigned errorsBefore = diags.errorCount();
+  errorsAtStart = errorsBefore;
+  kernel->name = decl.name.name;
+  kernel->loc = decl.name.range;
+  for (const auto &p : decl.params)
+    if (p.type.kind == ast::TypeKind::Scalar)
+      scalarParamNames.push_back(p.name.name);
+  checkAssumptions();
+  checkParams();
+  checkConstraints();
+  deriveBlock();
+  scopes.emplace_back();
+  regions.push_back(&kernel->body);
+  checkBlock(decl.body, nullptr, "kernel");
+  if (!diags.shouldStop())
+    popScope();
+  finish();
+  S.markUsed(usedSymbols);
+  if (diags.errorCount() != errorsBefore)
+    return nullptr;
+  return std::move(kernel);
+}
+
+void KernelChecker::checkAssumptions() {
+  for (const auto &c : decl.constraints) {
+    if (c->callee.name != "assume")
+      continue;
+    if (c->args.size() != 1 || c->args[0].isNamed()) {
+      diags.report(DiagId::WrongArity, c->range,
+                   {"assume", "1 argument", std::to_string(c->args.size())});
+      continue;
+    }
+    IndexContext ctx = indexContext();
+    ctx.facts = nullptr; // divisions inside an assumption are floor-free facts; no proof needed
+    ctx.what = "an assumption";
+    auto p = S.toPred(*c->args[0].value, ctx);
+    if (!p)
+      continue;
+    if (!facts.assume(*p)) {
+      diags.report(DiagId::AssumeFalse, c->args[0].value->range, {exprText(*c->args[0].value)});
+      continue;
+    }
+    kernel->assumptions.push_back(*p);
+  }
+}
+
+std::optional<ir::Type> KernelChecker::checkType(const ast::TypeExpr &t, const char *what) {
+  if (t.kind == ast::TypeKind::Scalar)
+    return ir::Type::reg({}, t.dtype);
+  ir::Shape shape;
+  bool ok = true;
+  IndexContext ctx = indexContext();
+  for (const auto &d : t.dims) {
+    auto dim = S.toDim(*d, ctx, what);
+    if (!dim) {
+      ok = false;
+      continue;
+    }
+    if (ir::hasDim(shape, *dim)) {
+      diags.report(DiagId::DuplicateDim, d->range, {dim->str(), what});
+      ok = false;
+      continue;
+    }
+    shape.push_back(*dim);
+    noteDim(*dim);
+  }
+  if (!ok)
+    return std::nullopt;
+  if (t.kind == ast::TypeKind::Register)
+    return ir::Type::reg(shape, t.dtype);
+  AddressSpace space = AddressSpace::Global;
+  if (auto *sp = ast::dyn_cast<ast::SpaceLit>(t.space.get())) {
+    space = sp->space;
+  } else if (auto *n = ast::dyn_cast<ast::NameRef>(t.space.get())) {
+    const SymbolInfo *s = S.findSymbol(n->name);
+    if (!s) {
+      diags.report(DiagId::UnknownName, n->range,
+                   {n->name, didYouMean(n->name, S.symbolNames())});
+      return std::nullopt;
+    }
+    S.resolveSymbol(S.symbolIndex(n->name));
+    usedSymbols.insert(n->name);
+    if (s->kind != SymbolKind::Space) {
+      diags.report(DiagId::BadAddressSpace, n->range, {n->name});
+      diags.note(DiagId::NoteDeclaredHere, s->loc, {n->name});
+      return std::nullopt;
+    }
+    space = s->space;
+  } else if (t.space) {
+    diags.report(DiagId::BadAddressSpace, t.space->range, {exprText(*t.space)});
+    return std::nullopt;
+  }
+  return ir::Type::mem(shape, space, t.dtype);
+}
+
+void KernelChecker::checkParams() {
+  std::map<std::string, SourceRange> seen;
+  for (const auto &p : decl.params) {
+    auto [it, inserted] = seen.emplace(p.name.name, p.name.range);
+    if (!inserted) {
+      diags.report(DiagId::Redefinition, p.name.range, {"parameter", p.name.name});
+      diags.note(DiagId::NotePreviousDefinition, it->second);
+      continue;
+    }
+    auto type = checkType(p.type, "a parameter type");
+    if (!type) {
+      params[p.name.name] = nullptr; // reported; uses stay quiet
+      paramFailed = true;
+      continue;
+    }
+    ir::Value *v = kernel->newValue(*type, p.name.name);
+    v->paramIndex = static_cast<int>(kernel->params.size());
+    kernel->params.push_back({p.name.name, p.name.range, v, false});
+    params[p.name.name] = v;
+  }
+}
+
+std::optional<int64_t> KernelChecker::constantTile(const ast::Expr &e, const std::string &dimName) {
+  IndexContext ctx = indexContext();
+  auto v = S.toIndex(e, ctx);
+  if (!v)
+    return std::nullopt;
+  IndexExpr simple = facts.simplify(*v);
+  auto c = simple.asInteger();
+  if (!c) {
+    auto free = simple.freeSymbols();
+    reportedSymbols.insert(free.begin(), free.end());
+    diags.report(DiagId::DynamicTile, e.range,
+                 {exprText(e), dimName, free.empty() ? simple.str() : *free.begin()});
+    return std::nullopt;
+  }
+  if (*c <= 0) {
+    diags.report(DiagId::ZeroTile, e.range, {dimName, std::to_string(*c)});
+    return std::nullopt;
+  }
+  return c;
+}
+
+void KernelChecker::checkConstraints() {
+  static const std::vector<std::string> kKnown = {"workgroup", "wave", "tiling", "hardware",
+                                                  "assume"};
+  static const std::vector<std::string> kPlanned = {"grid", "split_k", "persistent", "iters",
+                                                    "start", "schedule", "dynamic_val",
+                                                    "set_symbol"};
+  // hardware first: wave size and default MMA matter to the checks of the others.
+  for (const auto &c : decl.constraints)
+    if (c->callee.name == "hardware")
+      checkHardware(*c);
+  if (!hasHardware)
+    waveSize = S.target->defaultWaveSize();
+  kernel->hardware.threadsPerWave = waveSize;
+  for (const auto &c : decl.constraints) {
+    const std::string &n = c->callee.name;
+    if (n == "workgroup")
+      checkWorkgroup(*c);
+    else if (n == "tiling")
+      checkTiling(*c);
+  }
+  for (const auto &c : decl.constraints) {
+    const std::string &n = c->callee.name;
+    if (n == "wave")
+      checkWave(*c);
+    else if (n == "hardware" || n == "assume" || n == "workgroup" || n == "tiling")
+      continue;
+    else if (std::find(kPlanned.begin(), kPlanned.end(), n) != kPlanned.end())
+      diags.report(DiagId::PlannedFeature, c->callee.range, {"the '" + n + "' constraint"});
+    else
+      diags.report(DiagId::UnknownConstraint, c->callee.range, {n, didYouMean(n, kKnown)});
+  }
+}
+
+void KernelChecker::checkWorkgroup(const ast::Call &c) {
+  auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}, {"dim", true}});
+  if (!args)
+    return;
+  auto dim = dimArg(*(*args)[0], "the first argument of workgroup");
+  if (!dim)
+    return;
+  auto tile = constantTile(*(*args)[1], dim->str());
+  IndexContext ctx = indexContext();
+  auto axisExpr = S.toIndex(*(*args)[2], ctx);
+  if (!tile || !axisExpr)
+    return;
+  auto axis = axisExpr->asInteger();
+  if (!axis || *axis < 0 || *axis > 2) {
+    diags.report(DiagId::BadWorkgroupAxis, (*args)[2]->range, {axisExpr->str()});
+    return;
+  }
+  if (kernel->workgroupFor(*dim)) {
+    diags.report(DiagId::DuplicateConstraint, c.range, {"workgroup", dim->str()});
+    diags.note(DiagId::NotePreviousDefinition, kernel->workgroupFor(*dim)->loc);
+    return;
+  }
+  bool primary = true;
+  for (const auto &w : kernel->workgroups)
+    primary &= w.axis != static_cast<unsigned>(*axis);
+  kernel->workgroups.push_back({*dim, *tile, static_cast<unsigned>(*axis), primary, c.range});
+  constrainedDims.push_back({*dim, (*args)[0]->range});
+}
+
+void KernelChecker::checkWave(const ast::Call &c) {
+  auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
+  if (!args)
+    return;
+  auto dim = dimArg(*(*args)[0], "the first argument of wave");
+  if (!dim)
+    return;
+  auto tile = constantTile(*(*args)[1], dim->str());
+  if (!tile)
+    return;
+  constrainedDims.push_back({*dim, (*args)[0]->range});
+  if (kernel->waveFor(*dim)) {
+    diags.report(DiagId::DuplicateConstraint, c.range, {"wave", dim->str()});
+    diags.note(DiagId::NotePreviousDefinition, kernel->waveFor(*dim)->loc);
+    return;
+  }
+  const ir::WorkgroupConstraint *wg = kernel->workgroupFor(*dim);
+  if (!wg) {
+    diags.report(DiagId::WaveNeedsWorkgroup, c.range, {dim->str()});
+    return;
+  }
+  if (wg->tile % *tile != 0) {
+    diags.report(DiagId::WaveTileNotDivide, (*args)[1]->range,
+                 {std::to_string(*tile), dim->str(), std::to_string(wg->tile)});
+    diags.note(DiagId::NoteDeclaredHere, wg->loc, {"workgroup(" + dim->str() + ", ...)"});
+    return;
+  }
+  kernel->waves.push_back({*dim, *tile, c.range});
+}
+
+void KernelChecker::checkTiling(const ast::Call &c) {
+  auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
+  if (!args)
+    return;
+  auto dim = dimArg(*(*args)[0], "the first argument of tiling");
+  if (!dim)
+    return;
+  auto tile = constantTile(*(*args)[1], dim->str());
+  if (!tile)
+    return;
+  constrainedDims.push_back({*dim, (*args)[0]->range});
+  if (kernel->tilingFor(*dim)) {
+    diags.report(DiagId::DuplicateConstraint, c.range, {"tiling", dim->str()});
+    diags.note(DiagId::NotePreviousDefinition, kernel->tilingFor(*dim)->loc);
+    return;
+  }
+  kernel->tilings.push_back({*dim, *tile, c.range});
+}
+
+static std::string joinWaveSizes(const TargetInfo &t) {
+  std::string s;
+  for (size_t i = 0; i < t.waveSizes.size(); ++i)
+    s += (i ? " or " : "") + std::to_string(t.waveSizes[i]);
+  return s;
+}
+
+void KernelChecker::checkHardware(const ast::Call &c) {
+  if (hasHardware) {
+    diags.report(DiagId::DuplicateHardware, c.range);
+    diags.note(DiagId::NotePreviousDefinition, kernel->hardware.loc);
+    return;
+  }
+  hasHardware = true;
+  kernel->hardware.loc = c.range;
+  auto args = bindArgs(c, {{"threads_per_wave", false},
+                           {"waves_per_block", false},
+                           {"mma", false},
+                           {"vector_shapes", false}});
+  waveSize = S.target->defaultWaveSize();
+  if (!args)
+    return;
+  const TargetInfo &t = *S.target;
+  if (const ast::Expr *w = (*args)[0]) {
+    IndexContext ctx = indexContext();
+    auto v = S.toIndex(*w, ctx);
+    auto c = v ? v->asInteger() : std::nullopt;
+    if (v && !c)
+      diags.report(DiagId::ExpectedIntConstant, w->range, {"threads_per_wave", v->str()});
+    if (c) {
+      bool supported = false;
+      for (unsigned s : t.waveSizes)
+        supported |= static_cast<int64_t>(s) == *c;
+      if (!supported)
+        diags.report(DiagId::UnsupportedWaveSize, w->range,
+                     {t.name, std::to_string(*c), joinWaveSizes(t)});
+      else
+        waveSize = static_cast<unsigned>(*c);
+    }
+  }
+  if (const ast::Expr *wpb = (*args)[1]) {
+    auto *list = ast::dyn_cast<ast::ListExpr>(wpb);
+    if (!list || list->elements.empty() || list->elements.size() > 3) {
+      diags.report(DiagId::BadWavesPerBlock, wpb->range, {"must be a list of 1 to 3 integers"});
+    } else {
+      wavesGiven = true;
+      for (size_t i = 0; i < list->elements.size(); ++i) {
+        IndexContext ctx = indexContext();
+        auto v = S.toIndex(*list->elements[i], ctx);
+        auto c = v ? v->asInteger() : std::nullopt;
+        if (!c || *c <= 0) {
+          if (v)
+            diags.report(DiagId::BadWavesPerBlock, list->elements[i]->range,
+                         {"entries must be positive compile-time integers, got " + v->str()});
+          wavesGiven = false;
+          continue;
+        }
+        kernel->hardware.wavesPerBlock[i] = static_cast<unsigned>(*c);
+      }
+    }
+  }
+  if (const ast::Expr *m = (*args)[2]) {
+    auto name = S.mmaKindName(*m);
+    if (name && *name != "auto") {
+      const MmaKind *k = findMmaKind(t, *name);
+      if (!k)
+        diags.report(DiagId::MmaKindUnavailable, m->range, {*name, t.name, availableKinds(t)});
+      else
+        kernel->hardware.mma = k;
+    }
+    if (name && (*name == "auto" || kernel->hardware.mma))
+      hardwareMma = *name;
+    else
+      hardwareMmaFailed = true;
+  }
+  if (const ast::Expr *vs = (*args)[3]) {
+    auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
+    if (!dict) {
+      diags.report(DiagId::BadVectorShape, vs->range, {"", "must be a dict such as {M: 1, N: 64}"});
+      return;
+    }
+    for (const auto &entry : dict->entries) {
+      auto dim = dimArg(*entry.key, "a vector_shapes key");
+      if (!dim)
+        continue;
+      IndexContext ctx = indexContext();
+      auto v = S.toIndex(*entry.value, ctx);
+      if (!v)
+        continue;
+      IndexExpr simple = facts.simplify(*v);
+      // A vector shape is a constant, or the whole (possibly dynamic) extent of its dim.
+      if (!simple.isInteger() && !facts.provesEqual(simple, dim->size)) {
+        diags.report(DiagId::BadVectorShape, entry.value->range,
+                     {dim->str(), "must be a compile-time integer or the dim's whole extent, got " +
+                                      simple.str()});
+        continue;
+      }
+      if (auto c = simple.asInteger(); c && *c < 0) {
+        diags.report(DiagId::BadVectorShape, entry.value->range,
+                     {dim->str(), "must not be negative"});
+        continue;
+      }
+      bool dup = false;
+      for (const auto &[d, _] : kernel->hardware.vectorShapes)
+        dup |= d == *dim;
+      if (dup) {
+        diags.report(DiagId::DuplicateDim, entry.key->range, {dim->str(), "vector_shapes"});
+        continue;
+      }
+      kernel->hardware.vectorShapes.push_back({*dim, simple});
+      constrainedDims.push_back({*dim, entry.key->range});
+    }
+  }
+}
+
+void KernelChecker::deriveBlock() {
+  auto &hw = kernel->hardware;
+  if (!wavesGiven) {
+    for (unsigned a = 0; a < 3; ++a)
+      hw.wavesPerBlock[a] = 1;
+    for (const auto &w : kernel->waves) {
+      const auto *wg = kernel->workgroupFor(w.dim);
+      if (!wg)
+        continue;
+      hw.wavesPerBlock[wg->axis] =
+          std::max<unsigned>(hw.wavesPerBlock[wg->axis], static_cast<unsigned>(wg->tile / w.tile));
+    }
+  }
+  int64_t threads = static_cast<int64_t>(hw.wavesPerBlock[0]) * waveSize * hw.wavesPerBlock[1] *
+                    hw.wavesPerBlock[2];
+  if (threads > S.target->maxThreadsPerBlock)
+    diags.report(DiagId::BlockTooLarge, hw.loc.valid() ? hw.loc : decl.name.range,
+                 {std::to_string(threads), std::to_string(S.target->maxThreadsPerBlock),
+                  S.target->name});
+}
+
+void KernelChecker::finish() {
+  if (diags.shouldStop())
+    return;
+  // Symbols already reported (dims no tensor has, dynamic tiles) are not reported again.
+  std::set<std::string> reported = reportedSymbols;
+  for (const auto &[dim, loc] : constrainedDims) {
+    if (ir::hasDim(allDims, dim) || reported.count(dim.str()))
+      continue;
+    diags.report(DiagId::ConstraintUnknownDim, loc, {"this constraint", dim.str(), kernel->name});
+    for (const auto &s : dim.size.freeSymbols())
+      reported.insert(s);
+    reported.insert(dim.str());
+  }
+  // Unbound symbols are judged only in a kernel without other errors: after one, a symbol
+  // that looks unbound is usually part of what failed.
+  if (paramFailed || diags.errorCount() != errorsAtStart)
+    return;
+
+  // Outputs: parameters that are written or updated atomically.
+  ir::walk(kernel->body, [&](const ir::Op &op) {
+    if (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
+        op.kind == ir::OpKind::AtomicMin) {
+      ir::Value *mem = op.operands[1];
+      if (mem->paramIndex >= 0)
+        kernel->params[mem->paramIndex].isOutput = true;
+    }
+  });
+
+  // Dynamic symbols: unbound symbols in parameter shapes, in declaration order. Any other
+  // unbound symbol the kernel uses is an error.
+  std::set<std::string> inShapes;
+  for (const auto &p : kernel->params)
+    for (const auto &d : p.value->type.shape)
+      for (const auto &s : d.size.freeSymbols())
+        inShapes.insert(s);
+  std::set<std::string> needed;
+  for (const auto &d : allDims)
+    for (const auto &s : d.size.freeSymbols())
+      needed.insert(s);
+  for (const auto &name : usedSymbols)
+    if (const SymbolInfo *s = S.findSymbol(name); s && s->kind == SymbolKind::Int)
+      for (const auto &f : s->value.freeSymbols())
+        needed.insert(f);
+  for (const auto &s : S.symbols) {
+    if (inShapes.count(s.name)) {
+      kernel->dynamicSymbols.push_back(s.name);
+      continue;
+    }
+    if (needed.count(s.name) && !s.hasValue && !reported.count(s.name)) {
+      diags.report(DiagId::UnboundSymbol, s.loc, {s.name, kernel->name});
+    }
+  }
+  // Exact divisions inside the values of the symbols this kernel uses.
+  for (const auto &d : S.pendingDivisionsOf(usedSymbols))
+    if (!S.checkDivision(d, facts))
+      diags.note(DiagId::NoteInKernel, decl.name.range, {kernel->name});
+}
+
+} // namespace wave::sema_detail
