@@ -13,8 +13,12 @@
 //   - a statement is `value, ... (assignOp value)?` with an optional `;`: the builder checks that
 //     the targets are names and that only a statement ending in `}` (an `if` or `iterate`) omits
 //     the `;`, and reports a missing `;` just past the statement, where the user forgot it;
-//   - a lambda is an ordinary primary; the builder accepts it only as a call argument.
-// Every decision is LL(1) or LL(2), so the fast SLL prediction mode is exact.
+//   - a lambda is only an argument; a `=>` anywhere else is reported as `misplaced-lambda`;
+//   - comma-separated lists are written `item (',' item?)*`, which allows a trailing comma and
+//     keeps the decisions LL(1); the builder reports an empty slot (`f(a,, b)`).
+// Every decision is LL(1) or LL(2), so the fast SLL prediction mode suffices. The one
+// ambiguity is the optional `;`: `a` followed by a line starting with `-` or `(` continues the
+// expression (`a - b`, a call), as in C; SLL resolves it that way.
 grammar Wave;
 
 // ---- declarations ---------------------------------------------------------------------------
@@ -34,11 +38,11 @@ symbolItem : declName ('=' expr)? ;
 // mapping transpose(i, j) { inputs { N: i, M: j } outputs { N: i, M: j } }
 mappingDecl
   : MAPPING declName '(' (declName (',' declName)*)? ')' '{' mappingSection* '}' ;
-mappingSection : declName '{' (mappingEntry (',' mappingEntry)* ','?)? '}' ;
+mappingSection : declName '{' (mappingEntry (',' mappingEntry?)*)? '}' ;
 mappingEntry : expr ':' expr ;
 
 // kernel gemm(a: Memory[M, K, shared, f16], alpha: f32) { constraints { ... } ... }
-kernelDecl : KERNEL declName '(' (param (',' param)* ','?)? ')' kernelBody ;
+kernelDecl : KERNEL declName '(' (param (',' param?)*)? ')' kernelBody ;
 param : declName ':' typeExpr ;
 kernelBody : '{' kernelItem* '}' ;
 kernelItem
@@ -66,7 +70,7 @@ reservedWord
 block : '{' statement* '}' ;
 
 statement
-  : YIELD (value (',' value)*)? ';'?              # yieldStmt
+  : YIELD (';' | value (',' value)* ';'?)         # yieldStmt
   | value (',' value)* (assignOp value)? ';'?     # simpleStmt
   ;
 assignOp : '=' | '+=' | '-=' | '*=' | '/=' ;
@@ -84,7 +88,7 @@ blockExpr
   | iterateExpr
   ;
 ifExpr : IF expr block (ELSE (block | ifExpr))? ;
-iterateExpr : ITERATE iterDim '(' (carried (',' carried)* ','?)? ')' block ;
+iterateExpr : ITERATE iterDim '(' (carried (',' carried?)*)? ')' block ;
 carried : declName '=' value ;
 
 // The iterated dim is written without calls, so that `iterate K (acc = x)` is not `K(acc = x)`.
@@ -116,21 +120,27 @@ primary
   | (TRUE_LIT | FALSE_LIT)                           # boolLit
   | (GLOBAL | SHARED)                                # spaceLit
   | TYPE_NAME                                        # dtypeLit
-  | IDENT '=>' expr                                  # lambda
   | IDENT '(' argList? ')'                           # call
   | IDENT                                            # nameRef
   | REGISTER '[' exprList? ']' '(' value ')'         # registerCtor
   | '[' exprList? ']'                                # listLit
-  | '{' (dictEntry (',' dictEntry)* ','?)? '}'       # dictLit
+  | '{' (dictEntry (',' dictEntry?)*)? '}'           # dictLit
   | '(' value ')'                                    # paren
   ;
 
-argList : arg (',' arg)* ','? ;
+argList : arg (',' arg?)* ;
 arg
-  : IDENT '=' value    # namedArg
-  | value              # positionalArg
+  : argName '=' argValue  # namedArg
+  | argValue              # positionalArg
   ;
-exprList : expr (',' expr)* ','? ;
+// Argument names are not declarations: `read(a, mapping = f)` names a keyword.
+argName : IDENT | reservedWord ;
+// A lambda (`v => v < K2`) is only written as an argument (of apply_expr).
+argValue
+  : IDENT '=>' expr       # lambda
+  | value                 # plainValue
+  ;
+exprList : expr (',' expr?)* ;
 dictEntry : expr ':' value ;
 
 // ---- tokens ---------------------------------------------------------------------------------

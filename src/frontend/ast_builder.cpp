@@ -153,10 +153,6 @@ private:
   void checkSemicolon(P::StatementContext *ctx, TerminalNode *semi, P::ValueContext *last);
 
   // ---- expressions ----------------------------------------------------------------------
-  // An expression that stands on its own (a statement's value, a symbol's default, a dim):
-  // built and checked for misplaced lambdas.
-  ast::ExprPtr topLevel(ast::ExprPtr e, bool lambdaAllowed = false);
-  bool lambdasOk(const ast::Expr *e, bool allowedHere);
   ast::ExprPtr value(P::ValueContext *ctx);
   ast::ExprPtr expr(ParserRuleContext *ctx);
   ast::ExprPtr chain(ParserRuleContext *ctx, bool comparison);
@@ -168,6 +164,8 @@ private:
   ast::ExprPtr ifExpr(P::IfExprContext *ctx);
   ast::ExprPtr iterateExpr(P::IterateExprContext *ctx);
   bool args(P::ArgListContext *ctx, std::vector<ast::Arg> &out);
+  ast::ExprPtr argValue(P::ArgValueContext *ctx);
+  bool slotsFilled(ParserRuleContext *ctx, const char *what);
   bool exprList(P::ExprListContext *ctx, std::vector<ast::ExprPtr> &out);
 
   ParseState &st_;
@@ -225,7 +223,7 @@ void Builder::symbolDecl(P::SymbolDeclContext *ctx, ast::Module &out) {
     decl.name = std::move(*name);
     decl.range = range(item);
     if (item->ASSIGN()) {
-      decl.value = topLevel(expr(item->expr()));
+      decl.value = expr(item->expr());
       if (!decl.value)
         continue;
     }
@@ -253,7 +251,7 @@ std::optional<ast::MappingDecl> Builder::mappingDecl(P::MappingDeclContext *ctx)
       return std::nullopt;
     m.iterators.push_back(std::move(*it));
   }
-  bool haveInputs = false, haveOutputs = false;
+  bool haveInputs = false, haveOutputs = false, badSection = false;
   for (P::MappingSectionContext *section : ctx->mappingSection()) {
     if (broken(section))
       return std::nullopt;
@@ -263,6 +261,7 @@ std::optional<ast::MappingDecl> Builder::mappingDecl(P::MappingDeclContext *ctx)
     bool inputs = sectionName->name == "inputs", outputs = sectionName->name == "outputs";
     if (!inputs && !outputs) {
       st_.report(DiagId::MappingBadSection, sectionName->range, {sectionName->name});
+      badSection = true;
       continue;
     }
     bool &have = inputs ? haveInputs : haveOutputs;
@@ -276,19 +275,24 @@ std::optional<ast::MappingDecl> Builder::mappingDecl(P::MappingDeclContext *ctx)
     if (!mappingEntries(section, inputs ? m.inputs : m.outputs))
       return std::nullopt;
   }
-  if (!haveInputs)
+  // A misspelt section already explains a missing one.
+  if (!haveInputs && !badSection)
     st_.report(DiagId::MappingMissingSection, m.name.range, {m.name.name, "inputs"});
-  if (!haveOutputs)
+  if (!haveOutputs && !badSection)
     st_.report(DiagId::MappingMissingSection, m.name.range, {m.name.name, "outputs"});
+  if (badSection)
+    return std::nullopt;
   return m;
 }
 
 bool Builder::mappingEntries(P::MappingSectionContext *ctx, std::vector<ast::MappingEntry> &out) {
+  if (!slotsFilled(ctx, "an entry"))
+    return false;
   for (P::MappingEntryContext *entry : ctx->mappingEntry()) {
     if (broken(entry) || entry->expr().size() != 2)
       return false;
-    ast::ExprPtr key = topLevel(expr(entry->expr(0)));
-    ast::ExprPtr value = topLevel(expr(entry->expr(1)));
+    ast::ExprPtr key = expr(entry->expr(0));
+    ast::ExprPtr value = expr(entry->expr(1));
     if (!key || !value)
       return false;
     out.push_back({std::move(key), std::move(value)});
@@ -305,6 +309,7 @@ std::optional<ast::KernelDecl> Builder::kernelDecl(P::KernelDeclContext *ctx) {
   ast::KernelDecl k;
   k.name = std::move(*name);
   k.range = range(ctx);
+  slotsFilled(ctx, "a parameter");
   for (P::ParamContext *param : ctx->param()) {
     if (broken(param) || garbled(param))
       continue;
@@ -357,7 +362,7 @@ std::unique_ptr<ast::Call> Builder::constraint(P::ConstraintContext *ctx) {
   if (!name || !close)
     return nullptr;
   auto call = std::make_unique<ast::Call>(st_.rangeOf(name, close), ident(name));
-  if (!args(ctx->argList(), call->args) || !lambdasOk(call.get(), false))
+  if (!args(ctx->argList(), call->args))
     return nullptr;
   return call;
 }
@@ -390,9 +395,6 @@ std::optional<ast::TypeExpr> Builder::shapedType(ast::TypeKind kind, SourceRange
   std::vector<ast::ExprPtr> items;
   if (list && !exprList(list, items))
     return std::nullopt;
-  for (const ast::ExprPtr &item : items)
-    if (!lambdasOk(item.get(), false))
-      return std::nullopt;
   bool memory = kind == ast::TypeKind::Memory;
   auto fail = [&](SourceRange where, std::string why) -> std::optional<ast::TypeExpr> {
     st_.report(memory ? DiagId::BadMemoryType : DiagId::BadRegisterType, where, {std::move(why)});
@@ -447,7 +449,7 @@ ast::StmtPtr Builder::statement(P::StatementContext *ctx) {
   if (auto *y = dynamic_cast<P::YieldStmtContext *>(ctx)) {
     auto out = std::make_unique<ast::YieldStmt>(r);
     for (P::ValueContext *v : y->value()) {
-      ast::ExprPtr e = topLevel(value(v));
+      ast::ExprPtr e = value(v);
       if (!e)
         return nullptr;
       out->values.push_back(std::move(e));
@@ -468,22 +470,21 @@ ast::StmtPtr Builder::statement(P::StatementContext *ctx) {
   P::AssignOpContext *assign = simple->assignOp();
   if (!assign) {
     if (values.size() > 1) {
-      st_.report(DiagId::ExpectedAfter, SourceRange::at(values.back()->range.end),
-                 {"'='", "the names to assign"});
+      // After a syntax error on this line, the list is most likely its debris.
+      SourceLoc at = values.back()->range.end;
+      if (!st_.hadSyntaxErrorOnLine(at.line))
+        st_.report(DiagId::ExpectedAfter, SourceRange::at(at), {"'='", "the names to assign"});
       return nullptr;
     }
     checkSemicolon(ctx, simple->SEMI(), simple->value().back());
-    ast::ExprPtr e = topLevel(std::move(values[0]));
-    return e ? std::make_unique<ast::ExprStmt>(r, std::move(e)) : nullptr;
+    return std::make_unique<ast::ExprStmt>(r, std::move(values[0]));
   }
   const Token *op = broken(assign) ? nullptr : assign->getStart();
   if (!ParseState::isReal(op))
     return nullptr;
   checkSemicolon(ctx, simple->SEMI(), simple->value().back());
-  ast::ExprPtr rhs = topLevel(std::move(values.back()));
+  ast::ExprPtr rhs = std::move(values.back());
   values.pop_back();
-  if (!rhs)
-    return nullptr;
   std::vector<ast::Ident> targets;
   for (const ast::ExprPtr &v : values) {
     auto *name = ast::dyn_cast<ast::NameRef>(v.get());
@@ -546,67 +547,6 @@ void Builder::checkSemicolon(P::StatementContext *ctx, TerminalNode *semi,
 }
 
 // ---- expressions --------------------------------------------------------------------------
-
-ast::ExprPtr Builder::topLevel(ast::ExprPtr e, bool lambdaAllowed) {
-  if (!e || !lambdasOk(e.get(), lambdaAllowed))
-    return nullptr;
-  return e;
-}
-
-// Lambdas are written only as call arguments. Blocks are not entered: their statements were
-// checked when they were built.
-bool Builder::lambdasOk(const ast::Expr *e, bool allowedHere) {
-  if (!e)
-    return true;
-  bool ok = true;
-  switch (e->kind) {
-  case ast::ExprKind::Lambda: {
-    if (!allowedHere) {
-      st_.report(DiagId::MisplacedLambda, e->range);
-      ok = false;
-    }
-    return lambdasOk(static_cast<const ast::Lambda *>(e)->body.get(), false) && ok;
-  }
-  case ast::ExprKind::Unary:
-    return lambdasOk(static_cast<const ast::Unary *>(e)->operand.get(), false);
-  case ast::ExprKind::Binary: {
-    auto *b = static_cast<const ast::Binary *>(e);
-    ok = lambdasOk(b->lhs.get(), false);
-    return lambdasOk(b->rhs.get(), false) && ok;
-  }
-  case ast::ExprKind::Call:
-    for (const ast::Arg &arg : static_cast<const ast::Call *>(e)->args)
-      ok = lambdasOk(arg.value.get(), true) && ok;
-    return ok;
-  case ast::ExprKind::List:
-    for (const ast::ExprPtr &x : static_cast<const ast::ListExpr *>(e)->elements)
-      ok = lambdasOk(x.get(), false) && ok;
-    return ok;
-  case ast::ExprKind::Dict:
-    for (const ast::DictEntry &entry : static_cast<const ast::DictExpr *>(e)->entries) {
-      ok = lambdasOk(entry.key.get(), false) && ok;
-      ok = lambdasOk(entry.value.get(), false) && ok;
-    }
-    return ok;
-  case ast::ExprKind::RegisterCtor: {
-    auto *r = static_cast<const ast::RegisterCtor *>(e);
-    for (const ast::ExprPtr &d : r->type.dims)
-      ok = lambdasOk(d.get(), false) && ok;
-    return lambdasOk(r->init.get(), false) && ok;
-  }
-  case ast::ExprKind::If:
-    return lambdasOk(static_cast<const ast::IfExpr *>(e)->cond.get(), false);
-  case ast::ExprKind::Iterate: {
-    auto *it = static_cast<const ast::IterateExpr *>(e);
-    ok = lambdasOk(it->dim.get(), false);
-    for (const ast::Carried &c : it->carried)
-      ok = lambdasOk(c.init.get(), false) && ok;
-    return ok;
-  }
-  default:
-    return true;
-  }
-}
 
 ast::ExprPtr Builder::value(P::ValueContext *ctx) {
   if (broken(ctx))
@@ -768,14 +708,6 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
       return nullptr;
     return out;
   }
-  if (auto *lambda = dynamic_cast<P::LambdaContext *>(ctx)) {
-    const Token *param = tok(lambda->IDENT());
-    ast::ExprPtr body = expr(lambda->expr());
-    if (!param || !body)
-      return nullptr;
-    SourceRange r{st_.rangeOf(param).begin, body->range.end};
-    return std::make_unique<ast::Lambda>(r, ident(param), std::move(body));
-  }
   if (auto *paren = dynamic_cast<P::ParenContext *>(ctx)) {
     ast::ExprPtr inner = value(paren->value());
     if (!inner)
@@ -792,6 +724,8 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
   }
   if (auto *dict = dynamic_cast<P::DictLitContext *>(ctx)) {
     auto out = std::make_unique<ast::DictExpr>(range(dict));
+    if (!slotsFilled(dict, "an expression"))
+      return nullptr;
     for (P::DictEntryContext *entry : dict->dictEntry()) {
       if (broken(entry))
         return nullptr;
@@ -870,6 +804,8 @@ ast::ExprPtr Builder::iterateExpr(P::IterateExprContext *ctx) {
   if (!dim)
     return nullptr;
   auto out = std::make_unique<ast::IterateExpr>(range(ctx), std::move(dim));
+  if (!slotsFilled(ctx, "a carried value"))
+    return nullptr;
   for (P::CarriedContext *c : ctx->carried()) {
     if (broken(c))
       return nullptr;
@@ -889,17 +825,22 @@ bool Builder::args(P::ArgListContext *ctx, std::vector<ast::Arg> &out) {
     return true;
   if (broken(ctx))
     return false;
+  if (!slotsFilled(ctx, "an expression"))
+    return false;
   for (P::ArgContext *arg : ctx->arg()) {
     if (broken(arg))
       return false;
     if (auto *named = dynamic_cast<P::NamedArgContext *>(arg)) {
-      const Token *name = tok(named->IDENT());
-      ast::ExprPtr v = value(named->value());
-      if (!name || !v)
+      P::ArgNameContext *argName = named->argName();
+      const Token *name = broken(argName) ? nullptr : argName->getStart();
+      if (!ParseState::isReal(name))
+        return false;
+      ast::ExprPtr v = argValue(named->argValue());
+      if (!v)
         return false;
       out.push_back({ident(name), std::move(v)});
     } else if (auto *positional = dynamic_cast<P::PositionalArgContext *>(arg)) {
-      ast::ExprPtr v = value(positional->value());
+      ast::ExprPtr v = argValue(positional->argValue());
       if (!v)
         return false;
       out.push_back({ast::Ident{}, std::move(v)});
@@ -910,8 +851,40 @@ bool Builder::args(P::ArgListContext *ctx, std::vector<ast::Arg> &out) {
   return true;
 }
 
-bool Builder::exprList(P::ExprListContext *ctx, std::vector<ast::ExprPtr> &out) {
+ast::ExprPtr Builder::argValue(P::ArgValueContext *ctx) {
   if (broken(ctx))
+    return nullptr;
+  if (auto *plain = dynamic_cast<P::PlainValueContext *>(ctx))
+    return value(plain->value());
+  auto *lambda = dynamic_cast<P::LambdaContext *>(ctx);
+  if (!lambda)
+    return nullptr;
+  const Token *param = tok(lambda->IDENT());
+  ast::ExprPtr body = expr(lambda->expr());
+  if (!param || !body)
+    return nullptr;
+  SourceRange r{st_.rangeOf(param).begin, body->range.end};
+  return std::make_unique<ast::Lambda>(r, ident(param), std::move(body));
+}
+
+// Lists are `item (',' item?)*`: a trailing comma is fine, two in a row leave a hole.
+bool Builder::slotsFilled(ParserRuleContext *ctx, const char *what) {
+  bool afterComma = false;
+  for (ParseTree *child : ctx->children) {
+    auto *terminal = dynamic_cast<TerminalNode *>(child);
+    const Token *t = terminal ? tok(terminal) : nullptr;
+    bool comma = t && t->getType() == P::COMMA;
+    if (comma && afterComma) {
+      st_.report(DiagId::ExpectedToken, st_.rangeOf(t), {what, "','"});
+      return false;
+    }
+    afterComma = comma;
+  }
+  return true;
+}
+
+bool Builder::exprList(P::ExprListContext *ctx, std::vector<ast::ExprPtr> &out) {
+  if (broken(ctx) || !slotsFilled(ctx, "an expression"))
     return false;
   for (P::ExprContext *e : ctx->expr()) {
     ast::ExprPtr x = expr(e);

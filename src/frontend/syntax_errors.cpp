@@ -144,8 +144,11 @@ std::string describeExpected(const IntervalSet &expected,
   if (has(rest, Token::EOF) && (rest.size() > 1 || expression || name))
     rest.remove(Token::EOF);
   rest.remove(Token::EPSILON);
+  std::vector<std::string> closers; // listed last: "',' or ')'"
   for (ssize_t type : rest.toList())
-    parts.push_back(tokenName(static_cast<size_t>(type), vocabulary));
+    (isCloser(static_cast<size_t>(type)) ? closers : parts)
+        .push_back(tokenName(static_cast<size_t>(type), vocabulary));
+  parts.insert(parts.end(), closers.begin(), closers.end());
   if (name)
     parts.push_back("a name");
   if (expression)
@@ -230,10 +233,18 @@ void SyntaxErrorStrategy::sync(Parser *parser) {
   if (has(next, Token::EPSILON) || has(next, la))
     return;
   bool container = isContainerRule(parser->getContext()->getRuleIndex());
-  // A missing `;` is better reported by the match that wants it (as a missing token, just
-  // past the previous one) than here as an unexpected next token.
-  if (!container && has(next, P::SEMI))
-    return;
+  // A missing `;` or closing bracket is better reported by the match that wants it (as a
+  // missing token, with the opener) than here as an unexpected next token: leave it to that
+  // match when the next token looks like what comes after the missing one.
+  bool closable = has(next, P::SEMI) || has(next, P::RPAREN) || has(next, P::RBRACK) ||
+                  has(next, P::RBRACE);
+  if (!container && closable) {
+    Token *t = parser->getCurrentToken();
+    const Token *prev = state_.previousOnChannel(t);
+    bool newLine = prev && state_.rangeOf(t).begin.line > state_.endOf(prev).line;
+    if (has(next, P::SEMI) || newLine || la == P::LBRACE || la == P::SEMI || la == Token::EOF)
+      return;
+  }
   checkProgress(parser);
   switch (s->getStateType()) {
   case antlr4::atn::ATNState::BLOCK_START:
@@ -281,7 +292,7 @@ void SyntaxErrorStrategy::reportNoViableAlternative(Parser *parser,
                                                     const antlr4::NoViableAltException &e) {
   Token *t = e.getOffendingToken() ? e.getOffendingToken() : parser->getCurrentToken();
   IntervalSet expected = e.getExpectedTokens();
-  if (!accept(t) || reportIfUnmatchedCloser(t) || reportIfReservedTarget(t))
+  if (!accept(t) || reportIfMisplaced(t))
     return;
   if (t->getType() != Token::EOF && e.getStartToken() == t && expectsExpression(expected)) {
     emit(DiagId::ExpectedExpression, state_.rangeOf(t), {describeToken(state_, t)});
@@ -293,8 +304,8 @@ void SyntaxErrorStrategy::reportNoViableAlternative(Parser *parser,
 void SyntaxErrorStrategy::reportInputMismatch(Parser *parser,
                                               const antlr4::InputMismatchException &e) {
   Token *t = e.getOffendingToken() ? e.getOffendingToken() : parser->getCurrentToken();
-  IntervalSet expected = e.getExpectedTokens();
-  if (!accept(t) || reportIfUnmatchedCloser(t) || reportIfReservedTarget(t))
+  IntervalSet expected = withListComma(parser, e.getExpectedTokens());
+  if (!accept(t) || reportIfMisplaced(t))
     return;
   if (has(expected, P::SEMI)) {
     reportExpected(parser, t, expected);
@@ -309,11 +320,40 @@ void SyntaxErrorStrategy::reportFailedPredicate(Parser *parser,
   reportUnexpected(parser, t, IntervalSet());
 }
 
+// After a list item the parser only wants the closing bracket, because the list rule has
+// already ended; the user may as well have forgotten a comma.
+IntervalSet SyntaxErrorStrategy::withListComma(Parser *parser, IntervalSet expected) {
+  if (expected.size() != 1 || !isCloser(static_cast<size_t>(expected.getSingleElement())))
+    return expected;
+  antlr4::ParserRuleContext *ctx = parser->getContext();
+  bool list = false;
+  switch (ctx->getRuleIndex()) {
+  case P::RuleKernelDecl:
+  case P::RuleIterateExpr:
+  case P::RuleMappingDecl:
+  case P::RuleMappingSection:
+    list = !ctx->children.empty();
+    break;
+  default:
+    for (antlr4::tree::ParseTree *child : ctx->children)
+      list = list || dynamic_cast<P::ArgListContext *>(child) ||
+             dynamic_cast<P::ExprListContext *>(child) ||
+             dynamic_cast<P::DictEntryContext *>(child);
+    break;
+  }
+  const Token *prev = state_.previousOnChannel(parser->getCurrentToken());
+  if (list && prev && !isCloser(openerOf(prev->getType())) && prev->getType() != P::COMMA &&
+      prev->getType() != P::LPAREN && prev->getType() != P::LBRACK && prev->getType() != P::LBRACE)
+    expected.add(P::COMMA);
+  return expected;
+}
+
 void SyntaxErrorStrategy::reportUnwantedToken(Parser *parser) {
   if (inErrorRecoveryMode(parser))
     return;
   beginErrorCondition(parser);
-  reportUnexpected(parser, parser->getCurrentToken(), getExpectedTokens(parser));
+  reportUnexpected(parser, parser->getCurrentToken(),
+                   withListComma(parser, getExpectedTokens(parser)));
 }
 
 void SyntaxErrorStrategy::reportMissingToken(Parser *parser) {
@@ -340,7 +380,7 @@ bool SyntaxErrorStrategy::emit(DiagId id, SourceRange range, std::vector<std::st
 
 void SyntaxErrorStrategy::reportUnexpected(Parser *parser, const Token *t,
                                            const IntervalSet &expected) {
-  if (!accept(t) || reportIfUnmatchedCloser(t) || reportIfReservedTarget(t))
+  if (!accept(t) || reportIfMisplaced(t))
     return;
   size_t type = t ? t->getType() : Token::EOF;
   bool endsSomething = type == P::SEMI || type == P::COMMA || type == P::COLON || isCloser(type);
@@ -413,6 +453,14 @@ const Token *SyntaxErrorStrategy::findOpener(size_t from, size_t closer) {
       return nullptr;
   }
   return nullptr;
+}
+
+bool SyntaxErrorStrategy::reportIfMisplaced(const Token *t) {
+  if (t && t->getType() == P::ARROW) {
+    emit(DiagId::MisplacedLambda, state_.rangeOf(t), {});
+    return true;
+  }
+  return reportIfUnmatchedCloser(t) || reportIfReservedTarget(t);
 }
 
 bool SyntaxErrorStrategy::reportIfUnmatchedCloser(const Token *t) {

@@ -60,11 +60,16 @@ private:
                         const antlr4::misc::IntervalSet &expected);
   void reportExpected(antlr4::Parser *parser, const antlr4::Token *t,
                       const antlr4::misc::IntervalSet &expected);
+  antlr4::misc::IntervalSet withListComma(antlr4::Parser *parser,
+                                          antlr4::misc::IntervalSet expected);
   // Records the error at `t`; false when an earlier lexical error already explains it.
   bool accept(const antlr4::Token *t);
   // Reports through the state unless a syntax error was already reported on that line.
   bool emit(DiagId id, SourceRange range, std::vector<std::string> args);
   const antlr4::Token *findOpener(size_t fromIndex, size_t closer);
+  // Reports a token that is out of place in a way worth its own message (a `=>` outside an
+  // argument, an unmatched closer, a reserved word being assigned) and returns true.
+  bool reportIfMisplaced(const antlr4::Token *t);
   // Reports `unmatched ')'` and returns true when `t` is a closing bracket with no opener.
   bool reportIfUnmatchedCloser(const antlr4::Token *t);
   // Reports `reserved-word` and returns true for `if = ...` and the like.

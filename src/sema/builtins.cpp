@@ -158,7 +158,7 @@ std::optional<ScalarType> KernelChecker::scalarTypeArg(const ast::Expr &e, const
   return std::nullopt;
 }
 
-std::optional<ir::Dim> KernelChecker::dimArg(const ast::Expr &e, const char *what) {
+std::optional<ir::Dim> KernelChecker::dimArg(const ast::Expr &e, const char *what, bool note) {
   if (auto *n = ast::dyn_cast<ast::NameRef>(&e)) {
     bool isValue = params.count(n->name) > 0;
     for (const auto &scope : scopes)
@@ -174,7 +174,7 @@ std::optional<ir::Dim> KernelChecker::dimArg(const ast::Expr &e, const char *wha
   }
   IndexContext ctx = indexContext();
   auto d = S.toDim(e, ctx, what);
-  if (d)
+  if (d && note)
     noteDim(*d);
   return d;
 }

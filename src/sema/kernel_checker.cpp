@@ -201,7 +201,7 @@ void KernelChecker::checkWorkgroup(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}, {"dim", true}});
   if (!args)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of workgroup");
+  auto dim = dimArg(*(*args)[0], "the first argument of workgroup", false);
   if (!dim)
     return;
   auto tile = constantTile(*(*args)[1], dim->str());
@@ -230,7 +230,7 @@ void KernelChecker::checkWave(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
   if (!args)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of wave");
+  auto dim = dimArg(*(*args)[0], "the first argument of wave", false);
   if (!dim)
     return;
   auto tile = constantTile(*(*args)[1], dim->str());
@@ -260,7 +260,7 @@ void KernelChecker::checkTiling(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
   if (!args)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of tiling");
+  auto dim = dimArg(*(*args)[0], "the first argument of tiling", false);
   if (!dim)
     return;
   auto tile = constantTile(*(*args)[1], dim->str());
@@ -357,7 +357,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
       return;
     }
     for (const auto &entry : dict->entries) {
-      auto dim = dimArg(*entry.key, "a vector_shapes key");
+      auto dim = dimArg(*entry.key, "a vector_shapes key", false);
       if (!dim)
         continue;
       IndexContext ctx = indexContext();
@@ -412,14 +412,14 @@ void KernelChecker::deriveBlock() {
 }
 
 void KernelChecker::finish() {
-  if (diags.shouldStop())
+  if (diags.shouldStop() || paramFailed)
     return;
   // Symbols already reported (dims no tensor has, dynamic tiles) are not reported again.
   std::set<std::string> reported = reportedSymbols;
   for (const auto &[dim, loc] : constrainedDims) {
     if (ir::hasDim(allDims, dim) || reported.count(dim.str()))
       continue;
-    diags.report(DiagId::ConstraintUnknownDim, loc, {"this constraint", dim.str(), kernel->name});
+    diags.report(DiagId::ConstraintUnknownDim, loc, {dim.str(), kernel->name});
     for (const auto &s : dim.size.freeSymbols())
       reported.insert(s);
     reported.insert(dim.str());

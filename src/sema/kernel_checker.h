@@ -90,7 +90,8 @@ public:
   EV checkAllocate(const ast::Call &c);
   ir::Value *memoryOperand(const ast::Expr &e, const std::string &what);
   std::optional<ScalarType> scalarTypeArg(const ast::Expr &e, const std::string &what);
-  std::optional<ir::Dim> dimArg(const ast::Expr &e, const char *what);
+  // A dim argument; `note` records it as a dim the kernel has (not for constraint subjects).
+  std::optional<ir::Dim> dimArg(const ast::Expr &e, const char *what, bool note = true);
   std::optional<ir::Shape> dimListArg(const ast::Expr &e, const std::string &what);
   std::optional<int64_t> eptArg(const ast::Expr *e);
   std::shared_ptr<const ir::Mapping> resolveMapping(const ast::Expr &e, bool isRead,

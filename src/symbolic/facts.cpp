@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <tuple>
 
 namespace wave::sym {
@@ -125,6 +126,15 @@ std::optional<std::pair<std::string, int64_t>> divisibilityOf(const ex &m, const
   if (!factor)
     return std::nullopt;
   return std::make_pair(ex_to<GiNaC::symbol>(term.rest).get_name(), *factor);
+}
+
+// A fact about other symbols than `goal` cannot help to decide it (ranges already did).
+bool sharesSymbol(const IndexExpr &goal, const ex &fact) {
+  std::set<std::string> names = goal.freeSymbols();
+  for (const std::string &name : IndexExpr(fact).freeSymbols())
+    if (names.count(name))
+      return true;
+  return false;
 }
 
 Int128 roundUp(Int128 v, Int128 d) { return -detail::floorDivExt(-v, d) * d; }
@@ -327,6 +337,8 @@ std::optional<bool> Facts::proveNonNegative(const IndexExpr &d) const {
     return false;
   for (const Pred &fact : assumed_) {
     for (const ex &f : nonNegativeForms(fact)) {
+      if (!sharesSymbol(s, f))
+        continue;
       IndexExpr fe(f);
       if (rangeOf(simplify(s - fe)).lo >= 0)
         return true;
@@ -350,6 +362,8 @@ std::optional<bool> Facts::proveZero(const IndexExpr &d) const {
     if (fact.kind != Pred::Cmp || (fact.op != Pred::Eq && fact.op != Pred::Ne))
       continue;
     IndexExpr f(normalize(fact).diff);
+    if (!sharesSymbol(s, f.ex()))
+      continue;
     if (simplify(s - f).ex().is_zero() || simplify(s + f).ex().is_zero())
       return fact.op == Pred::Eq;
   }

@@ -4,6 +4,7 @@
 #include "symbolic/ginac_functions.h"
 
 #include <algorithm>
+#include <map>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -314,11 +315,26 @@ Printed printFunction(const ex &e) {
   return {os.str(), kAtom};
 }
 
-Printed print(const ex &e) {
-  if (is_a<numeric>(e))
-    return printNumeric(ex_to<numeric>(e));
-  if (is_a<GiNaC::symbol>(e))
-    return {symbolText(e), kAtom};
+// Printed forms of the subexpressions of the expression being printed. Sorting terms needs the
+// text of each subexpression more than once, which without the cache costs time exponential in
+// the nesting depth.
+using PrintCache = std::map<ex, Printed, GiNaC::ex_is_less>;
+PrintCache *activeCache = nullptr;
+
+// Installs a fresh cache for one printExpr call (calls nest through GiNaC's print hooks).
+class CacheScope {
+public:
+  CacheScope() : saved_(activeCache) { activeCache = &cache_; }
+  ~CacheScope() { activeCache = saved_; }
+  CacheScope(const CacheScope &) = delete;
+  CacheScope &operator=(const CacheScope &) = delete;
+
+private:
+  PrintCache cache_;
+  PrintCache *saved_;
+};
+
+Printed printUncached(const ex &e) {
   if (is_a<GiNaC::add>(e))
     return printSum(e);
   if (is_a<GiNaC::mul>(e) || is_a<GiNaC::power>(e))
@@ -326,8 +342,26 @@ Printed print(const ex &e) {
   return printFunction(e);
 }
 
+Printed print(const ex &e) {
+  if (is_a<numeric>(e))
+    return printNumeric(ex_to<numeric>(e));
+  if (is_a<GiNaC::symbol>(e))
+    return {symbolText(e), kAtom};
+  if (!activeCache)
+    return printUncached(e);
+  auto it = activeCache->find(e);
+  if (it != activeCache->end())
+    return it->second;
+  Printed p = printUncached(e);
+  activeCache->emplace(e, p);
+  return p;
+}
+
 } // namespace
 
-std::string printExpr(const ex &e) { return print(e).text; }
+std::string printExpr(const ex &e) {
+  CacheScope scope;
+  return print(e).text;
+}
 
 } // namespace wave::sym::detail

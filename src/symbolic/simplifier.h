@@ -9,8 +9,9 @@
 // only if it is smaller than the one of step (1).
 //
 // Every rewrite is an identity for all symbol values the facts allow (where the input has a
-// value: an input that divides by zero may come out defined). Rewrites never grow the
-// expression, and each pass is one walk of the tree, so a run always terminates.
+// value: an input that divides by zero may come out defined, e.g. (B*x) // B -> x). Each pass is
+// one walk of the tree with bounded work per node, and the number of passes is capped, so a run
+// always terminates.
 #pragma once
 
 #include "symbolic/facts.h"
