@@ -177,7 +177,8 @@ struct Kernel {
   std::vector<WaveConstraint> waves;
   std::vector<TilingConstraint> tilings;
   HardwareConstraint hardware;
-  std::vector<sym::Pred> assumptions;
+  std::vector<sym::Pred> assumptions;      // with bindings applied
+  std::vector<std::string> assumptionText; // as written
   std::vector<std::string> dynamicSymbols; // in declaration order
   Region body;
   std::vector<std::unique_ptr<Value>> values; // owns every value

@@ -384,11 +384,12 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
       out += fmt::format(" {} x{} (vector {})", e.dim.str(), e.count, e.vectorShape.str());
     out += "\n";
   }
-  if (!kernel.assumptions.empty()) {
-    out += "  assumptions:     ";
-    for (const auto &a : kernel.assumptions)
-      out += " " + a.str() + ";";
-    out += "\n";
+  for (size_t i = 0; i < kernel.assumptions.size(); ++i) {
+    // An assumption the bound values already decide is shown as holding.
+    sym::Facts none;
+    bool holds = none.prove(kernel.assumptions[i]).value_or(false);
+    out += fmt::format("  assume:           {}{}\n", kernel.assumptionText[i],
+                       holds ? "  (holds for the bound values)" : "");
   }
   out += "  accesses:\n";
   for (const auto &a : d.accesses) {

@@ -69,6 +69,7 @@ void KernelChecker::checkAssumptions() {
       continue;
     }
     kernel->assumptions.push_back(*p);
+    kernel->assumptionText.push_back(exprText(*c->args[0].value));
   }
 }
 

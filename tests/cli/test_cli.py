@@ -80,6 +80,8 @@ expect("a failed compilation leaves an existing output untouched", open(out).rea
 out2 = os.path.join(tmp, "never.txt")
 p = run([bad, "--emit=ir", "-o", out2])
 expect("a failed compilation creates no output file", not os.path.exists(out2), p)
+p = run([GEMM, "--emit=ir", "-o", os.path.join(tmp, "no-such-dir", "out.txt")])
+expect("an unwritable output is an error naming it", p.returncode == 1 and "[cannot-write-file]" in p.stderr and "no-such-dir" in p.stderr, p)
 p = run([GEMM, "--emit=distribution", "-o", out2])
 expect("--emit=distribution -o writes the file", p.returncode == 0 and "grid" in open(out2).read(), p)
 expect("no temporary files are left behind", sorted(os.listdir(tmp)) == sorted(["bad.wave", "warn.wave", "out.txt", "never.txt"]))
