@@ -548,11 +548,6 @@ EV KernelChecker::checkMinMaxElementwise(const ast::Call &c, ir::MathKind kind) 
   EV b = a.ok() ? checkExpr(*(*args)[1]) : EV::invalid();
   if (!a.ok() || !b.ok())
     return EV::invalid();
-  if (a.isLiteral() && b.isLiteral())
-    a = EV::of(materialize(a, a.kind == EV::FloatLit || b.kind == EV::FloatLit ? ScalarType::F32
-                                                                               : ScalarType::I32,
-                           a.loc),
-               a.loc);
   ir::Value *va = nullptr, *vb = nullptr;
   auto shape = unifyOperands(a, b, c.callee.range, c.callee.name.c_str(), va, vb);
   if (!shape)
@@ -579,11 +574,6 @@ EV KernelChecker::checkSelect(const ast::Call &c) {
   EV b = a.ok() ? checkExpr(*(*args)[2]) : EV::invalid();
   if (!a.ok() || !b.ok())
     return EV::invalid();
-  if (a.isLiteral() && b.isLiteral())
-    a = EV::of(materialize(a, a.kind == EV::FloatLit || b.kind == EV::FloatLit ? ScalarType::F32
-                                                                               : ScalarType::I32,
-                           a.loc),
-               a.loc);
   ir::Value *va = nullptr, *vb = nullptr;
   auto shape = unifyOperands(a, b, c.callee.range, "select", va, vb);
   if (!shape)

@@ -198,82 +198,84 @@ void KernelChecker::checkConstraints() {
   }
 }
 
+std::optional<std::pair<ir::Dim, int64_t>>
+KernelChecker::constraintDimTile(const ast::Call &c, const std::vector<const ast::Expr *> &args) {
+  std::string what = "the first argument of " + c.callee.name;
+  auto dim = dimArg(*args[0], what.c_str(), false);
+  if (!dim)
+    return std::nullopt;
+  auto tile = constantTile(*args[1], dim->str());
+  if (!tile)
+    return std::nullopt;
+  constrainedDims.push_back({*dim, args[0]->range});
+  return std::make_pair(*dim, *tile);
+}
+
+bool KernelChecker::reportDuplicate(const ast::Call &c, const ir::Dim &dim, const SourceRange *prev) {
+  if (!prev)
+    return false;
+  diags.report(DiagId::DuplicateConstraint, c.range, {c.callee.name, dim.str()});
+  diags.note(DiagId::NotePreviousDefinition, *prev);
+  return true;
+}
+
 void KernelChecker::checkWorkgroup(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}, {"dim", true}});
-  if (!args)
+  auto dimTile = args ? constraintDimTile(c, *args) : std::nullopt;
+  if (!dimTile)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of workgroup", false);
-  if (!dim)
-    return;
-  auto tile = constantTile(*(*args)[1], dim->str());
+  auto &[dim, tile] = *dimTile;
   IndexContext ctx = indexContext();
   auto axisExpr = S.toIndex(*(*args)[2], ctx);
-  if (!tile || !axisExpr)
+  if (!axisExpr)
     return;
   auto axis = axisExpr->asInteger();
   if (!axis || *axis < 0 || *axis > 2) {
     diags.report(DiagId::BadWorkgroupAxis, (*args)[2]->range, {axisExpr->str()});
     return;
   }
-  if (kernel->workgroupFor(*dim)) {
-    diags.report(DiagId::DuplicateConstraint, c.range, {"workgroup", dim->str()});
-    diags.note(DiagId::NotePreviousDefinition, kernel->workgroupFor(*dim)->loc);
+  const auto *prev = kernel->workgroupFor(dim);
+  if (reportDuplicate(c, dim, prev ? &prev->loc : nullptr))
     return;
-  }
   bool primary = true;
   for (const auto &w : kernel->workgroups)
     primary &= w.axis != static_cast<unsigned>(*axis);
-  kernel->workgroups.push_back({*dim, *tile, static_cast<unsigned>(*axis), primary, c.range});
-  constrainedDims.push_back({*dim, (*args)[0]->range});
+  kernel->workgroups.push_back({dim, tile, static_cast<unsigned>(*axis), primary, c.range});
 }
 
 void KernelChecker::checkWave(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
-  if (!args)
+  auto dimTile = args ? constraintDimTile(c, *args) : std::nullopt;
+  if (!dimTile)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of wave", false);
-  if (!dim)
+  auto &[dim, tile] = *dimTile;
+  const auto *prev = kernel->waveFor(dim);
+  if (reportDuplicate(c, dim, prev ? &prev->loc : nullptr))
     return;
-  auto tile = constantTile(*(*args)[1], dim->str());
-  if (!tile)
-    return;
-  constrainedDims.push_back({*dim, (*args)[0]->range});
-  if (kernel->waveFor(*dim)) {
-    diags.report(DiagId::DuplicateConstraint, c.range, {"wave", dim->str()});
-    diags.note(DiagId::NotePreviousDefinition, kernel->waveFor(*dim)->loc);
-    return;
-  }
-  const ir::WorkgroupConstraint *wg = kernel->workgroupFor(*dim);
+  const ir::WorkgroupConstraint *wg = kernel->workgroupFor(dim);
   if (!wg) {
-    diags.report(DiagId::WaveNeedsWorkgroup, c.range, {dim->str()});
+    diags.report(DiagId::WaveNeedsWorkgroup, c.range, {dim.str()});
     return;
   }
-  if (wg->tile % *tile != 0) {
+  if (wg->tile % tile != 0) {
     diags.report(DiagId::WaveTileNotDivide, (*args)[1]->range,
-                 {std::to_string(*tile), dim->str(), std::to_string(wg->tile)});
-    diags.note(DiagId::NoteDeclaredHere, wg->loc, {"workgroup(" + dim->str() + ", ...)"});
+                 {std::to_string(tile), dim.str(), std::to_string(wg->tile)});
+    diags.note(DiagId::NoteDeclaredHere, wg->loc, {"workgroup(" + dim.str() + ", ...)"});
     return;
   }
-  kernel->waves.push_back({*dim, *tile, c.range});
+  kernel->waves.push_back({dim, tile, c.range});
 }
 
 void KernelChecker::checkTiling(const ast::Call &c) {
   auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
-  if (!args)
+  auto dimTile = args ? constraintDimTile(c, *args) : std::nullopt;
+  if (!dimTile)
     return;
-  auto dim = dimArg(*(*args)[0], "the first argument of tiling", false);
-  if (!dim)
+  auto &[dim, tile] = *dimTile;
+  const auto *prev = kernel->tilingFor(dim);
+  if (reportDuplicate(c, dim, prev ? &prev->loc : nullptr))
     return;
-  auto tile = constantTile(*(*args)[1], dim->str());
-  if (!tile)
-    return;
-  constrainedDims.push_back({*dim, (*args)[0]->range});
-  if (kernel->tilingFor(*dim)) {
-    diags.report(DiagId::DuplicateConstraint, c.range, {"tiling", dim->str()});
-    diags.note(DiagId::NotePreviousDefinition, kernel->tilingFor(*dim)->loc);
-    return;
-  }
-  kernel->tilings.push_back({*dim, *tile, c.range});
+  kernel->tilings.push_back({dim, tile, c.range});
 }
 
 static std::string joinWaveSizes(const TargetInfo &t) {

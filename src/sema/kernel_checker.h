@@ -31,6 +31,11 @@ public:
   void checkAssumptions();
   void checkParams();
   void checkConstraints();
+  // The subject dim and constant tile of workgroup / wave / tiling, recorded as constrained.
+  std::optional<std::pair<ir::Dim, int64_t>>
+  constraintDimTile(const ast::Call &c, const std::vector<const ast::Expr *> &args);
+  // Reports a second constraint of the same kind on a dim; true when there was one.
+  bool reportDuplicate(const ast::Call &c, const ir::Dim &dim, const SourceRange *prev);
   void checkWorkgroup(const ast::Call &c);
   void checkWave(const ast::Call &c);
   void checkTiling(const ast::Call &c);

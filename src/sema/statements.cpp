@@ -274,6 +274,11 @@ std::optional<ir::Shape> KernelChecker::unifyOperands(EV &a, EV &b, SourceRange 
     }
     return materialize(lit, t, lit.loc);
   };
+  // Two literals: the first takes its default type (f32 if either is a float, else i32).
+  if (a.isLiteral() && b.isLiteral()) {
+    bool isF = a.kind == EV::FloatLit || b.kind == EV::FloatLit;
+    a = EV::of(materialize(a, isF ? ScalarType::F32 : ScalarType::I32, a.loc), a.loc);
+  }
   if (!a.isLiteral()) {
     va = asRegister(a, std::string("the left operand of '") + spelling + "'");
     if (!va)
@@ -420,11 +425,6 @@ EV KernelChecker::binaryOp(BinaryKind k, EV lhs, EV rhs, SourceRange loc, Source
     // Comparisons and bitwise ops of literals: give the literals their default types.
   }
   ir::Value *a = nullptr, *b = nullptr;
-  if (lhs.isLiteral() && rhs.isLiteral()) {
-    ScalarType t = (lhs.kind == EV::FloatLit || rhs.kind == EV::FloatLit) ? ScalarType::F32
-                                                                          : ScalarType::I32;
-    lhs = EV::of(materialize(lhs, t, lhs.loc), lhs.loc);
-  }
   auto shape = unifyOperands(lhs, rhs, opLoc, spelling, a, b);
   if (!shape)
     return EV::invalid();
