@@ -317,13 +317,20 @@ private:
       // index of the register dim it is bound to.
       const auto &bare = isRead ? op.mapping->outputs : op.mapping->inputs;
       const auto &memSide = isRead ? op.mapping->inputs : op.mapping->outputs;
+      // Bounds apply to the iteration (register-side) dims; the lane's element count is the
+      // largest of theirs.
       std::map<std::string, IndexExpr> subs;
-      for (const auto &[d, value] : bare)
+      bool masked = false;
+      int64_t maxElements = 1;
+      for (const auto &[d, value] : bare) {
         if (auto name = value.asSymbol())
           subs[*name] = registerIndex(d);
+        masked |= isMasked(d, facts);
+        maxElements = std::max(maxElements, elementsOf(d).asInteger().value_or(1));
+      }
       for (const auto &[d, value] : memSide) {
-        DimIndex di{d, facts.simplify(value.subs(subs)), 1};
-        di.masked = isMasked(d, facts);
+        DimIndex di{d, facts.simplify(value.subs(subs)), maxElements};
+        di.masked = masked;
         acc.dims.push_back(di);
       }
       acc.anchor += " via mapping " + op.mapping->name;
@@ -402,7 +409,9 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
       if (di.contiguous)
         note += ", contiguous";
       if (di.masked)
-        note += (note.empty() ? "" : ", ") + std::string("masked < ") + di.dim.size.str();
+        note += (note.empty() ? "" : ", ") +
+                (a.op->mapping ? std::string("masked by the iteration bounds")
+                               : "masked < " + di.dim.size.str());
       out += fmt::format("      {}: {}{}\n", di.dim.str(), di.start.str(),
                          note.empty() ? "" : "    (" + note + ")");
     }
