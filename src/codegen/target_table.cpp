@@ -94,24 +94,32 @@ std::vector<const char *> concat(std::vector<const char *> a, std::vector<const 
 
 const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", "F32_16x8x8_F16"};
 
+// HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (wave-facts.md 1.8).
+#define kAmdGrid {0xffffffffull, 0xffffffffull, 0xffffffffull}
+#define kNvGrid {0x7fffffffull, 65535ull, 65535ull}
+constexpr uint64_t kAmdGridThreads = 0xffffffffull;
+
 const std::vector<TargetInfo> kTargets = {
     {"gfx942", Vendor::AMD, "AMD CDNA3 (MI300)", {64}, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"F32_16x16x32_F8", "F32_32x32x16_F8", "F32_16x16x32_K4_F8",
                           "I32_16x16x32_I8", "I32_32x32x16_I8"}),
-     "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64"},
+     "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
     {"gfx90a", Vendor::AMD, "AMD CDNA2 (MI200)", {64}, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"I32_16x16x16_I8", "I32_32x32x8_I8"}), "amdgcn-amd-amdhsa", "gfx90a",
-     "+wavefrontsize64"},
+     "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
     {"gfx1100", Vendor::AMD, "AMD RDNA3 (RX 7900)", {32, 64}, 65536, 1024, MmaFamily::WMMA,
      {"F32_16x16x16_F16", "F32_16x16x16_BF16"}, "amdgcn-amd-amdhsa", "gfx1100",
-     "+wavefrontsize32"},
+     "+wavefrontsize32", kAmdGrid, kAmdGridThreads},
     {"sm_80", Vendor::NVIDIA, "NVIDIA Ampere (A100)", {32}, 49152, 1024, MmaFamily::MmaSync,
-     kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70"},
+     kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", kNvGrid, 0},
     {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 1024, MmaFamily::MmaSync, kSync,
-     "nvptx64-nvidia-cuda", "sm_90", "+ptx78"},
+     "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, 0},
     {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152, 1024,
-     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80"},
+     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kNvGrid, 0},
 };
+
+#undef kAmdGrid
+#undef kNvGrid
 
 const char *familyName(MmaFamily f) {
   switch (f) {

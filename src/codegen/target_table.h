@@ -47,6 +47,9 @@ struct TargetInfo {
   const char *llvmTriple;
   const char *llvmCpu;
   const char *llvmFeatures;
+  // Launch limits: workgroups per grid axis, and (AMD) threads per grid axis, 0 = none.
+  uint64_t maxGrid[3];
+  uint64_t maxGridThreads;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
 };
 

@@ -101,6 +101,7 @@ public:
         if (w.axis == static_cast<unsigned>(a) && w.primary)
           g = g * ceilDiv(w.dim.size, w.tile);
       out.grid[a] = out.facts.simplify(g);
+      checkGridLimit(a);
     }
     out.facts.setRange("$T0", 0, out.block[0] - 1);
     out.facts.setRange("$T1", 0, out.block[1] - 1);
@@ -121,6 +122,25 @@ public:
   }
 
 private:
+  // A grid the bound sizes make too large for the target fails here; a dynamic one is checked
+  // by the host stub at launch.
+  void checkGridLimit(int axis) {
+    auto g = out.grid[axis].asInteger();
+    if (!g)
+      return;
+    uint64_t limit = target.maxGrid[axis];
+    if (target.maxGridThreads)
+      limit = std::min<uint64_t>(limit, target.maxGridThreads / out.block[axis]);
+    if (static_cast<uint64_t>(*g) <= limit)
+      return;
+    const ir::WorkgroupConstraint *first = nullptr;
+    for (const auto &w : kernel.workgroups)
+      if (!first && w.axis == static_cast<unsigned>(axis))
+        first = &w;
+    diags.report(DiagId::GridTooLarge, first ? first->loc : kernel.loc,
+                 {std::to_string(axis), std::to_string(*g), target.name, std::to_string(limit)});
+  }
+
   // The MMA kind that fixes dims M, N, K (the first mma of the kernel), if any.
   const ir::Op *firstMma() const {
     const ir::Op *found = nullptr;

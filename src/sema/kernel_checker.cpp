@@ -162,6 +162,11 @@ std::optional<int64_t> KernelChecker::constantTile(const ast::Expr &e, const std
     diags.report(DiagId::ZeroTile, e.range, {dimName, std::to_string(*c)});
     return std::nullopt;
   }
+  if (*c > kMaxTile) {
+    diags.report(DiagId::TileTooLarge, e.range,
+                 {dimName, std::to_string(*c), std::to_string(kMaxTile)});
+    return std::nullopt;
+  }
   return c;
 }
 
@@ -328,10 +333,11 @@ void KernelChecker::checkHardware(const ast::Call &c) {
         IndexContext ctx = indexContext();
         auto v = S.toIndex(*list->elements[i], ctx);
         auto c = v ? v->asInteger() : std::nullopt;
-        if (!c || *c <= 0) {
+        if (!c || *c <= 0 || *c > static_cast<int64_t>(S.target->maxThreadsPerBlock)) {
           if (v)
             diags.report(DiagId::BadWavesPerBlock, list->elements[i]->range,
-                         {"entries must be positive compile-time integers, got " + v->str()});
+                         {"entries must be positive compile-time integers of at most " +
+                          std::to_string(S.target->maxThreadsPerBlock) + ", got " + v->str()});
           wavesGiven = false;
           continue;
         }
@@ -375,9 +381,10 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                                       simple.str()});
         continue;
       }
-      if (auto c = simple.asInteger(); c && *c < 0) {
+      if (auto c = simple.asInteger(); c && (*c < 0 || *c > kMaxTile)) {
         diags.report(DiagId::BadVectorShape, entry.value->range,
-                     {dim->str(), "must not be negative"});
+                     {dim->str(), "must be between 0 and " + std::to_string(kMaxTile) + ", got " +
+                                      std::to_string(*c)});
         continue;
       }
       bool dup = false;
@@ -406,8 +413,10 @@ void KernelChecker::deriveBlock() {
           std::max<unsigned>(hw.wavesPerBlock[wg->axis], static_cast<unsigned>(wg->tile / w.tile));
     }
   }
-  int64_t threads = static_cast<int64_t>(hw.wavesPerBlock[0]) * waveSize * hw.wavesPerBlock[1] *
-                    hw.wavesPerBlock[2];
+  // Each factor is at most 2^24 (tiles are bounded), so the product is computed in 128 bits.
+  __int128 wide = static_cast<__int128>(hw.wavesPerBlock[0]) * waveSize * hw.wavesPerBlock[1] *
+                  hw.wavesPerBlock[2];
+  int64_t threads = wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(wide);
   if (threads > S.target->maxThreadsPerBlock)
     diags.report(DiagId::BlockTooLarge, hw.loc.valid() ? hw.loc : decl.name.range,
                  {std::to_string(threads), std::to_string(S.target->maxThreadsPerBlock),

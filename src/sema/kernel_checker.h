@@ -24,6 +24,10 @@ std::string exprTextOf(const EV &lit);
 
 class KernelChecker {
 public:
+  // Tiles and vector shapes beyond this are surely mistakes, and bounding them keeps every
+  // later product of sizes inside 64 bits.
+  static constexpr int64_t kMaxTile = int64_t(1) << 24;
+
   KernelChecker(Sema &s, const ast::KernelDecl &d);
   std::unique_ptr<ir::Kernel> run();
 

@@ -1,0 +1,63 @@
+// The interface between the wavec driver and the code generator library libwavec_codegen.so.
+//
+// The code generator links LLVM and MLIR, whose shared libraries alone cost ~40 ms to load, so
+// the driver (whose `--check` takes ~12 ms) does not link it: it dlopens the library only when a
+// code object or an MLIR/LLVM dump is requested (backend_loader.h) and calls the one C entry
+// point `wave_codegen_api()`, which returns a table of function pointers.
+//
+// The library does not carry its own copy of the compiler libraries (GiNaC, the kernel graph,
+// the distribution): it uses the driver's, which wavec exports (ENABLE_EXPORTS). The kernel graph
+// and distribution objects therefore cross the boundary as they are. Both sides are built from
+// one tree with one compiler; `version` guards against a stale library next to a newer driver.
+//
+// This header must stay free of LLVM and MLIR headers.
+#pragma once
+
+#include "codegen/target_table.h"
+#include "frontend/diagnostics.h"
+#include "ir/graph.h"
+#include "passes/distribution.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+// What the code generator produces (wavec --emit=..., or -o's extension).
+enum class CodegenOutput {
+  MLIR,  // the emitted gpu.module (upstream dialects), canonicalized: text
+  LLVM,  // LLVM IR after lowering to ROCDL/NVVM and translation: text
+  Asm,   // AMDGPU ISA or PTX: text
+  HSACO, // AMD code object (ELF shared object): binary
+  PTX,   // NVIDIA PTX: text
+  Cubin, // NVIDIA cubin via ptxas: binary
+};
+
+struct CodegenOptions {
+  CodegenOutput output = CodegenOutput::HSACO;
+  unsigned optLevel = 3;         // -O0..-O3
+  unsigned codeObjectVersion = 5; // AMD: 4 or 5
+};
+
+// One kernel to compile: its graph and its distribution (both owned by the driver).
+struct CodegenKernel {
+  const ir::Kernel *kernel = nullptr;
+  const Distribution *dist = nullptr;
+};
+
+struct WaveCodegenApi {
+  unsigned version; // kWaveCodegenApiVersion of the library
+  // Compiles every kernel into one module for `target`; on success fills `out` (text or binary
+  // bytes) and returns true. Errors are reported to `diags`.
+  bool (*generate)(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
+                   const CodegenOptions &options, DiagnosticEngine &diags, std::string &out);
+};
+
+constexpr unsigned kWaveCodegenApiVersion = 1;
+
+} // namespace wave
+
+extern "C" {
+// The library's entry point (resolved with dlsym).
+const wave::WaveCodegenApi *wave_codegen_api(void);
+}
