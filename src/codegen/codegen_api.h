@@ -35,7 +35,7 @@ enum class CodegenOutput {
 
 struct CodegenOptions {
   CodegenOutput output = CodegenOutput::HSACO;
-  unsigned optLevel = 3;         // -O0..-O3
+  unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
 };
 

@@ -74,7 +74,13 @@ int main(int argc, char **argv) {
                                 "a matrix kind)");
   app.add_option("--kernel", opts.kernel, "check or compile only this kernel");
   app.add_flag("--check", opts.check, "check the program and report diagnostics; write nothing");
-  app.add_option("--emit", emit, "print a stage instead of compiling: ast, ir, distribution");
+  app.add_option("--emit", emit,
+                 "output kind: ast, ir, distribution, mlir, llvm, asm, hsaco, ptx, cubin "
+                 "(default: -o's extension, else the target's code object)");
+  std::string optFlag;
+  app.add_option("-O", optFlag, "optimization level: -O0, -O1, -O2, -O3 (default)");
+  app.add_option("--code-object-version", opts.codeObjectVersion,
+                 "AMD code object version: 4 or 5 (default)");
   app.add_flag("--print-targets", printTargets,
                "list targets with their wave sizes, shared memory and matrix kinds");
   app.add_option("-W", warnings,
@@ -103,14 +109,39 @@ int main(int argc, char **argv) {
     return usageError("unknown target '" + opts.target + "'" +
                       didYouMean(opts.target, targetNames()) +
                       " (wavec --print-targets lists them)");
-  if (emit == "ast")
-    opts.emit = EmitKind::AST;
-  else if (emit == "ir")
-    opts.emit = EmitKind::IR;
-  else if (emit == "distribution")
-    opts.emit = EmitKind::Distribution;
-  else if (!emit.empty())
-    return usageError("--emit=" + emit + ": expected ast, ir or distribution");
+  static const std::pair<const char *, EmitKind> emitKinds[] = {
+      {"ast", EmitKind::AST},   {"ir", EmitKind::IR},       {"distribution", EmitKind::Distribution},
+      {"mlir", EmitKind::MLIR}, {"llvm", EmitKind::LLVM},   {"asm", EmitKind::Asm},
+      {"hsaco", EmitKind::HSACO}, {"ptx", EmitKind::PTX},   {"cubin", EmitKind::Cubin}};
+  bool emitKnown = emit.empty();
+  for (const auto &[name, kind] : emitKinds)
+    if (emit == name) {
+      opts.emit = kind;
+      emitKnown = true;
+    }
+  if (!emitKnown)
+    return usageError("--emit=" + emit +
+                      ": expected ast, ir, distribution, mlir, llvm, asm, hsaco, ptx or cubin");
+  if (opts.emit == EmitKind::Default && !opts.output.empty()) {
+    // The output kind follows -o's extension.
+    static const std::pair<const char *, EmitKind> extensions[] = {
+        {".hsaco", EmitKind::HSACO}, {".ptx", EmitKind::PTX}, {".cubin", EmitKind::Cubin},
+        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR}};
+    for (const auto &[ext, kind] : extensions) {
+      const std::string e = ext;
+      if (opts.output.size() > e.size() &&
+          opts.output.compare(opts.output.size() - e.size(), e.size(), e) == 0)
+        opts.emit = kind;
+    }
+  }
+  if (!optFlag.empty()) {
+    if (optFlag.size() != 1 || optFlag[0] < '0' || optFlag[0] > '3')
+      return usageError("-O" + optFlag + ": expected -O0, -O1, -O2 or -O3");
+    opts.optLevel = static_cast<unsigned>(optFlag[0] - '0');
+  }
+  if (opts.codeObjectVersion != 4 && opts.codeObjectVersion != 5)
+    return usageError("--code-object-version=" + std::to_string(opts.codeObjectVersion) +
+                      ": expected 4 or 5");
   if (color == "auto")
     opts.color = ColorMode::Auto;
   else if (color == "always")

@@ -9,7 +9,9 @@
 
 namespace wave {
 
-enum class EmitKind { Default, AST, IR, Distribution };
+// Default: the target's code object (HSACO on AMD, PTX on NVIDIA), or what -o's extension names.
+// MLIR..Cubin are made by the code generator library (src/codegen/codegen_api.h).
+enum class EmitKind { Default, AST, IR, Distribution, MLIR, LLVM, Asm, HSACO, PTX, Cubin };
 
 struct DriverOptions {
   std::string input;
@@ -23,6 +25,9 @@ struct DriverOptions {
   bool werror = false;
   std::vector<std::pair<std::string, DiagnosticEngine::Override>> warningOverrides;
   unsigned errorLimit = 20;
+  // Code generation.
+  unsigned optLevel = 3;          // -O0..-O3
+  unsigned codeObjectVersion = 5; // --code-object-version (AMD)
 };
 
 // Runs the whole compilation (pipeline.cpp). Returns the process exit code: 0 success,

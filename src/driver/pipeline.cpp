@@ -4,10 +4,12 @@
 //   2. parse     text -> AST (syntax errors located, several per run)
 //   3. sema      names, -D bindings, types and shapes, constraints -> kernel graph IR
 //   4. distribute constraints -> grid, block, per-access index expressions
-//   5. emit      the requested dump, or (later) the code object and host API
+//   5. emit      the requested dump, or the code object (MLIR, LLVM IR, ISA, HSACO, PTX, cubin)
+//                through the code generator library, loaded on demand (codegen/codegen_api.h)
 //
 // Nothing is written unless every stage succeeded: outputs go to a temporary file that is
 // renamed into place at the end.
+#include "codegen/backend_loader.h"
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
@@ -18,6 +20,8 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+
+#include <memory>
 
 namespace wave {
 
@@ -68,6 +72,63 @@ bool writeOutput(const std::string &path, const std::string &text, std::string &
   return true;
 }
 
+bool isCodeOutput(EmitKind k) {
+  return k == EmitKind::Default || k == EmitKind::MLIR || k == EmitKind::LLVM ||
+         k == EmitKind::Asm || k == EmitKind::HSACO || k == EmitKind::PTX || k == EmitKind::Cubin;
+}
+
+// Step 5 for code outputs: the code generator library turns the kernels into `out`.
+bool generateCode(const DriverOptions &opts, const Program &program,
+                  const std::vector<CodegenKernel> &kernels, DiagnosticEngine &diags,
+                  std::string &out) {
+  const TargetInfo &target = *program.target;
+  const bool amd = target.vendor == Vendor::AMD;
+  CodegenOptions co;
+  co.optLevel = opts.optLevel;
+  co.codeObjectVersion = opts.codeObjectVersion;
+  switch (opts.emit) {
+  case EmitKind::MLIR: co.output = CodegenOutput::MLIR; break;
+  case EmitKind::LLVM: co.output = CodegenOutput::LLVM; break;
+  case EmitKind::Asm: co.output = amd ? CodegenOutput::Asm : CodegenOutput::PTX; break;
+  case EmitKind::HSACO: co.output = CodegenOutput::HSACO; break;
+  case EmitKind::PTX: co.output = CodegenOutput::PTX; break;
+  case EmitKind::Cubin: co.output = CodegenOutput::Cubin; break;
+  default: co.output = amd ? CodegenOutput::HSACO : CodegenOutput::PTX; break;
+  }
+  const bool needsAmd = co.output == CodegenOutput::HSACO;
+  const bool needsNv = co.output == CodegenOutput::PTX || co.output == CodegenOutput::Cubin;
+  if ((needsAmd && !amd) || (needsNv && amd)) {
+    diags.report(DiagId::OutputKindTarget, {},
+                 {needsAmd ? "HSACO" : co.output == CodegenOutput::PTX ? "PTX" : "cubin",
+                  needsAmd ? "AMD" : "NVIDIA", target.name});
+    return false;
+  }
+  std::string error;
+  const WaveCodegenApi *api = loadCodegenBackend(error);
+  if (!api) {
+    diags.report(DiagId::CodegenUnavailable, {}, {error});
+    return false;
+  }
+  return api->generate(kernels, target, co, diags, out);
+}
+
+// Where a code output goes when -o is absent: binaries next to the input's stem in the current
+// directory (copy.wave -> copy.hsaco), text dumps to stdout.
+std::string defaultOutput(const DriverOptions &opts, const TargetInfo &target) {
+  EmitKind k = opts.emit;
+  if (k == EmitKind::Default)
+    k = target.vendor == Vendor::AMD ? EmitKind::HSACO : EmitKind::PTX;
+  const char *ext = k == EmitKind::HSACO ? ".hsaco"
+                    : k == EmitKind::Cubin ? ".cubin"
+                    : (k == EmitKind::PTX && opts.emit == EmitKind::Default) ? ".ptx"
+                                                                             : nullptr;
+  if (!ext)
+    return "";
+  std::string stem = opts.input.substr(opts.input.rfind('/') + 1);
+  auto dot = stem.rfind('.');
+  return (dot == std::string::npos ? stem : stem.substr(0, dot)) + ext;
+}
+
 } // namespace
 
 int compile(const DriverOptions &opts) {
@@ -116,12 +177,16 @@ int compile(const DriverOptions &opts) {
 
   // 4. distribute
   std::string irText, distText;
+  std::vector<std::unique_ptr<Distribution>> dists;
+  std::vector<CodegenKernel> codegenKernels;
   for (const auto &kernel : program->kernels) {
-    Distribution dist;
-    if (!distribute(*kernel, *program->target, diags, dist))
+    auto dist = std::make_unique<Distribution>();
+    if (!distribute(*kernel, *program->target, diags, *dist))
       continue;
     irText += ir::print(*kernel);
-    distText += printDistribution(*kernel, *program->target, dist);
+    distText += printDistribution(*kernel, *program->target, *dist);
+    codegenKernels.push_back({kernel.get(), dist.get()});
+    dists.push_back(std::move(dist));
   }
   if (diags.hasErrors())
     return finish(1);
@@ -130,16 +195,20 @@ int compile(const DriverOptions &opts) {
   if (opts.check)
     return finish(0);
   const std::string *outText = nullptr;
+  std::string codeText, outPath = opts.output;
   if (opts.emit == EmitKind::IR)
     outText = &irText;
   else if (opts.emit == EmitKind::Distribution)
     outText = &distText;
-  if (!outText) {
-    diags.report(DiagId::NoCodegenYet, {}, {});
-    return finish(1);
+  else if (isCodeOutput(opts.emit)) {
+    if (!generateCode(opts, *program, codegenKernels, diags, codeText))
+      return finish(1);
+    outText = &codeText;
+    if (outPath.empty())
+      outPath = defaultOutput(opts, *program->target);
   }
-  if (!writeOutput(opts.output, *outText, error)) {
-    diags.report(DiagId::CannotWriteFile, {}, {opts.output, error});
+  if (!writeOutput(outPath, *outText, error)) {
+    diags.report(DiagId::CannotWriteFile, {}, {outPath, error});
     return finish(1);
   }
   return finish(0);

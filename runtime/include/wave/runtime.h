@@ -26,12 +26,19 @@ extern "C" {
 #define WAVE_RUNTIME_VERSION_MAJOR 0
 #define WAVE_RUNTIME_VERSION_MINOR 1
 
+/* The library is built with hidden visibility; only these entry points are exported. */
+#if defined(__GNUC__)
+#define WAVE_RUNTIME_API __attribute__((visibility("default")))
+#else
+#define WAVE_RUNTIME_API
+#endif
+
 typedef enum {
   WAVE_SUCCESS = 0,
-  WAVE_ERROR_INVALID_ARGUMENT,  /* NULL pointer, bad URI, launch dims out of range, ... */
-  WAVE_ERROR_NO_DEVICE,         /* the driver loaded but has no such device */
-  WAVE_ERROR_DRIVER_NOT_FOUND,  /* the vendor library could not be dlopen()ed */
-  WAVE_ERROR_DRIVER,            /* any other driver failure (name and text in the message) */
+  WAVE_ERROR_INVALID_ARGUMENT, /* NULL pointer, bad URI, launch dims out of range, ... */
+  WAVE_ERROR_NO_DEVICE,        /* the driver loaded but has no such device */
+  WAVE_ERROR_DRIVER_NOT_FOUND, /* the vendor library could not be dlopen()ed */
+  WAVE_ERROR_DRIVER,           /* any other driver failure (name and text in the message) */
   WAVE_ERROR_OUT_OF_MEMORY,
   WAVE_ERROR_INVALID_IMAGE,     /* a code object the back end cannot load */
   WAVE_ERROR_NOT_FOUND,         /* no kernel of that name, no such file */
@@ -41,11 +48,11 @@ typedef enum {
 } wave_status_t;
 
 /* "WAVE_SUCCESS", "WAVE_ERROR_...", or "WAVE_ERROR_<unknown>" for values outside the enum. */
-const char *wave_status_name(wave_status_t status);
+WAVE_RUNTIME_API const char *wave_status_name(wave_status_t status);
 
 /* The message of the last failed call on this thread; "" when none failed yet. Valid until the
  * next runtime call on this thread. Successful calls do not clear it. */
-const char *wave_last_error(void);
+WAVE_RUNTIME_API const char *wave_last_error(void);
 
 typedef struct wave_device *wave_device_t;
 typedef struct wave_stream *wave_stream_t; /* NULL = the device's default stream */
@@ -60,59 +67,66 @@ typedef enum {
 
 typedef struct {
   wave_vendor_t vendor;
-  int ordinal;                     /* N of `cuda://N` / `hip://N` */
-  char backend[8];                 /* "cuda", "hip" */
-  char arch[32];                   /* the code-object key: "sm_90", "gfx942" (no feature suffix) */
-  char name[256];                  /* the driver's device name */
-  uint32_t warp_size;              /* 32 or 64 */
+  int ordinal;                      /* N of `cuda://N` / `hip://N` */
+  char backend[8];                  /* "cuda", "hip" */
+  char arch[32];                    /* the code-object key: "sm_90", "gfx942" (no feature suffix) */
+  char name[256];                   /* the driver's device name */
+  uint32_t warp_size;               /* 32 or 64 */
   uint32_t shared_memory_per_block; /* bytes usable by one block without opt-in */
-  uint32_t multiprocessor_count;   /* SMs / CUs */
+  uint32_t multiprocessor_count;    /* SMs / CUs */
 } wave_device_info_t;
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
 /* Opens `cuda://N`, `hip://N`, `auto` or `emu` (the latter returns WAVE_ERROR_UNSUPPORTED until
  * the emulator back end exists). Opening an open device returns the same handle and counts it. */
-wave_status_t wave_device_open(const char *uri, wave_device_t *out);
+WAVE_RUNTIME_API wave_status_t wave_device_open(const char *uri, wave_device_t *out);
 /* Drops one reference; the last one unloads the device's modules and releases its context. */
-wave_status_t wave_device_close(wave_device_t device);
-wave_status_t wave_device_info(wave_device_t device, wave_device_info_t *out);
+WAVE_RUNTIME_API wave_status_t wave_device_close(wave_device_t device);
+WAVE_RUNTIME_API wave_status_t wave_device_info(wave_device_t device, wave_device_info_t *out);
 /* Waits for all work on the device. */
-wave_status_t wave_device_synchronize(wave_device_t device);
+WAVE_RUNTIME_API wave_status_t wave_device_synchronize(wave_device_t device);
 
 /* ---- memory (device pointers are plain `void *` on every back end) --------------------------- */
 
-wave_status_t wave_malloc(wave_device_t device, size_t bytes, void **out);
-wave_status_t wave_free(wave_device_t device, void *ptr); /* NULL is a no-op */
+WAVE_RUNTIME_API wave_status_t wave_malloc(wave_device_t device, size_t bytes, void **out);
+WAVE_RUNTIME_API wave_status_t wave_free(wave_device_t device, void *ptr); /* NULL is a no-op */
 /* The copies and memset are synchronous with respect to the host (they complete before return). */
-wave_status_t wave_memcpy_htod(wave_device_t device, void *dst, const void *src, size_t bytes);
-wave_status_t wave_memcpy_dtoh(wave_device_t device, void *dst, const void *src, size_t bytes);
-wave_status_t wave_memcpy_dtod(wave_device_t device, void *dst, const void *src, size_t bytes);
-wave_status_t wave_memset(wave_device_t device, void *dst, int byte_value, size_t bytes);
+WAVE_RUNTIME_API wave_status_t wave_memcpy_htod(wave_device_t device, void *dst, const void *src,
+                                                size_t bytes);
+WAVE_RUNTIME_API wave_status_t wave_memcpy_dtoh(wave_device_t device, void *dst, const void *src,
+                                                size_t bytes);
+WAVE_RUNTIME_API wave_status_t wave_memcpy_dtod(wave_device_t device, void *dst, const void *src,
+                                                size_t bytes);
+WAVE_RUNTIME_API wave_status_t wave_memset(wave_device_t device, void *dst, int byte_value,
+                                           size_t bytes);
 
 /* ---- streams ---------------------------------------------------------------------------- */
 
-wave_status_t wave_stream_create(wave_device_t device, wave_stream_t *out);
-wave_status_t wave_stream_destroy(wave_stream_t stream);
-/* NULL synchronizes the whole device, so use wave_device_synchronize for that instead. */
-wave_status_t wave_stream_synchronize(wave_stream_t stream);
+WAVE_RUNTIME_API wave_status_t wave_stream_create(wave_device_t device, wave_stream_t *out);
+WAVE_RUNTIME_API wave_status_t wave_stream_destroy(wave_stream_t stream);
+/* Waits for the stream's work. A NULL stream has no device to wait on: it is rejected, and
+ * wave_device_synchronize waits for the default stream (and every other). */
+WAVE_RUNTIME_API wave_status_t wave_stream_synchronize(wave_stream_t stream);
 /* The device a stream belongs to (what a generated `NAME_launch(stream, ...)` loads modules on). */
-wave_status_t wave_stream_device(wave_stream_t stream, wave_device_t *out);
+WAVE_RUNTIME_API wave_status_t wave_stream_device(wave_stream_t stream, wave_device_t *out);
 
 /* ---- modules and kernels ---------------------------------------------------------------- */
 
 /* Loads a code object: an HSACO (AMDGPU ELF) on HIP; PTX text, a cubin or a fatbin on CUDA.
  * The image is copied as needed and may be freed after the call. Cached per device by content:
  * loading the same bytes again returns the same module (and counts a reference). Thread-safe. */
-wave_status_t wave_module_load_data(wave_device_t device, const void *image, size_t size,
-                                    wave_module_t *out);
-wave_status_t wave_module_load_file(wave_device_t device, const char *path, wave_module_t *out);
+WAVE_RUNTIME_API wave_status_t wave_module_load_data(wave_device_t device, const void *image,
+                                                     size_t size, wave_module_t *out);
+WAVE_RUNTIME_API wave_status_t wave_module_load_file(wave_device_t device, const char *path,
+                                                     wave_module_t *out);
 /* Drops one reference; the last one unloads the module and invalidates its kernels. */
-wave_status_t wave_module_unload(wave_module_t module);
+WAVE_RUNTIME_API wave_status_t wave_module_unload(wave_module_t module);
 /* `name` is the unmangled kernel symbol (no `.kd`). The handle lives as long as the module. */
-wave_status_t wave_module_get_kernel(wave_module_t module, const char *name, wave_kernel_t *out);
+WAVE_RUNTIME_API wave_status_t wave_module_get_kernel(wave_module_t module, const char *name,
+                                                      wave_kernel_t *out);
 /* The kernel's name, for messages; NULL for a NULL kernel. */
-const char *wave_kernel_name(wave_kernel_t kernel);
+WAVE_RUNTIME_API const char *wave_kernel_name(wave_kernel_t kernel);
 
 /* ---- launch ----------------------------------------------------------------------------- */
 
@@ -120,9 +134,10 @@ const char *wave_kernel_name(wave_kernel_t kernel);
  * stream). `args` is the packed explicit-argument buffer laid out exactly as the kernel's ABI does
  * (each argument at its natural alignment; no AMD hidden arguments); `args_size` its size in
  * bytes (0 and NULL for a kernel without arguments). The launch is asynchronous. */
-wave_status_t wave_launch(wave_device_t device, wave_stream_t stream, wave_kernel_t kernel,
-                          const uint32_t grid[3], const uint32_t block[3],
-                          uint32_t dynamic_shared_bytes, const void *args, size_t args_size);
+WAVE_RUNTIME_API wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
+                                           wave_kernel_t kernel, const uint32_t grid[3],
+                                           const uint32_t block[3], uint32_t dynamic_shared_bytes,
+                                           const void *args, size_t args_size);
 
 #ifdef __cplusplus
 } /* extern "C" */

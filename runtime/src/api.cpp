@@ -1,0 +1,555 @@
+// The C API: handle bookkeeping, argument and launch-limit checks, the device registry and the
+// per-device module cache. Everything vendor-specific is behind wave::rt::Backend.
+//
+// Every entry point runs its body through `guarded`, which turns any C++ exception into a status:
+// no exception may cross the C boundary, and the runtime never exits or aborts.
+#include "internal.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace wave::rt;
+
+struct wave_device {
+  Backend *backend = nullptr;
+  void *native = nullptr;
+  wave_device_info_t info{};
+  int refs = 0; // guarded by the registry mutex
+
+  // The module cache: (content hash, size) -> module. Held across a driver load so that two
+  // threads lazily loading the same image get one module.
+  std::mutex moduleMutex;
+  std::map<std::pair<uint64_t, size_t>, wave_module *> modules;
+};
+
+struct wave_kernel {
+  wave_module *module = nullptr;
+  void *native = nullptr;
+  std::string name;
+};
+
+struct wave_module {
+  wave_device *device = nullptr;
+  void *native = nullptr;
+  std::pair<uint64_t, size_t> key;
+  std::vector<unsigned char> image; // to tell a hash collision from a cache hit
+  int refs = 0;                     // guarded by device->moduleMutex
+  bool cached = false;
+
+  std::mutex kernelMutex;
+  std::map<std::string, std::unique_ptr<wave_kernel>> kernels;
+};
+
+struct wave_stream {
+  wave_device *device = nullptr;
+  void *native = nullptr;
+};
+
+namespace {
+
+constexpr uint32_t kMaxBlockThreads = 1024;
+constexpr uint32_t kMaxBlockDim[3] = {1024, 1024, 64};
+constexpr uint32_t kMaxGridDim[3] = {0x7fffffffu, 65535, 65535};
+
+template <typename Body> wave_status_t guarded(const char *function, Body &&body) noexcept {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return failf(WAVE_ERROR_OUT_OF_MEMORY, "%s: out of host memory", function);
+  } catch (const std::exception &e) {
+    return failf(WAVE_ERROR_DRIVER, "%s: internal error: %s", function, e.what());
+  } catch (...) {
+    return failf(WAVE_ERROR_DRIVER, "%s: internal error (unknown exception)", function);
+  }
+}
+
+wave_status_t nullArgument(const char *function, const char *argument) {
+  return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: `%s` is NULL", function, argument);
+}
+
+// ---- device registry ----------------------------------------------------------------------
+
+// One wave_device per (back end, ordinal), so the module cache really is per device.
+std::mutex registryMutex;
+std::map<std::pair<Backend *, int>, wave_device *> &registry() {
+  // Deliberately leaked: destroying it at exit would race with drivers' own teardown.
+  static auto *devices = new std::map<std::pair<Backend *, int>, wave_device *>();
+  return *devices;
+}
+
+wave_status_t openOrdinal(Backend &backend, int ordinal, wave_device_t *out) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  auto key = std::make_pair(&backend, ordinal);
+  if (auto it = registry().find(key); it != registry().end()) {
+    ++it->second->refs;
+    *out = it->second;
+    return WAVE_SUCCESS;
+  }
+  int count = 0;
+  if (wave_status_t s = backend.deviceCount(&count))
+    return s;
+  if (ordinal >= count)
+    return failf(WAVE_ERROR_NO_DEVICE, "%s://%d: no such device (the driver reports %d)",
+                 backend.name(), ordinal, count);
+  auto device = std::make_unique<wave_device>();
+  device->backend = &backend;
+  if (wave_status_t s = backend.openDevice(ordinal, &device->native, &device->info))
+    return s;
+  device->info.ordinal = ordinal;
+  std::snprintf(device->info.backend, sizeof(device->info.backend), "%s", backend.name());
+  device->refs = 1;
+  *out = device.get();
+  registry()[key] = device.release();
+  return WAVE_SUCCESS;
+}
+
+/// `auto`: the first CUDA device, else the first HIP device.
+wave_status_t openAuto(wave_device_t *out) {
+  wave_status_t cuda = openOrdinal(cudaBackend(), 0, out);
+  if (cuda == WAVE_SUCCESS)
+    return cuda;
+  std::string cudaWhy = wave_last_error();
+  wave_status_t hip = openOrdinal(hipBackend(), 0, out);
+  if (hip == WAVE_SUCCESS)
+    return hip;
+  std::string hipWhy = wave_last_error();
+  bool noDriver = cuda == WAVE_ERROR_DRIVER_NOT_FOUND && hip == WAVE_ERROR_DRIVER_NOT_FOUND;
+  return failf(noDriver ? WAVE_ERROR_DRIVER_NOT_FOUND : WAVE_ERROR_NO_DEVICE,
+               "auto: no GPU device found (%s; %s)", cudaWhy.c_str(), hipWhy.c_str());
+}
+
+/// Parses the N of `scheme://N`: decimal digits only, at most 9 of them.
+bool parseOrdinal(const char *text, int *ordinal) {
+  size_t n = std::strlen(text);
+  if (n == 0 || n > 9)
+    return false;
+  int value = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (text[i] < '0' || text[i] > '9')
+      return false;
+    value = value * 10 + (text[i] - '0');
+  }
+  *ordinal = value;
+  return true;
+}
+
+bool hasPrefix(const char *text, const char *prefix) {
+  return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+wave_status_t openUri(const char *uri, wave_device_t *out) {
+  if (std::strcmp(uri, "auto") == 0)
+    return openAuto(out);
+  if (std::strcmp(uri, "emu") == 0 || hasPrefix(uri, "emu:"))
+    return failf(WAVE_ERROR_UNSUPPORTED,
+                 "wave_device_open(\"%s\"): the CPU emulator back end is not built yet", uri);
+  struct Scheme {
+    const char *prefix;
+    Backend &(*backend)();
+  };
+  const Scheme schemes[] = {{"cuda://", cudaBackend}, {"hip://", hipBackend}};
+  for (const Scheme &scheme : schemes) {
+    if (!hasPrefix(uri, scheme.prefix))
+      continue;
+    int ordinal = 0;
+    if (!parseOrdinal(uri + std::strlen(scheme.prefix), &ordinal))
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_device_open: bad device URI \"%s\" (expected %sN with N a device number)",
+                   uri, scheme.prefix);
+    return openOrdinal(scheme.backend(), ordinal, out);
+  }
+  return failf(WAVE_ERROR_INVALID_ARGUMENT,
+               "wave_device_open: unknown device URI \"%s\" (expected cuda://N, hip://N, auto or "
+               "emu)",
+               uri);
+}
+
+/// Unloads a module whose last reference is gone. Caller holds device->moduleMutex.
+void destroyModule(wave_module *module) {
+  wave_device *device = module->device;
+  if (module->cached)
+    device->modules.erase(module->key);
+  device->backend->moduleUnload(device->native, module->native);
+  delete module;
+}
+
+wave_status_t loadModule(wave_device_t device, const void *image, size_t size, wave_module_t *out) {
+  Backend &backend = *device->backend;
+  if (wave_status_t s = backend.validateImage(image, size))
+    return s;
+  auto key = std::make_pair(hashImage(image, size), size);
+  auto *bytes = static_cast<const unsigned char *>(image);
+
+  std::lock_guard<std::mutex> lock(device->moduleMutex);
+  auto it = device->modules.find(key);
+  if (it != device->modules.end() && std::memcmp(it->second->image.data(), bytes, size) == 0) {
+    ++it->second->refs;
+    *out = it->second;
+    return WAVE_SUCCESS;
+  }
+  auto module = std::make_unique<wave_module>();
+  module->device = device;
+  module->key = key;
+  module->image.assign(bytes, bytes + size);
+  if (wave_status_t s = backend.moduleLoad(device->native, image, size, &module->native))
+    return s;
+  module->refs = 1;
+  // A colliding hash of different bytes keeps the first entry; the newcomer is just uncached.
+  module->cached = it == device->modules.end();
+  if (module->cached)
+    device->modules[key] = module.get();
+  *out = module.release();
+  return WAVE_SUCCESS;
+}
+
+wave_status_t readFile(const char *path, std::vector<unsigned char> *bytes) {
+  FILE *file = std::fopen(path, "rb");
+  if (!file)
+    return failf(WAVE_ERROR_NOT_FOUND, "wave_module_load_file: cannot open '%s': %s", path,
+                 std::strerror(errno));
+  unsigned char chunk[65536];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), file)) > 0)
+    bytes->insert(bytes->end(), chunk, chunk + n);
+  bool failed = std::ferror(file);
+  std::fclose(file);
+  if (failed)
+    return failf(WAVE_ERROR_NOT_FOUND, "wave_module_load_file: cannot read '%s'", path);
+  return WAVE_SUCCESS;
+}
+
+} // namespace
+
+namespace wave::rt {
+
+wave_status_t checkLaunchShape(const char *kernel, const uint32_t grid[3],
+                               const uint32_t block[3]) {
+  static const char axis[] = "xyz";
+  uint64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    if (grid[i] == 0 || block[i] == 0)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): empty launch: grid (%u, %u, %u), block (%u, %u, %u)", kernel,
+                   grid[0], grid[1], grid[2], block[0], block[1], block[2]);
+    if (block[i] > kMaxBlockDim[i])
+      return failf(WAVE_ERROR_INVALID_ARGUMENT, "wave_launch(%s): block.%c = %u exceeds %u", kernel,
+                   axis[i], block[i], kMaxBlockDim[i]);
+    if (grid[i] > kMaxGridDim[i])
+      return failf(WAVE_ERROR_INVALID_ARGUMENT, "wave_launch(%s): grid.%c = %u exceeds %u", kernel,
+                   axis[i], grid[i], kMaxGridDim[i]);
+    // HIP counts work-items per dimension in 32 bits.
+    if (uint64_t(grid[i]) * block[i] > 0xffffffffull)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): grid.%c * block.%c = %llu threads exceeds 2^32 - 1", kernel,
+                   axis[i], axis[i], (unsigned long long)grid[i] * block[i]);
+    threads *= block[i];
+  }
+  if (threads > kMaxBlockThreads)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                 "wave_launch(%s): block (%u, %u, %u) has %llu threads, more than %u", kernel,
+                 block[0], block[1], block[2], (unsigned long long)threads, kMaxBlockThreads);
+  return WAVE_SUCCESS;
+}
+
+} // namespace wave::rt
+
+// ---- devices --------------------------------------------------------------------------------
+
+extern "C" wave_status_t wave_device_open(const char *uri, wave_device_t *out) {
+  return guarded("wave_device_open", [&] {
+    if (!out)
+      return nullArgument("wave_device_open", "out");
+    *out = nullptr;
+    if (!uri)
+      return nullArgument("wave_device_open", "uri");
+    return openUri(uri, out);
+  });
+}
+
+extern "C" wave_status_t wave_device_close(wave_device_t device) {
+  return guarded("wave_device_close", [&] {
+    if (!device)
+      return nullArgument("wave_device_close", "device");
+    std::lock_guard<std::mutex> lock(registryMutex);
+    if (--device->refs > 0)
+      return WAVE_SUCCESS;
+    registry().erase(std::make_pair(device->backend, device->info.ordinal));
+    forgetSelections(device);
+    {
+      std::lock_guard<std::mutex> modules(device->moduleMutex);
+      // Unload what is still loaded, whatever its count: the device is going away.
+      for (auto &entry : device->modules) {
+        device->backend->moduleUnload(device->native, entry.second->native);
+        delete entry.second;
+      }
+      device->modules.clear();
+    }
+    device->backend->closeDevice(device->native);
+    delete device;
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_device_info(wave_device_t device, wave_device_info_t *out) {
+  return guarded("wave_device_info", [&] {
+    if (!device)
+      return nullArgument("wave_device_info", "device");
+    if (!out)
+      return nullArgument("wave_device_info", "out");
+    *out = device->info;
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_device_synchronize(wave_device_t device) {
+  return guarded("wave_device_synchronize", [&] {
+    if (!device)
+      return nullArgument("wave_device_synchronize", "device");
+    return device->backend->synchronize(device->native);
+  });
+}
+
+// ---- memory ---------------------------------------------------------------------------------
+
+extern "C" wave_status_t wave_malloc(wave_device_t device, size_t bytes, void **out) {
+  return guarded("wave_malloc", [&] {
+    if (!out)
+      return nullArgument("wave_malloc", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_malloc", "device");
+    if (bytes == 0)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT, "wave_malloc: zero-byte allocation");
+    return device->backend->allocate(device->native, bytes, out);
+  });
+}
+
+extern "C" wave_status_t wave_free(wave_device_t device, void *ptr) {
+  return guarded("wave_free", [&] {
+    if (!device)
+      return nullArgument("wave_free", "device");
+    if (!ptr)
+      return WAVE_SUCCESS;
+    return device->backend->release(device->native, ptr);
+  });
+}
+
+static wave_status_t copyMemory(const char *function, wave_device_t device, CopyKind kind,
+                                void *dst, const void *src, size_t bytes) {
+  return guarded(function, [&] {
+    if (!device)
+      return nullArgument(function, "device");
+    if (bytes == 0)
+      return WAVE_SUCCESS;
+    if (!dst)
+      return nullArgument(function, "dst");
+    if (!src)
+      return nullArgument(function, "src");
+    return device->backend->copy(device->native, kind, dst, src, bytes);
+  });
+}
+
+extern "C" wave_status_t wave_memcpy_htod(wave_device_t device, void *dst, const void *src,
+                                          size_t bytes) {
+  return copyMemory("wave_memcpy_htod", device, CopyKind::HostToDevice, dst, src, bytes);
+}
+
+extern "C" wave_status_t wave_memcpy_dtoh(wave_device_t device, void *dst, const void *src,
+                                          size_t bytes) {
+  return copyMemory("wave_memcpy_dtoh", device, CopyKind::DeviceToHost, dst, src, bytes);
+}
+
+extern "C" wave_status_t wave_memcpy_dtod(wave_device_t device, void *dst, const void *src,
+                                          size_t bytes) {
+  return copyMemory("wave_memcpy_dtod", device, CopyKind::DeviceToDevice, dst, src, bytes);
+}
+
+extern "C" wave_status_t wave_memset(wave_device_t device, void *dst, int byte_value,
+                                     size_t bytes) {
+  return guarded("wave_memset", [&] {
+    if (!device)
+      return nullArgument("wave_memset", "device");
+    if (bytes == 0)
+      return WAVE_SUCCESS;
+    if (!dst)
+      return nullArgument("wave_memset", "dst");
+    return device->backend->fill(device->native, dst, byte_value & 0xff, bytes);
+  });
+}
+
+// ---- streams --------------------------------------------------------------------------------
+
+extern "C" wave_status_t wave_stream_create(wave_device_t device, wave_stream_t *out) {
+  return guarded("wave_stream_create", [&] {
+    if (!out)
+      return nullArgument("wave_stream_create", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_stream_create", "device");
+    auto stream = std::make_unique<wave_stream>();
+    stream->device = device;
+    if (wave_status_t s = device->backend->streamCreate(device->native, &stream->native))
+      return s;
+    *out = stream.release();
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_stream_destroy(wave_stream_t stream) {
+  return guarded("wave_stream_destroy", [&] {
+    if (!stream)
+      return nullArgument("wave_stream_destroy", "stream");
+    wave_device *device = stream->device;
+    wave_status_t s = device->backend->streamDestroy(device->native, stream->native);
+    delete stream;
+    return s;
+  });
+}
+
+extern "C" wave_status_t wave_stream_synchronize(wave_stream_t stream) {
+  return guarded("wave_stream_synchronize", [&] {
+    if (!stream)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_stream_synchronize: `stream` is NULL (the default stream has no device "
+                   "here; use wave_device_synchronize)");
+    return stream->device->backend->streamSynchronize(stream->device->native, stream->native);
+  });
+}
+
+extern "C" wave_status_t wave_stream_device(wave_stream_t stream, wave_device_t *out) {
+  return guarded("wave_stream_device", [&] {
+    if (!out)
+      return nullArgument("wave_stream_device", "out");
+    *out = nullptr;
+    if (!stream)
+      return nullArgument("wave_stream_device", "stream");
+    *out = stream->device;
+    return WAVE_SUCCESS;
+  });
+}
+
+// ---- modules and kernels --------------------------------------------------------------------
+
+extern "C" wave_status_t wave_module_load_data(wave_device_t device, const void *image, size_t size,
+                                               wave_module_t *out) {
+  return guarded("wave_module_load_data", [&] {
+    if (!out)
+      return nullArgument("wave_module_load_data", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_module_load_data", "device");
+    if (!image)
+      return nullArgument("wave_module_load_data", "image");
+    return loadModule(device, image, size, out);
+  });
+}
+
+extern "C" wave_status_t wave_module_load_file(wave_device_t device, const char *path,
+                                               wave_module_t *out) {
+  return guarded("wave_module_load_file", [&] {
+    if (!out)
+      return nullArgument("wave_module_load_file", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_module_load_file", "device");
+    if (!path)
+      return nullArgument("wave_module_load_file", "path");
+    std::vector<unsigned char> bytes;
+    if (wave_status_t s = readFile(path, &bytes))
+      return s;
+    if (wave_status_t s = loadModule(device, bytes.data(), bytes.size(), out))
+      return fail(s, std::string(path) + ": " + wave_last_error());
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_module_unload(wave_module_t module) {
+  return guarded("wave_module_unload", [&] {
+    if (!module)
+      return nullArgument("wave_module_unload", "module");
+    std::lock_guard<std::mutex> lock(module->device->moduleMutex);
+    if (--module->refs == 0)
+      destroyModule(module);
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_module_get_kernel(wave_module_t module, const char *name,
+                                                wave_kernel_t *out) {
+  return guarded("wave_module_get_kernel", [&] {
+    if (!out)
+      return nullArgument("wave_module_get_kernel", "out");
+    *out = nullptr;
+    if (!module)
+      return nullArgument("wave_module_get_kernel", "module");
+    if (!name || !*name)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT, "wave_module_get_kernel: empty kernel name");
+    std::lock_guard<std::mutex> lock(module->kernelMutex);
+    if (auto it = module->kernels.find(name); it != module->kernels.end()) {
+      *out = it->second.get();
+      return WAVE_SUCCESS;
+    }
+    wave_device *device = module->device;
+    auto kernel = std::make_unique<wave_kernel>();
+    kernel->module = module;
+    kernel->name = name;
+    if (wave_status_t s =
+            device->backend->getFunction(device->native, module->native, name, &kernel->native))
+      return s;
+    *out = kernel.get();
+    module->kernels[name] = std::move(kernel);
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" const char *wave_kernel_name(wave_kernel_t kernel) {
+  return kernel ? kernel->name.c_str() : nullptr;
+}
+
+// ---- launch ---------------------------------------------------------------------------------
+
+extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
+                                     wave_kernel_t kernel, const uint32_t grid[3],
+                                     const uint32_t block[3], uint32_t dynamic_shared_bytes,
+                                     const void *args, size_t args_size) {
+  return guarded("wave_launch", [&] {
+    if (!device)
+      return nullArgument("wave_launch", "device");
+    if (!kernel)
+      return nullArgument("wave_launch", "kernel");
+    if (!grid)
+      return nullArgument("wave_launch", "grid");
+    if (!block)
+      return nullArgument("wave_launch", "block");
+    const char *name = kernel->name.c_str();
+    if (args_size != 0 && !args)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): `args` is NULL but args_size is %zu", name, args_size);
+    if (kernel->module->device != device)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): the kernel was loaded on another device", name);
+    if (stream && stream->device != device)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): the stream belongs to another device", name);
+    if (wave_status_t s = checkLaunchShape(name, grid, block))
+      return s;
+    if (dynamic_shared_bytes > device->info.shared_memory_per_block &&
+        device->info.vendor == WAVE_VENDOR_AMD)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_launch(%s): %u bytes of dynamic shared memory exceed the device's %u",
+                   name, dynamic_shared_bytes, device->info.shared_memory_per_block);
+    if (wave_status_t s = device->backend->launch(device->native, stream ? stream->native : nullptr,
+                                                  kernel->native, grid, block, dynamic_shared_bytes,
+                                                  args, args_size))
+      return fail(s, std::string("wave_launch(") + name + "): " + wave_last_error());
+    return WAVE_SUCCESS;
+  });
+}

@@ -1,0 +1,26 @@
+// The code generator library's entry point: emit MLIR (mlir_emitter.h), then lower it
+// (lowering.h). See codegen_api.h for how the driver finds and calls it.
+#include "codegen/codegen_api.h"
+#include "codegen/lowering.h"
+#include "codegen/mlir_emitter.h"
+
+namespace wave {
+namespace {
+
+bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
+              const CodegenOptions &options, DiagnosticEngine &diags, std::string &out) {
+  std::optional<std::string> mlir = emitMlir(kernels, target, diags);
+  if (!mlir)
+    return false;
+  return lowerModule(*mlir, kernels, target, options, diags, out);
+}
+
+const WaveCodegenApi kApi = {kWaveCodegenApiVersion, &generate};
+
+} // namespace
+} // namespace wave
+
+extern "C" __attribute__((visibility("default"))) const wave::WaveCodegenApi *
+wave_codegen_api(void) {
+  return &wave::kApi;
+}

@@ -1,0 +1,450 @@
+#include "codegen/host_api.h"
+
+#include "symbolic/lowering.h"
+
+#include <fmt/format.h>
+
+namespace wave {
+
+namespace {
+
+// C for index expressions: int64_t arithmetic with the stub's floor/ceil/mod helpers.
+class CLowering : public sym::IndexLowering<std::string> {
+public:
+  std::string constant(int64_t v) override {
+    return v < 0 ? fmt::format("(INT64_C({}))", v) : fmt::format("INT64_C({})", v);
+  }
+  std::optional<std::string> symbol(const std::string &name) override {
+    if (name.empty() || name[0] == '$')
+      return std::nullopt; // thread ids etc. have no meaning on the host
+    return "(int64_t)" + name;
+  }
+  std::string add(std::string a, std::string b) override { return "(" + a + " + " + b + ")"; }
+  std::string mul(std::string a, std::string b) override { return "(" + a + " * " + b + ")"; }
+  std::string floorDiv(std::string a, std::string b) override {
+    return "wave_floordiv_(" + a + ", " + b + ")";
+  }
+  std::string ceilDiv(std::string a, std::string b) override {
+    return "wave_ceildiv_(" + a + ", " + b + ")";
+  }
+  std::string mod(std::string a, std::string b) override {
+    return "wave_mod_(" + a + ", " + b + ")";
+  }
+  std::string min(std::string a, std::string b) override { return "wave_min_(" + a + ", " + b + ")"; }
+  std::string max(std::string a, std::string b) override { return "wave_max_(" + a + ", " + b + ")"; }
+  std::string exactDiv(std::string a, std::string b) override { return "(" + a + " / " + b + ")"; }
+};
+
+std::optional<std::string> cPred(const sym::Pred &p) {
+  switch (p.kind) {
+  case sym::Pred::Const:
+    return std::string(p.value ? "1" : "0");
+  case sym::Pred::Cmp: {
+    auto l = cExpr(p.lhs), r = cExpr(p.rhs);
+    if (!l || !r)
+      return std::nullopt;
+    static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    return "(" + *l + " " + ops[p.op] + " " + *r + ")";
+  }
+  case sym::Pred::Not: {
+    auto x = cPred(p.children[0]);
+    return x ? std::optional<std::string>("(!" + *x + ")") : std::nullopt;
+  }
+  case sym::Pred::And:
+  case sym::Pred::Or: {
+    std::string out;
+    for (const auto &c : p.children) {
+      auto x = cPred(c);
+      if (!x)
+        return std::nullopt;
+      out += (out.empty() ? "" : (p.kind == sym::Pred::And ? " && " : " || ")) + *x;
+    }
+    return "(" + out + ")";
+  }
+  }
+  return std::nullopt;
+}
+
+const char *cScalarType(ScalarType t) {
+  switch (t) {
+  case ScalarType::I1:
+    return "bool";
+  case ScalarType::I8:
+    return "int8_t";
+  case ScalarType::I16:
+    return "int16_t";
+  case ScalarType::I32:
+    return "int32_t";
+  case ScalarType::I64:
+  case ScalarType::Index:
+    return "int64_t";
+  case ScalarType::U8:
+    return "uint8_t";
+  case ScalarType::U32:
+    return "uint32_t";
+  case ScalarType::F16:
+  case ScalarType::BF16:
+  case ScalarType::F32:
+    return "float"; // 16-bit floats are passed as float and converted by the stub
+  case ScalarType::F64:
+    return "double";
+  default:
+    return "uint8_t"; // f8 scalars: the raw byte
+  }
+}
+
+// DLPack type codes: int 0, uint 1, float 2, bfloat 4, bool 6.
+int dlpackCode(ScalarType t) {
+  if (t == ScalarType::I1)
+    return 6;
+  if (t == ScalarType::BF16)
+    return 4;
+  if (isFloat(t))
+    return 2;
+  return isSigned(t) ? 0 : 1;
+}
+
+std::string paramList(const KernelAbi &abi, bool withDims) {
+  std::string out = "wave_stream_t stream";
+  for (const auto &a : abi.args) {
+    switch (a.kind) {
+    case AbiArg::Pointer:
+      out += fmt::format(", {}void *{}", a.isOutput ? "" : "const ", a.name);
+      break;
+    case AbiArg::Scalar:
+      out += fmt::format(", {} {}", cScalarType(a.type), a.name);
+      break;
+    case AbiArg::DynamicDim:
+      if (withDims)
+        out += ", int64_t " + a.name;
+      break;
+    }
+  }
+  return out;
+}
+
+std::string tensorParamList(const KernelAbi &abi) {
+  std::string out = "wave_stream_t stream";
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Pointer)
+      out += ", const wave_tensor_t *" + a.name;
+    else if (a.kind == AbiArg::Scalar)
+      out += fmt::format(", {} {}", cScalarType(a.type), a.name);
+  }
+  return out;
+}
+
+std::string targetsOf(const HostApiOptions &o) {
+  std::string s;
+  for (const auto &obj : o.objects)
+    s += (s.empty() ? "" : " ") + obj.target;
+  return s;
+}
+
+// Text placed inside a printf format: '%' doubled, quotes and backslashes escaped.
+std::string formatText(const std::string &s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%')
+      out += '%';
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string cString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// The banner comment of one kernel, shared by header and stub.
+std::string kernelComment(const HostKernel &hk, const HostApiOptions &o) {
+  const ir::Kernel &k = *hk.kernel;
+  const Distribution &d = *hk.dist;
+  std::string params;
+  for (const auto &p : k.params)
+    params += (params.empty() ? "" : ", ") + p.name + ": " + p.value->type.str() +
+              (p.isOutput ? " (output)" : "");
+  return fmt::format("/* {}({})\n *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}] */\n", k.name,
+                     params, targetsOf(o), d.block[0], d.block[1], d.block[2], d.grid[0].str(),
+                     d.grid[1].str(), d.grid[2].str());
+}
+
+} // namespace
+
+std::optional<std::string> cExpr(const sym::IndexExpr &e) {
+  CLowering lowering;
+  return sym::lowerIndexExpr<std::string>(e, lowering);
+}
+
+std::string generateHeader(const std::vector<HostKernel> &kernels, const HostApiOptions &o) {
+  std::string out = fmt::format("/* Generated by wavec from {}. Do not edit. */\n", o.sourceName);
+  out += fmt::format("#ifndef {0}\n#define {0}\n\n", o.guard);
+  out += "#include <stdbool.h>\n#include <stdint.h>\n\n#include <wave/kernel_api.h>\n\n";
+  out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  for (const auto &hk : kernels) {
+    KernelAbi abi = kernelAbi(*hk.kernel, *hk.dist);
+    const std::string &name = hk.kernel->name;
+    out += kernelComment(hk, o);
+    out += fmt::format("wave_status_t {}_launch({});\n", name, paramList(abi, true));
+    out += fmt::format("wave_status_t {}_launch_tensors({});\n", name, tensorParamList(abi));
+    out += fmt::format("const wave_kernel_info_t *{}_info(void);\n\n", name);
+  }
+  out += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  return out;
+}
+
+namespace {
+
+const char *kHelpers = R"(/* Index arithmetic of the grid formulas and assumptions (floor semantics). */
+static inline int64_t wave_floordiv_(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t wave_ceildiv_(int64_t a, int64_t b) { return -wave_floordiv_(-a, b); }
+static inline int64_t wave_mod_(int64_t a, int64_t b) { return a - b * wave_floordiv_(a, b); }
+static inline int64_t wave_min_(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t wave_max_(int64_t a, int64_t b) { return a > b ? a : b; }
+/* Round-to-nearest-even float -> f16 / bf16 bits, for 16-bit scalar parameters. */
+static inline uint16_t wave_f16_bits_(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+  int32_t exp = (int32_t)((x >> 23) & 0xffu) - 127 + 15;
+  if (((x >> 23) & 0xffu) == 0xffu)
+    return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0u));
+  if (exp >= 31)
+    return (uint16_t)(sign | 0x7c00u);
+  if (exp <= 0) {
+    if (exp < -10)
+      return (uint16_t)sign;
+    mant |= 0x800000u;
+    uint32_t shift = (uint32_t)(14 - exp), half = 1u << (shift - 1);
+    uint32_t v = mant >> shift, rest = mant & ((1u << shift) - 1u);
+    if (rest > half || (rest == half && (v & 1u)))
+      ++v;
+    return (uint16_t)(sign | v);
+  }
+  uint32_t v = ((uint32_t)exp << 10) | (mant >> 13), rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (v & 1u)))
+    ++v;
+  return (uint16_t)(sign | v);
+}
+static inline uint16_t wave_bf16_bits_(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return (uint16_t)((x >> 16) | 0x40u);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+)";
+
+// Bytes of an image as a C array body, 16 per line.
+std::string byteArray(const std::string &bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out += fmt::format("{}0x{:02x},", i % 16 == 0 ? "\n  " : " ",
+                       static_cast<unsigned char>(bytes[i]));
+  }
+  return out + "\n";
+}
+
+void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
+  const ir::Kernel &k = *hk.kernel;
+  const Distribution &d = *hk.dist;
+  const std::string &n = k.name;
+  out += fmt::format("wave_status_t {}_launch({}) {{\n", n, paramList(abi, true));
+  out += fmt::format("  if (!stream)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                     "\"{}_launch: the stream is NULL\");\n", n);
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Pointer)
+      out += fmt::format("  if (!{0})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                         "\"{1}_launch: tensor '{0}' is NULL\");\n", a.name, n);
+    if (a.kind == AbiArg::DynamicDim)
+      out += fmt::format(
+          "  if ({0} < 0 || {0} > WAVE_MAX_DIM)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+          "\"{1}_launch: {0} = %lld is out of range\", (long long){0});\n", a.name, n);
+  }
+  for (size_t i = 0; i < k.assumptions.size(); ++i) {
+    auto c = cPred(k.assumptions[i]);
+    if (!c)
+      continue;
+    std::string values;
+    for (const auto &s : k.assumptions[i].freeSymbols())
+      values += (values.empty() ? "" : ", ") + s + " = %lld";
+    std::string args;
+    for (const auto &s : k.assumptions[i].freeSymbols())
+      args += ", (long long)" + s;
+    out += fmt::format("  if (!{})\n    return wave_fail(WAVE_ERROR_UNSUPPORTED_SHAPE, "
+                       "\"{}_launch: the assumption '{}' does not hold ({})\"{});\n",
+                       *c, n, formatText(k.assumptionText[i]), values, args);
+  }
+  for (int a = 0; a < 3; ++a)
+    out += fmt::format("  int64_t grid{} = {};\n", a, cExpr(d.grid[a]).value_or("INT64_C(-1)"));
+  out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
+  out += fmt::format("  if (grid0 < 0 || grid1 < 0 || grid2 < 0 || grid0 > UINT32_MAX || "
+                     "grid1 > UINT32_MAX || grid2 > UINT32_MAX)\n    return wave_fail("
+                     "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch: grid [%lld, %lld, %lld] is out "
+                     "of range\", (long long)grid0, (long long)grid1, (long long)grid2);\n", n);
+  out += fmt::format("  unsigned char args[{}];\n  memset(args, 0, sizeof args);\n",
+                     std::max(abi.size, 8u));
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Scalar && (a.type == ScalarType::F16 || a.type == ScalarType::BF16)) {
+      out += fmt::format("  {{ uint16_t bits = wave_{}_bits_({}); memcpy(args + {}, &bits, 2); }}\n",
+                         a.type == ScalarType::F16 ? "f16" : "bf16", a.name, a.offset);
+    } else if (a.kind == AbiArg::Scalar && a.type == ScalarType::I1) {
+      out += fmt::format("  args[{}] = {} ? 1 : 0;\n", a.offset, a.name);
+    } else {
+      out += fmt::format("  memcpy(args + {}, &{}, {});\n", a.offset, a.name, a.size);
+    }
+  }
+  out += fmt::format("  wave_device_t device;\n  wave_kernel_t kernel;\n"
+                     "  wave_status_t st = wave_select_kernel(stream, {0}_objects_, "
+                     "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel);\n"
+                     "  if (st != WAVE_SUCCESS)\n    return st;\n", n);
+  out += "  const uint32_t grid[3] = {(uint32_t)grid0, (uint32_t)grid1, (uint32_t)grid2};\n";
+  out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", d.block[0], d.block[1],
+                     d.block[2]);
+  out += "  return wave_launch(device, stream, kernel, grid, block, 0, args, sizeof args);\n}\n\n";
+}
+
+// The descriptor entry point: checks each tensor against the kernel's types, derives the
+// dynamic dims from the shapes, and calls NAME_launch.
+void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
+  const ir::Kernel &k = *hk.kernel;
+  const std::string &n = k.name;
+  out += fmt::format("wave_status_t {}_launch_tensors({}) {{\n", n, tensorParamList(abi));
+  for (const auto &a : abi.args)
+    if (a.kind == AbiArg::DynamicDim)
+      out += fmt::format("  int64_t {} = -1;\n", a.name);
+  size_t pi = 0;
+  for (const auto &a : abi.args) {
+    if (a.kind != AbiArg::Pointer) {
+      ++pi;
+      continue;
+    }
+    const ir::Type &t = k.params[pi++].value->type;
+    out += fmt::format(
+        "  if (!{0} || !{0}->data)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+        "\"{1}_launch_tensors: tensor '{0}' is NULL\");\n", a.name, n);
+    out += fmt::format(
+        "  if ({0}->ndim != {2} || {0}->dtype.bits != {3} || {0}->dtype.lanes != 1 || "
+        "({4} >= 0 && {0}->dtype.code != {4}))\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+        "\"{1}_launch_tensors: tensor '{0}' must be {5} (rank {2}, {6}), got rank %d with "
+        "%d-bit elements of type code %d\", (int){0}->ndim, (int){0}->dtype.bits, "
+        "(int){0}->dtype.code);\n",
+        a.name, n, t.shape.size(), bitWidth(t.dtype) == 1 ? 8 : bitWidth(t.dtype),
+        bitWidth(t.dtype) == 8 && isFloat(t.dtype) ? -1 : dlpackCode(t.dtype), t.str(),
+        scalarTypeName(t.dtype));
+    out += fmt::format("  if (!wave_tensor_is_compact({}))\n    return wave_fail("
+                       "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch_tensors: tensor '{}' must be "
+                       "compact row-major (strides NULL or dense)\");\n", a.name, n, a.name);
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      const ir::Dim &dim = t.shape[i];
+      std::string actual = fmt::format("{}->shape[{}]", a.name, i);
+      if (auto sym = dim.size.asSymbol(); sym && (*sym)[0] != '$') {
+        // A dim that is exactly a dynamic symbol defines it (or must agree with it).
+        out += fmt::format("  if ({0} < 0)\n    {0} = {1};\n  else if ({0} != {1})\n    return "
+                           "wave_fail(WAVE_ERROR_INVALID_ARGUMENT, \"{2}_launch_tensors: dim {3} "
+                           "of '{4}' is %lld but {0} is %lld from an earlier tensor\", "
+                           "(long long){1}, (long long){0});\n",
+                           *sym, actual, n, i, a.name);
+      }
+    }
+  }
+  // Derived dims are checked after every dynamic symbol is known.
+  pi = 0;
+  for (const auto &a : abi.args) {
+    if (a.kind != AbiArg::Pointer) {
+      ++pi;
+      continue;
+    }
+    const ir::Type &t = k.params[pi++].value->type;
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      const ir::Dim &dim = t.shape[i];
+      if (dim.size.asSymbol())
+        continue;
+      auto c = cExpr(dim.size);
+      if (!c)
+        continue;
+      out += fmt::format("  if ({0}->shape[{1}] != {2})\n    return wave_fail("
+                         "WAVE_ERROR_INVALID_ARGUMENT, \"{3}_launch_tensors: dim {1} of '{0}' is "
+                         "%lld, the kernel needs {4} = %lld\", (long long){0}->shape[{1}], "
+                         "(long long)({2}));\n", a.name, i, *c, n, dim.str());
+    }
+  }
+  std::string call;
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Pointer)
+      call += fmt::format(", (char *){0}->data + {0}->byte_offset", a.name);
+    else
+      call += ", " + a.name;
+  }
+  out += fmt::format("  return {}_launch(stream{});\n}}\n\n", n, call);
+}
+
+void emitInfo(std::string &out, const HostKernel &hk, const KernelAbi &abi,
+              const HostApiOptions &o) {
+  const ir::Kernel &k = *hk.kernel;
+  const Distribution &d = *hk.dist;
+  const std::string &n = k.name;
+  static const char *kinds[] = {"pointer", "scalar", "dim"};
+  out += fmt::format("static const wave_arg_info_t {}_args_[] = {{\n", n);
+  for (const auto &a : abi.args)
+    out += fmt::format("  {{\"{}\", \"{}\", \"{}\", {}, {}, {}}},\n", a.name, kinds[a.kind],
+                       scalarTypeName(a.type), a.offset, a.size, a.isOutput ? 1 : 0);
+  if (abi.args.empty())
+    out += "  {\"\", \"\", \"\", 0, 0, 0},\n";
+  out += "};\n";
+  out += fmt::format("static const wave_kernel_info_t {0}_info_ = {{\"{0}\", {1}, {{{2}, {3}, {4}}}, "
+                     "{{{5}, {6}, {7}}}, {8}, {9}, {0}_args_, {10}}};\n",
+                     n, cString(targetsOf(o)), d.block[0], d.block[1], d.block[2],
+                     cString(d.grid[0].str()), cString(d.grid[1].str()), cString(d.grid[2].str()),
+                     0, abi.args.size(), abi.size);
+  out += fmt::format("const wave_kernel_info_t *{0}_info(void) {{ return &{0}_info_; }}\n\n", n);
+}
+
+} // namespace
+
+std::string generateStub(const std::vector<HostKernel> &kernels, const HostApiOptions &o) {
+  std::string out = fmt::format("/* Generated by wavec from {}. Do not edit. */\n", o.sourceName);
+  out += fmt::format("#include \"{}\"\n\n#include <string.h>\n\n", o.headerName);
+  out += "#define WAVE_MAX_DIM (INT64_C(1) << 47)\n\n";
+  out += kHelpers;
+  out += "\n";
+  // The code objects, shared by every kernel of the file.
+  for (size_t i = 0; i < o.objects.size(); ++i) {
+    if (!o.loadPaths.empty())
+      continue;
+    out += fmt::format("static const unsigned char wave_image_{}_[{}] = {{{}}};\n", i,
+                       o.objects[i].bytes.size(), byteArray(o.objects[i].bytes));
+  }
+  out += "static const wave_code_object_t wave_objects_[] = {\n";
+  for (size_t i = 0; i < o.objects.size(); ++i) {
+    if (o.loadPaths.empty())
+      out += fmt::format("  {{\"{}\", wave_image_{}_, sizeof wave_image_{}_, NULL}},\n",
+                         o.objects[i].target, i, i);
+    else
+      out += fmt::format("  {{\"{}\", NULL, 0, {}}},\n", o.objects[i].target,
+                         cString(o.loadPaths[i]));
+  }
+  out += "};\n\n";
+  for (const auto &hk : kernels) {
+    KernelAbi abi = kernelAbi(*hk.kernel, *hk.dist);
+    out += kernelComment(hk, o);
+    out += fmt::format("#define {0}_objects_ wave_objects_\n", hk.kernel->name);
+    emitInfo(out, hk, abi, o);
+    emitLaunch(out, hk, abi);
+    emitLaunchTensors(out, hk, abi);
+  }
+  return out;
+}
+
+} // namespace wave

@@ -1,0 +1,44 @@
+// The generated host API (--header / --stub): for each kernel a C function
+//   NAME_launch(wave_stream_t, <tensors as pointers>, <scalars>, <dynamic dims as int64_t>)
+// that checks its arguments and the kernel's assumptions, computes the grid and launches
+// through libwave_runtime; NAME_launch_tensors taking DLPack-compatible descriptors; and
+// NAME_info() describing the kernel. The stub embeds every code object (one per target) and
+// the runtime picks the one matching the device at load time.
+#pragma once
+
+#include "codegen/kernel_abi.h"
+#include "passes/distribution.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+struct CodeObject {
+  std::string target; // gfx942, sm_90, ...
+  std::string bytes;  // the image (HSACO, PTX text, cubin)
+};
+
+struct HostKernel {
+  const ir::Kernel *kernel;
+  const Distribution *dist;
+};
+
+struct HostApiOptions {
+  std::string sourceName;  // the .wave file, for the banner
+  std::string headerName;  // how the stub includes the header
+  std::string guard;       // include guard
+  std::vector<CodeObject> objects;
+  // Load the code objects from these paths at run time instead of embedding them (one per
+  // object, same order); empty = embed.
+  std::vector<std::string> loadPaths;
+};
+
+std::string generateHeader(const std::vector<HostKernel> &kernels, const HostApiOptions &o);
+std::string generateStub(const std::vector<HostKernel> &kernels, const HostApiOptions &o);
+
+// The C expression for an index expression over the dynamic symbols (each a local int64_t of
+// the same name); nullopt when it cannot be expressed.
+std::optional<std::string> cExpr(const sym::IndexExpr &e);
+
+} // namespace wave

@@ -1,0 +1,37 @@
+// The kernel ABI: how a compiled kernel receives its arguments. The code generator builds the
+// device function's signature from it and the generated host stub packs the argument buffer
+// from it, so the two cannot disagree.
+//
+//   1. every parameter in declared order: a Memory parameter as a global pointer (8 bytes), a
+//      scalar by value (its natural size: i1 and 8-bit types 1 byte, 16-bit 2, ...);
+//   2. then every dynamic symbol (Distribution::dynamicSymbols order) as an i64;
+// each at its natural alignment; explicit arguments only (the runtime passes no hidden ones).
+#pragma once
+
+#include "frontend/scalar_type.h"
+#include "ir/graph.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wave {
+
+struct Distribution;
+
+struct AbiArg {
+  enum Kind { Pointer, Scalar, DynamicDim } kind;
+  std::string name;
+  ScalarType type; // element type (Pointer), value type (Scalar), i64 (DynamicDim)
+  bool isOutput;   // Pointer: the kernel writes through it
+  unsigned size, align, offset;
+};
+
+struct KernelAbi {
+  std::vector<AbiArg> args;
+  unsigned size = 0; // bytes of the packed buffer (rounded up to 8)
+};
+
+KernelAbi kernelAbi(const ir::Kernel &kernel, const Distribution &dist);
+
+} // namespace wave

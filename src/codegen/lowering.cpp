@@ -1,0 +1,384 @@
+// MLIR text -> the requested output (lowering.h).
+//
+//   parse -> canonicalize, cse                                   (--emit=mlir stops here)
+//   gpu.module: arith-expand, scf-to-cf, convert-gpu-to-rocdl{chipset, index 64, bare pointers}
+//               or convert-gpu-to-nvvm{index 64, bare pointers}; reconcile-unrealized-casts
+//   translate the gpu.module to LLVM IR; triple, data layout, AMD code-object-version flag,
+//   max flat workgroup size = the block; LLVM's O0..O3 pipeline    (--emit=llvm)
+//   AMDGPU/NVPTX code generation: ISA or PTX text                   (--emit=asm, ptx)
+//   AMD: object -> `ld.lld -shared` -> HSACO; NVIDIA: PTX -> `ptxas` -> cubin.
+//
+// Only the dialects and passes used here are registered (InitAllDialects costs ~50 s to compile
+// and milliseconds at every start).
+#include "codegen/lowering.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/IR/DiagnosticInfo.h"
+#include "llvm/IR/DiagnosticPrinter.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+
+#include <mutex>
+
+extern "C" {
+void LLVMInitializeAMDGPUTargetInfo();
+void LLVMInitializeAMDGPUTarget();
+void LLVMInitializeAMDGPUTargetMC();
+void LLVMInitializeAMDGPUAsmPrinter();
+void LLVMInitializeNVPTXTargetInfo();
+void LLVMInitializeNVPTXTarget();
+void LLVMInitializeNVPTXTargetMC();
+void LLVMInitializeNVPTXAsmPrinter();
+}
+
+#ifndef WAVEC_LLVM_TOOLS_DIR
+#define WAVEC_LLVM_TOOLS_DIR "/usr/lib/llvm-19/bin"
+#endif
+
+namespace wave {
+
+namespace {
+
+bool fail(DiagnosticEngine &diags, const TargetInfo &target, const std::string &message) {
+  diags.report(DiagId::CodegenFailed, {}, {target.name, message});
+  return false;
+}
+
+void initTargets(Vendor vendor) {
+  static std::once_flag amd, nv;
+  if (vendor == Vendor::AMD)
+    std::call_once(amd, [] {
+      LLVMInitializeAMDGPUTargetInfo();
+      LLVMInitializeAMDGPUTarget();
+      LLVMInitializeAMDGPUTargetMC();
+      LLVMInitializeAMDGPUAsmPrinter();
+    });
+  else
+    std::call_once(nv, [] {
+      LLVMInitializeNVPTXTargetInfo();
+      LLVMInitializeNVPTXTarget();
+      LLVMInitializeNVPTXTargetMC();
+      LLVMInitializeNVPTXAsmPrinter();
+    });
+}
+
+// A temporary file removed when this goes out of scope.
+struct TempFile {
+  llvm::SmallString<128> path;
+  bool create(const char *suffix) {
+    return !llvm::sys::fs::createTemporaryFile("wavec", suffix, path);
+  }
+  ~TempFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+
+bool writeFile(const llvm::SmallString<128> &path, const std::string &data) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return false;
+  os << data;
+  return !os.has_error();
+}
+
+bool readFile(const llvm::SmallString<128> &path, std::string &data) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false);
+  if (!buf)
+    return false;
+  data = (*buf)->getBuffer().str();
+  return true;
+}
+
+// Runs a tool; stderr is captured into `message` on failure.
+bool runTool(const std::string &program, const std::vector<std::string> &args,
+             std::string &message) {
+  TempFile err;
+  if (!err.create("log")) {
+    message = "cannot create a temporary file";
+    return false;
+  }
+  std::vector<llvm::StringRef> argv{program};
+  for (const auto &a : args)
+    argv.push_back(a);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                                llvm::StringRef(err.path)};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects, 0, 0, &execError);
+  if (rc == 0)
+    return true;
+  std::string log;
+  readFile(err.path, log);
+  message = "'" + program + "' failed" + (execError.empty() ? "" : ": " + execError) +
+            (log.empty() ? "" : ":\n" + log);
+  return false;
+}
+
+// The LLVM features of the target with the kernels' wave size (gfx1100 runs wave32 or wave64);
+// empty with `error` set when kernels of one module disagree.
+std::string featuresFor(const TargetInfo &target, const std::vector<CodegenKernel> &kernels,
+                        std::string &error) {
+  std::string features = target.llvmFeatures;
+  if (target.vendor != Vendor::AMD || kernels.empty())
+    return features;
+  unsigned wave = kernels.front().dist->waveSize;
+  for (const auto &k : kernels)
+    if (k.dist->waveSize != wave) {
+      error = "kernels with different wave sizes in one code object";
+      return "";
+    }
+  std::string out;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(features).split(parts, ',', -1, false);
+  for (llvm::StringRef f : parts)
+    if (!f.contains("wavefrontsize"))
+      out += f.str() + ",";
+  return out + "+wavefrontsize" + std::to_string(wave);
+}
+
+} // namespace
+
+bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
+                 const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
+                 std::string &out) {
+  const bool amd = target.vendor == Vendor::AMD;
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::arith::ArithDialect, mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
+                  mlir::scf::SCFDialect, mlir::vector::VectorDialect, mlir::cf::ControlFlowDialect,
+                  mlir::func::FuncDialect, mlir::memref::MemRefDialect, mlir::ROCDL::ROCDLDialect,
+                  mlir::NVVM::NVVMDialect>();
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerGPUDialectTranslation(registry);
+  mlir::registerROCDLDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.disableMultithreading();
+
+  std::string mlirErrors;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
+      llvm::raw_string_ostream os(mlirErrors);
+      os << d.getLocation() << ": " << d << "\n";
+    }
+    return mlir::success();
+  });
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(mlirText, &ctx);
+  if (!module)
+    return fail(diags, target, "the emitted MLIR does not parse (a wavec bug):\n" + mlirErrors);
+
+  // 1. clean up the emitted text.
+  {
+    mlir::PassManager pm(&ctx);
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(mlir::createCSEPass());
+    if (mlir::failed(pm.run(*module)))
+      return fail(diags, target, "MLIR canonicalization failed:\n" + mlirErrors);
+  }
+  if (options.output == CodegenOutput::MLIR) {
+    llvm::raw_string_ostream os(out);
+    module->print(os);
+    return true;
+  }
+  std::map<std::string, unsigned> blocks;
+  for (const auto &k : kernels)
+    blocks[k.kernel->name] = k.dist->block[0] * k.dist->block[1] * k.dist->block[2];
+
+  // 2. to the LLVM dialect.
+  {
+    mlir::PassManager pm(&ctx);
+    mlir::OpPassManager &g = pm.nest<mlir::gpu::GPUModuleOp>();
+    g.addPass(mlir::arith::createArithExpandOpsPass());
+    g.addPass(mlir::createConvertSCFToCFPass());
+    g.addPass(mlir::createConvertVectorToLLVMPass());
+    if (amd) {
+      g.addPass(mlir::createLowerGpuOpsToROCDLOpsPass(target.llvmCpu, 64,
+                                                      /*useBarePtrCallConv=*/true));
+    } else {
+      mlir::ConvertGpuOpsToNVVMOpsOptions o;
+      o.indexBitwidth = 64;
+      o.useBarePtrCallConv = true;
+      g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
+    }
+    g.addPass(mlir::createReconcileUnrealizedCastsPass());
+    if (mlir::failed(pm.run(*module)))
+      return fail(diags, target, "lowering to the LLVM dialect failed:\n" + mlirErrors);
+  }
+  mlir::gpu::GPUModuleOp gpuModule;
+  module->walk([&](mlir::gpu::GPUModuleOp m) { gpuModule = m; });
+
+  // 3. LLVM IR. Back-end errors (an intrinsic the target cannot lower) are collected here;
+  // LLVM's default handler would exit the process.
+  llvm::LLVMContext llvmCtx;
+  std::string llvmErrors;
+  llvmCtx.setDiagnosticHandlerCallBack(
+      [](const llvm::DiagnosticInfo *info, void *context) {
+        if (info->getSeverity() != llvm::DS_Error)
+          return;
+        llvm::raw_string_ostream os(*static_cast<std::string *>(context));
+        llvm::DiagnosticPrinterRawOStream printer(os);
+        info->print(printer);
+        os << "\n";
+      },
+      &llvmErrors);
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(gpuModule, llvmCtx, "wave_kernels");
+  if (!llvmModule)
+    return fail(diags, target, "translation to LLVM IR failed:\n" + mlirErrors);
+
+  initTargets(target.vendor);
+  std::string error;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.llvmTriple, error);
+  if (!llvmTarget)
+    return fail(diags, target, error);
+  static const llvm::CodeGenOptLevel levels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less, llvm::CodeGenOptLevel::Default,
+      llvm::CodeGenOptLevel::Aggressive};
+  llvm::TargetOptions targetOptions;
+  std::string features = featuresFor(target, kernels, error);
+  if (!error.empty()) {
+    diags.report(DiagId::CodegenUnsupported, {}, {error});
+    return false;
+  }
+  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
+      target.llvmTriple, target.llvmCpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      levels[std::min(options.optLevel, 3u)]));
+  if (!tm)
+    return fail(diags, target, "no LLVM target machine for " + std::string(target.llvmCpu));
+  llvmModule->setTargetTriple(target.llvmTriple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (amd) {
+    llvmModule->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version",
+                              options.codeObjectVersion * 100);
+    for (llvm::Function &f : *llvmModule) {
+      auto it = blocks.find(f.getName().str());
+      if (it == blocks.end() || f.getCallingConv() != llvm::CallingConv::AMDGPU_KERNEL)
+        continue;
+      std::string n = std::to_string(it->second);
+      f.addFnAttr("amdgpu-flat-work-group-size", n + "," + n);
+    }
+  }
+
+  // 4. LLVM's optimization pipeline.
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    static const llvm::OptimizationLevel opt[] = {
+        llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+        llvm::OptimizationLevel::O3};
+    unsigned level = std::min(options.optLevel, 3u);
+    llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(opt[0])
+                                             : pb.buildPerModuleDefaultPipeline(opt[level]);
+    mpm.run(*llvmModule, mam);
+  }
+  if (options.output == CodegenOutput::LLVM) {
+    llvm::raw_string_ostream os(out);
+    llvmModule->print(os, nullptr);
+    return true;
+  }
+
+  // 5. machine code.
+  const bool wantObject = options.output == CodegenOutput::HSACO;
+  std::string code;
+  {
+    llvm::raw_string_ostream os(code);
+    llvm::buffer_ostream bos(os);
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, bos, nullptr,
+                                wantObject ? llvm::CodeGenFileType::ObjectFile
+                                           : llvm::CodeGenFileType::AssemblyFile))
+      return fail(diags, target, "the LLVM target cannot emit this file type");
+    pm.run(*llvmModule);
+  }
+  if (!llvmErrors.empty())
+    return fail(diags, target, "the LLVM back end failed:\n" + llvmErrors);
+  if (options.output == CodegenOutput::Asm || options.output == CodegenOutput::PTX) {
+    out = std::move(code);
+    return true;
+  }
+
+  // 6. link (HSACO) or assemble (cubin) with an external tool, through temporary files.
+  TempFile input, output;
+  if (!input.create(amd ? "o" : "ptx") || !output.create(amd ? "hsaco" : "cubin") ||
+      !writeFile(input.path, code))
+    return fail(diags, target, "cannot write a temporary file");
+  std::string message;
+  if (amd) {
+    std::string lld = WAVEC_LLVM_TOOLS_DIR "/ld.lld";
+    if (!llvm::sys::fs::can_execute(lld)) {
+      diags.report(DiagId::ToolNotFound, {}, {"an HSACO code object", lld});
+      return false;
+    }
+    if (!runTool(lld, {"-shared", std::string(input.path), "-o", std::string(output.path)},
+                 message))
+      return fail(diags, target, message);
+  } else {
+    std::string ptxas = "/usr/local/cuda/bin/ptxas";
+    if (!llvm::sys::fs::can_execute(ptxas)) {
+      auto found = llvm::sys::findProgramByName("ptxas");
+      if (!found) {
+        diags.report(DiagId::ToolNotFound, {}, {"a cubin", "ptxas (CUDA toolkit)"});
+        return false;
+      }
+      ptxas = *found;
+    }
+    if (!runTool(ptxas,
+                 {"-arch=" + std::string(target.llvmCpu), std::string(input.path), "-o",
+                  std::string(output.path)},
+                 message))
+      return fail(diags, target, message);
+  }
+  if (!readFile(output.path, out))
+    return fail(diags, target, "cannot read the linked code object");
+  return true;
+}
+
+} // namespace wave

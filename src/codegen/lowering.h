@@ -1,0 +1,17 @@
+// Lowering of the emitted MLIR text to what the user asked for: canonicalized MLIR, LLVM IR,
+// ISA/PTX text, an HSACO code object (object + ld.lld), or a cubin (PTX + ptxas). The only
+// translation unit of the code generator that includes MLIR and LLVM headers.
+#pragma once
+
+#include "codegen/codegen_api.h"
+
+#include <string>
+
+namespace wave {
+
+// `kernels` are the kernels the text was emitted from (their block and wave sizes).
+bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
+                 const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
+                 std::string &out);
+
+} // namespace wave

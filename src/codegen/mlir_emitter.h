@@ -1,0 +1,26 @@
+// MLIR emission: from checked kernel graphs and their distributions to the text of one
+// `gpu.module` in upstream dialects (gpu, arith, vector, scf, llvm). Plain text, so this file
+// needs no MLIR headers (lowering.cpp parses it), and tests can FileCheck it.
+//
+// Kernel ABI (the host stub and the runtime rely on it):
+//   - symbol: the kernel's name; one `gpu.func ... kernel` per kernel, all in one code object;
+//   - explicit arguments, in the kernel's declared parameter order: each Memory parameter as a
+//     global pointer (8 bytes; `!llvm.ptr<1>`), the tensor dense and row-major, the pointer
+//     16-byte aligned; each scalar parameter by value at its natural size and alignment (i1 as
+//     i1/u8); then each dynamic symbol (Distribution::dynamicSymbols order) as an i64;
+//   - block size fixed at Distribution::block (the max flat workgroup size / maxntid is set to
+//     it); grid = Distribution::grid, evaluated by the host.
+#pragma once
+
+#include "codegen/codegen_api.h"
+
+#include <optional>
+#include <string>
+
+namespace wave {
+
+// Returns the module text, or nullopt after reporting what is not supported.
+std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
+                                    const TargetInfo &target, DiagnosticEngine &diags);
+
+} // namespace wave

@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Code generator checks on real outputs (HSACO, ISA, PTX, cubin), one named test per run:
+
+  run_codegen_test.py --wavec WAVEC --tools LLVM_BIN --source-dir ROOT TEST
+
+Exit 0 = pass, 1 = fail, 77 = skipped (a tool is missing; CTest's SKIP_RETURN_CODE)."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+TARGETS = ["gfx942", "gfx90a", "gfx1100", "sm_80", "sm_90", "sm_90a"]
+PTXAS = "/usr/local/cuda/bin/ptxas"
+
+
+class Failure(Exception):
+    pass
+
+
+def run(cmd, ok=True):
+    p = subprocess.run(cmd, capture_output=True, timeout=300)
+    if ok and p.returncode != 0:
+        raise Failure(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stderr.decode(errors='replace')}")
+    return p
+
+
+def check(cond, what, detail=""):
+    if not cond:
+        raise Failure(what + ("\n" + detail[:4000] if detail else ""))
+    print("ok:", what)
+
+
+def test_hsaco_metadata(a, tmp):
+    out = os.path.join(tmp, "copy.hsaco")
+    run([a.wavec, a.copy, "-o", out])
+    text = run([a.readelf, "--notes", "--symbols", out]).stdout.decode()
+    check(re.search(r"FUNC\s+GLOBAL\s+\w+\s+\d+\s+copy$", text, re.M), "symbol copy (FUNC)", text)
+    check(re.search(r"OBJECT\s+GLOBAL\s+\w+\s+\d+\s+copy\.kd$", text, re.M), "descriptor copy.kd",
+          text)
+    # copy(a, b, M, N): two pointers and two i64 dims = 32 bytes of explicit arguments.
+    check(re.search(r"\.kernarg_segment_size:\s+(32|288)\b", text), "kernarg size", text)
+    check(".wavefront_size: 64" in text, ".wavefront_size: 64", text)
+    check(re.search(r"\.group_segment_fixed_size:\s+0", text), ".group_segment_fixed_size", text)
+    check(re.search(r"\.private_segment_fixed_size:\s+0", text), "no scratch", text)
+    check(re.search(r"\.max_flat_workgroup_size:\s+64\b", text), "max flat workgroup size = block",
+          text)
+    check("amdgcn-amd-amdhsa--gfx942" in text, "target gfx942", text)
+    # gfx1100 runs wave32 by default and wave64 when the kernel asks for it.
+    for src, wave in ((a.copy, 32),
+                      (os.path.join(a.source_dir, "tests", "codegen", "inputs", "copy_wave64.wave"), 64)):
+        run([a.wavec, src, "--target=gfx1100", "-o", out])
+        text = run([a.readelf, "--notes", out]).stdout.decode()
+        check(f".wavefront_size: {wave}" in text and
+              re.search(rf"\.max_flat_workgroup_size:\s+{wave}\b", text),
+              f"gfx1100 {os.path.basename(src)}: wave{wave}", text)
+
+
+def test_gfx942_wide_access(a, tmp):
+    src = os.path.join(a.source_dir, "tests", "codegen", "inputs", "copy_f16_wide.wave")
+    asm = run([a.wavec, src, "-DN=4096", "--emit=asm"]).stdout.decode()
+    check(re.search(r"\b(global|buffer)_load_dwordx4\b", asm), "128-bit loads", asm)
+    check(re.search(r"\b(global|buffer)_store_dwordx4\b", asm), "128-bit stores", asm)
+    check(not re.search(r"\bglobal_load_(ushort|short_d16|dword)\b", asm),
+          "no narrow loads when N is aligned", asm)
+    check(not re.search(r"\bscratch_", asm) and
+          re.search(r"\.amdhsa_private_segment_fixed_size\s+0\b", asm), "no scratch", asm)
+
+
+def test_code_object_version(a, tmp):
+    for flag, abi in ((["--code-object-version=4"], "2"), ([], "3"), (["--code-object-version=5"], "3")):
+        out = os.path.join(tmp, "copy.hsaco")
+        run([a.wavec, a.copy, "-o", out, "--target=gfx90a"] + flag)
+        text = run([a.readelf, "-h", out]).stdout.decode()
+        check(re.search(r"ABI Version:\s+" + abi + r"\b", text), f"{flag or 'default'}: ABI version {abi}",
+              text)
+    p = run([a.wavec, a.copy, "-o", os.path.join(tmp, "x.hsaco"), "--code-object-version=6"], ok=False)
+    check(p.returncode == 2, "--code-object-version=6 is a usage error")
+
+
+def test_comgr_gfx90a_v4(a, tmp):
+    # Debian's comgr (ROCm 5.2) reads code object v4 (and rejects v5): the ISA name and the
+    # kernel metadata of a gfx90a build must come through it.
+    import ctypes
+    try:
+        comgr = ctypes.CDLL("libamd_comgr.so.2")
+    except OSError:
+        print("SKIPPED: libamd_comgr.so.2 is not installed")
+        return SKIP
+
+    class Handle(ctypes.Structure):
+        _fields_ = [("handle", ctypes.c_uint64)]
+
+    def ok(status, what):
+        if status != 0:
+            raise Failure(f"comgr {what} failed with status {status}")
+
+    def string_of(getter, node):
+        size = ctypes.c_size_t(0)
+        ok(getter(node, ctypes.byref(size), None), "size query")
+        buf = ctypes.create_string_buffer(size.value)
+        ok(getter(node, ctypes.byref(size), buf), "string query")
+        return buf.value.decode()
+
+    out = os.path.join(tmp, "copy.hsaco")
+    run([a.wavec, a.copy, "--target=gfx90a", "--code-object-version=4", "-o", out])
+    blob = open(out, "rb").read()
+    data = Handle()
+    ok(comgr.amd_comgr_create_data(8, ctypes.byref(data)), "create_data")  # EXECUTABLE
+    ok(comgr.amd_comgr_set_data(data, ctypes.c_size_t(len(blob)), blob), "set_data")
+    isa = string_of(comgr.amd_comgr_get_data_isa_name, data)
+    check(isa.startswith("amdgcn-amd-amdhsa--gfx90a"), f"comgr ISA name {isa}")
+    meta, kernels, kernel, name = Handle(), Handle(), Handle(), Handle()
+    ok(comgr.amd_comgr_get_data_metadata(data, ctypes.byref(meta)), "get_data_metadata")
+    ok(comgr.amd_comgr_metadata_lookup(meta, b"amdhsa.kernels", ctypes.byref(kernels)), "lookup")
+    n = ctypes.c_size_t(0)
+    ok(comgr.amd_comgr_get_metadata_list_size(kernels, ctypes.byref(n)), "list size")
+    check(n.value == 1, "one kernel in the metadata")
+    ok(comgr.amd_comgr_index_list_metadata(kernels, ctypes.c_size_t(0), ctypes.byref(kernel)),
+       "index")
+    ok(comgr.amd_comgr_metadata_lookup(kernel, b".name", ctypes.byref(name)), "lookup .name")
+    check(string_of(comgr.amd_comgr_get_metadata_string, name) == "copy",
+          "comgr reads the kernel name")
+
+
+def test_ptx_sm90(a, tmp):
+    out = os.path.join(tmp, "copy.ptx")
+    run([a.wavec, a.copy, "--target=sm_90", "-o", out])
+    ptx = open(out).read()
+    check(re.search(r"\.entry\s+copy\s*\(", ptx), ".entry copy", ptx)
+    check(re.search(r"\.maxntid\s+32,\s*1,\s*1", ptx), ".maxntid = block", ptx)
+    check("ld.global.v4" in ptx and "st.global.v4" in ptx, "128-bit accesses", ptx)
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+    run([PTXAS, "-arch=sm_90", out, "-o", os.path.join(tmp, "copy.cubin")])
+    print("ok: ptxas -arch=sm_90 accepts it")
+    cubin = os.path.join(tmp, "copy2.cubin")
+    run([a.wavec, a.copy, "--target=sm_90", "-o", cubin])
+    check(open(cubin, "rb").read(4) == b"\x7fELF", "--emit=cubin (from -o .cubin) is an ELF file")
+
+
+def test_all_targets(a, tmp):
+    src = os.path.join(a.source_dir, "samples", "elementwise", "elementwise.wave")
+    for t in TARGETS:
+        out = os.path.join(tmp, "ew_" + t)
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        check(os.path.getsize(out) > 0, f"elementwise compiles for {t}")
+    for name in ("math", "int_ops"):
+        src2 = os.path.join(a.source_dir, "tests", "codegen", "inputs", name + ".wave")
+        for t in TARGETS:
+            run([a.wavec, src2, "--target=" + t, "-o", os.path.join(tmp, name + "_" + t)])
+            check(True, f"{name}.wave compiles for {t}")
+    for opt in ("-O0", "-O1", "-O2"):
+        run([a.wavec, src, opt, "-o", os.path.join(tmp, "ew.hsaco")])
+        check(True, f"elementwise compiles at {opt}")
+    for t, emit, pattern in (("gfx942", "llvm", r"amdgpu_kernel void @elementwise"),
+                             ("sm_90", "llvm", r"nvvm\.annotations|ptx_kernel"),
+                             ("gfx942", "asm", r"v_(pk_)?(mul|fma)_f32"),
+                             ("sm_90", "asm", r"\.entry elementwise")):
+        text = run([a.wavec, src, "--target=" + t, "--emit=" + emit]).stdout.decode()
+        check(re.search(pattern, text), f"--emit={emit} for {t} shows {pattern}", text)
+
+
+def test_unsupported_features(a, tmp):
+    # Kernels outside the code generator's scope fail with a located diagnostic and no output.
+    for sample, what in (("gemm/gemm.wave", "shared-memory"), ("softmax/softmax.wave", "reductions")):
+        out = os.path.join(tmp, "x.hsaco")
+        p = run([a.wavec, os.path.join(a.source_dir, "samples", sample), "-o", out,
+                 "--color=never"], ok=False)
+        err = p.stderr.decode()
+        check(p.returncode == 1 and "[codegen-unsupported]" in err and what in err,
+              f"{sample}: codegen-unsupported ({what})", err)
+        check(not os.path.exists(out) and not any(f.startswith("x.hsaco") for f in os.listdir(tmp)),
+              f"{sample}: no output file")
+    # A wavec without its code generator library says so (and --check still works).
+    import shutil
+    lonely = os.path.join(tmp, "bin")
+    os.mkdir(lonely)
+    shutil.copy(a.wavec, lonely)
+    alone = os.path.join(lonely, os.path.basename(a.wavec))
+    p = run([alone, a.copy, "-o", os.path.join(tmp, "z.hsaco"), "--color=never"], ok=False)
+    err = p.stderr.decode()
+    check(p.returncode == 1 and "[codegen-unavailable]" in err and "libwavec_codegen.so" in err,
+          "a missing libwavec_codegen.so is a clear error", err)
+    check(run([alone, a.copy, "--check"], ok=False).returncode == 0, "--check needs no code generator")
+    p = run([a.wavec, a.copy, "--target=sm_90", "--emit=hsaco", "-o", os.path.join(tmp, "y")],
+            ok=False)
+    check(p.returncode == 1 and "[output-kind-target]" in p.stderr.decode(),
+          "HSACO for an NVIDIA target is refused")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--wavec", required=True)
+    ap.add_argument("--tools", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("test")
+    a = ap.parse_args()
+    a.readelf = os.path.join(a.tools, "llvm-readelf")
+    a.copy = os.path.join(a.source_dir, "samples", "copy", "copy.wave")
+    fn = globals().get("test_" + a.test)
+    if not fn:
+        print("unknown test", a.test)
+        return 1
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            rc = fn(a, tmp)
+        except Failure as f:
+            print("FAIL:", f)
+            return 1
+    return rc or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+// libwave_runtime without a GPU: every failure path that CI (no GPU, no vendor driver) can reach
+// returns the right status with a useful, thread-local message, and never crashes or exits.
+#include "internal.h"
+#include "wave/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern "C" int wave_runtime_header_c99_check(void);
+
+namespace {
+
+using wave::rt::CudaImageKind;
+
+std::string lastError() { return wave_last_error(); }
+
+bool contains(const std::string &text, const char *part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// The status of opening `uri`, checking that a failure leaves the handle NULL.
+wave_status_t openStatus(const char *uri) {
+  wave_device_t device = reinterpret_cast<wave_device_t>(0x1);
+  wave_status_t s = wave_device_open(uri, &device);
+  if (s == WAVE_SUCCESS)
+    wave_device_close(device);
+  else
+    EXPECT_EQ(device, nullptr) << uri;
+  return s;
+}
+
+/// A 64-byte ELF64 little-endian header with the given e_machine.
+std::vector<unsigned char> elfHeader(uint16_t machine, unsigned char elfClass = 2) {
+  std::vector<unsigned char> bytes(64, 0);
+  bytes[0] = 0x7f;
+  bytes[1] = 'E';
+  bytes[2] = 'L';
+  bytes[3] = 'F';
+  bytes[4] = elfClass;
+  bytes[5] = 1; // little-endian
+  bytes[6] = 1; // EV_CURRENT
+  bytes[18] = machine & 0xff;
+  bytes[19] = machine >> 8;
+  return bytes;
+}
+
+TEST(RuntimeHeader, CompilesAsC99AndWorksFromC) {
+  EXPECT_EQ(wave_runtime_header_c99_check(), 0) << lastError();
+}
+
+TEST(RuntimeStatus, EveryValueHasAName) {
+  std::set<std::string> names;
+  for (int v = WAVE_SUCCESS; v <= WAVE_ERROR_UNSUPPORTED; ++v) {
+    std::string name = wave_status_name(static_cast<wave_status_t>(v));
+    EXPECT_EQ(name.rfind("WAVE_", 0), 0u) << v;
+    EXPECT_FALSE(contains(name, "unknown")) << v;
+    names.insert(name);
+  }
+  EXPECT_EQ(names.size(), size_t(WAVE_ERROR_UNSUPPORTED) + 1);
+  EXPECT_STREQ(wave_status_name(WAVE_ERROR_UNSUPPORTED_SHAPE), "WAVE_ERROR_UNSUPPORTED_SHAPE");
+  EXPECT_STREQ(wave_status_name(static_cast<wave_status_t>(1000)), "WAVE_ERROR_<unknown>");
+}
+
+TEST(RuntimeStatus, LastErrorIsThreadLocal) {
+  ASSERT_EQ(openStatus("foo://0"), WAVE_ERROR_INVALID_ARGUMENT);
+  std::string mine = lastError();
+  ASSERT_TRUE(contains(mine, "foo://0")) << mine;
+
+  std::string seenInThread = "unset", afterFailureInThread;
+  std::thread other([&] {
+    seenInThread = lastError(); // a fresh thread has no error yet
+    openStatus("emu");
+    afterFailureInThread = lastError();
+  });
+  other.join();
+  EXPECT_EQ(seenInThread, "");
+  EXPECT_TRUE(contains(afterFailureInThread, "emulator")) << afterFailureInThread;
+  EXPECT_EQ(lastError(), mine); // the other thread's failure did not touch ours
+}
+
+TEST(RuntimeDevice, EmulatorIsNotBuiltYet) {
+  for (const char *uri : {"emu", "emu:gfx942", "emu:sm_90"}) {
+    EXPECT_EQ(openStatus(uri), WAVE_ERROR_UNSUPPORTED) << uri;
+    EXPECT_TRUE(contains(lastError(), "emulator back end is not built yet")) << lastError();
+  }
+}
+
+TEST(RuntimeDevice, BadUrisAreInvalidArguments) {
+  for (const char *uri : {"cuda://x", "cuda://", "cuda://-1", "cuda://1x", "cuda:/0", "hip://",
+                          "hip://0.5", "foo://0", "", "CUDA://0", "cuda://1234567890"}) {
+    EXPECT_EQ(openStatus(uri), WAVE_ERROR_INVALID_ARGUMENT) << uri;
+    EXPECT_TRUE(contains(lastError(), "URI")) << uri << ": " << lastError();
+  }
+  EXPECT_EQ(openStatus(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "`uri` is NULL")) << lastError();
+}
+
+TEST(RuntimeDevice, NullOutPointerIsRejected) {
+  EXPECT_EQ(wave_device_open("cuda://0", nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "`out` is NULL")) << lastError();
+}
+
+// Without the vendor driver (CI, this machine) the open fails naming the library; with it, the
+// device either opens or does not exist.
+void expectDriverOutcome(const char *uri, const char *library) {
+  wave_status_t s = openStatus(uri);
+  if (s == WAVE_SUCCESS)
+    return;
+  if (s == WAVE_ERROR_DRIVER_NOT_FOUND) {
+    EXPECT_TRUE(contains(lastError(), library)) << lastError();
+    return;
+  }
+  EXPECT_EQ(s, WAVE_ERROR_NO_DEVICE) << wave_status_name(s) << ": " << lastError();
+}
+
+TEST(RuntimeDevice, CudaWithoutDriver) { expectDriverOutcome("cuda://0", "libcuda.so.1"); }
+
+TEST(RuntimeDevice, HipWithoutDriver) { expectDriverOutcome("hip://0", "libamdhip64.so"); }
+
+TEST(RuntimeDevice, AutoFailsClearlyWithoutAnyGpu) {
+  wave_status_t s = openStatus("auto");
+  if (s == WAVE_SUCCESS)
+    GTEST_SKIP() << "a GPU is present; `auto` opened it";
+  EXPECT_TRUE(s == WAVE_ERROR_DRIVER_NOT_FOUND || s == WAVE_ERROR_NO_DEVICE) << wave_status_name(s);
+  std::string message = lastError();
+  EXPECT_EQ(message.rfind("auto: no GPU device found", 0), 0u) << message;
+  EXPECT_TRUE(contains(message, "cuda")) << message;
+  EXPECT_TRUE(contains(message, "hip")) << message;
+}
+
+TEST(RuntimeDevice, LibraryOverrideNamesThePath) {
+  setenv("WAVE_HIP_LIBRARY", "/nonexistent/libamdhip64.so", 1);
+  wave_status_t s = openStatus("hip://0");
+  unsetenv("WAVE_HIP_LIBRARY");
+  if (s == WAVE_SUCCESS)
+    GTEST_SKIP() << "the HIP runtime was already loaded in this process";
+  EXPECT_EQ(s, WAVE_ERROR_DRIVER_NOT_FOUND);
+  EXPECT_TRUE(contains(lastError(), "/nonexistent/libamdhip64.so")) << lastError();
+  EXPECT_TRUE(contains(lastError(), "WAVE_HIP_LIBRARY")) << lastError();
+}
+
+TEST(RuntimeApi, NullHandlesAreRejected) {
+  void *ptr = nullptr;
+  wave_device_info_t info;
+  wave_module_t module = nullptr;
+  wave_kernel_t kernel = nullptr;
+  wave_stream_t stream = nullptr;
+  wave_device_t device = nullptr;
+  const uint32_t dims[3] = {1, 1, 1};
+  const unsigned char image[] = {0};
+  EXPECT_EQ(wave_device_close(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_device_info(nullptr, &info), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_device_synchronize(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_malloc(nullptr, 16, &ptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_malloc(nullptr, 16, nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_free(nullptr, nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_memcpy_htod(nullptr, nullptr, nullptr, 4), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_memcpy_dtoh(nullptr, nullptr, nullptr, 4), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_memcpy_dtod(nullptr, nullptr, nullptr, 4), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_memset(nullptr, nullptr, 0, 4), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_stream_create(nullptr, &stream), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_stream_destroy(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_stream_synchronize(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "wave_device_synchronize")) << lastError();
+  EXPECT_EQ(wave_stream_device(nullptr, &device), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_module_load_data(nullptr, image, 1, &module), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_module_load_file(nullptr, "x.hsaco", &module), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_module_unload(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_module_get_kernel(nullptr, "k", &kernel), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_launch(nullptr, nullptr, nullptr, dims, dims, 0, nullptr, 0),
+            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "`device` is NULL")) << lastError();
+  EXPECT_EQ(wave_kernel_name(nullptr), nullptr);
+}
+
+TEST(RuntimeLaunch, ShapeLimitsAreCheckedBeforeTheDriver) {
+  using wave::rt::checkLaunchShape;
+  struct Case {
+    uint32_t grid[3], block[3];
+    const char *needle;
+  } bad[] = {
+      {{0, 1, 1}, {64, 1, 1}, "empty launch"},
+      {{1, 1, 1}, {64, 0, 1}, "empty launch"},
+      {{1, 1, 1}, {2048, 1, 1}, "block.x = 2048 exceeds 1024"},
+      {{1, 1, 1}, {32, 32, 2}, "has 2048 threads"},
+      {{1, 1, 1}, {1, 1, 128}, "block.z = 128 exceeds 64"},
+      {{1, 65536, 1}, {64, 1, 1}, "grid.y = 65536 exceeds 65535"},
+      {{1, 1, 65536}, {64, 1, 1}, "grid.z = 65536 exceeds 65535"},
+      {{0x80000000u, 1, 1}, {1, 1, 1}, "grid.x"},
+      {{0x7fffffffu, 1, 1}, {4, 1, 1}, "exceeds 2^32 - 1"},
+  };
+  for (const Case &c : bad) {
+    EXPECT_EQ(checkLaunchShape("k", c.grid, c.block), WAVE_ERROR_INVALID_ARGUMENT) << c.needle;
+    EXPECT_TRUE(contains(lastError(), c.needle)) << lastError();
+    EXPECT_TRUE(contains(lastError(), "wave_launch(k)")) << lastError();
+  }
+  const uint32_t grid[3] = {65536, 65535, 65535}, block[3] = {256, 2, 2};
+  EXPECT_EQ(checkLaunchShape("k", grid, block), WAVE_SUCCESS) << lastError();
+}
+
+TEST(RuntimeImage, HipValidatorAcceptsAmdgpuElfAndBundles) {
+  auto amd = elfHeader(224);
+  EXPECT_EQ(wave::rt::validateHipImage(amd.data(), amd.size()), WAVE_SUCCESS) << lastError();
+  std::string bundle = "__CLANG_OFFLOAD_BUNDLE__\x02\0\0\0";
+  EXPECT_EQ(wave::rt::validateHipImage(bundle.data(), bundle.size()), WAVE_SUCCESS);
+}
+
+TEST(RuntimeImage, HipValidatorRejectsOtherBytes) {
+  auto cuda = elfHeader(190);
+  EXPECT_EQ(wave::rt::validateHipImage(cuda.data(), cuda.size()), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "e_machine is 190 (EM_CUDA), expected 224 (EM_AMDGPU)"))
+      << lastError();
+
+  const char garbage[] = "GARBAGE BYTES, NOT A CODE OBJECT";
+  EXPECT_EQ(wave::rt::validateHipImage(garbage, sizeof(garbage)), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "no ELF magic; first bytes 47 41 52 42")) << lastError();
+
+  auto truncated = elfHeader(224);
+  truncated.resize(20);
+  EXPECT_EQ(wave::rt::validateHipImage(truncated.data(), truncated.size()),
+            WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "truncated")) << lastError();
+
+  auto elf32 = elfHeader(224, /*elfClass=*/1);
+  EXPECT_EQ(wave::rt::validateHipImage(elf32.data(), elf32.size()), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "64-bit")) << lastError();
+
+  EXPECT_EQ(wave::rt::validateHipImage(garbage, 0), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "empty")) << lastError();
+}
+
+TEST(RuntimeImage, CudaValidatorRecognisesEachFormat) {
+  CudaImageKind kind;
+  const char ptx[] = "\n  //\n// Generated by wavec\n.version 7.8\n.target sm_90\n";
+  EXPECT_EQ(wave::rt::validateCudaImage(ptx, sizeof(ptx) - 1, &kind), WAVE_SUCCESS);
+  EXPECT_EQ(kind, CudaImageKind::Ptx);
+  const char ptx2[] = ".version 8.0\n";
+  EXPECT_EQ(wave::rt::validateCudaImage(ptx2, sizeof(ptx2), &kind), WAVE_SUCCESS);
+  EXPECT_EQ(kind, CudaImageKind::Ptx);
+
+  auto cubin = elfHeader(190);
+  EXPECT_EQ(wave::rt::validateCudaImage(cubin.data(), cubin.size(), &kind), WAVE_SUCCESS);
+  EXPECT_EQ(kind, CudaImageKind::Cubin);
+
+  const unsigned char fatbin[] = {0x50, 0xed, 0x55, 0xba, 0x01, 0x00, 0x10, 0x00};
+  EXPECT_EQ(wave::rt::validateCudaImage(fatbin, sizeof(fatbin), &kind), WAVE_SUCCESS);
+  EXPECT_EQ(kind, CudaImageKind::Fatbin);
+}
+
+TEST(RuntimeImage, CudaValidatorRejectsOtherBytes) {
+  CudaImageKind kind;
+  auto amd = elfHeader(224);
+  EXPECT_EQ(wave::rt::validateCudaImage(amd.data(), amd.size(), &kind), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "e_machine is 224 (EM_AMDGPU), expected 190 (EM_CUDA)"))
+      << lastError();
+  const char garbage[] = "\x01\x02garbage";
+  EXPECT_EQ(wave::rt::validateCudaImage(garbage, sizeof(garbage), &kind), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(lastError(), "neither PTX text, an ELF cubin nor a fatbin")) << lastError();
+  const char text[] = "__global__ void k() {}";
+  EXPECT_EQ(wave::rt::validateCudaImage(text, sizeof(text), &kind), WAVE_ERROR_INVALID_IMAGE);
+}
+
+TEST(RuntimeImage, CacheKeyAndArchHelpers) {
+  const char a[] = "abc", b[] = "abd";
+  EXPECT_EQ(wave::rt::hashImage(a, 3), wave::rt::hashImage(a, 3));
+  EXPECT_NE(wave::rt::hashImage(a, 3), wave::rt::hashImage(b, 3));
+  EXPECT_NE(wave::rt::hashImage(a, 2), wave::rt::hashImage(a, 3));
+  EXPECT_EQ(wave::rt::stripTargetFeatures("gfx942:sramecc+:xnack-"), "gfx942");
+  EXPECT_EQ(wave::rt::stripTargetFeatures("gfx90a"), "gfx90a");
+}
+
+} // namespace
+
+// ---- the generated stubs' helpers (wave/kernel_api.h) -------------------------------------------
+
+namespace {
+
+TEST(RuntimeKernelApi, FailSetsTheMessageAndReturnsTheStatus) {
+  EXPECT_EQ(wave_fail(WAVE_ERROR_UNSUPPORTED_SHAPE, "copy_launch: N = %d is not a multiple of %d",
+                      1021, 64),
+            WAVE_ERROR_UNSUPPORTED_SHAPE);
+  EXPECT_EQ(lastError(), "copy_launch: N = 1021 is not a multiple of 64");
+}
+
+TEST(RuntimeKernelApi, TensorCompactness) {
+  int64_t shape[3] = {4, 1, 8};
+  int64_t compact[3] = {8, 8, 1}, anyUnitStride[3] = {8, 999, 1}, transposed[3] = {1, 8, 4};
+  wave_tensor_t t{};
+  t.ndim = 3;
+  t.shape = shape;
+  EXPECT_TRUE(wave_tensor_is_compact(&t)); // NULL strides
+  t.strides = compact;
+  EXPECT_TRUE(wave_tensor_is_compact(&t));
+  t.strides = anyUnitStride;
+  EXPECT_TRUE(wave_tensor_is_compact(&t));
+  t.strides = transposed;
+  EXPECT_FALSE(wave_tensor_is_compact(&t));
+}
+
+TEST(RuntimeKernelApi, SelectKernelNeedsAStream) {
+  wave_device_t device = nullptr;
+  wave_kernel_t kernel = nullptr;
+  wave_code_object_t objects[1] = {{"sm_90", nullptr, 0, "k.ptx"}};
+  EXPECT_EQ(wave_select_kernel(nullptr, objects, 1, "k", &device, &kernel),
+            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_select_kernel(nullptr, objects, 1, "k", nullptr, &kernel),
+            WAVE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(RuntimeKernelApi, CodeObjectChoice) {
+  static const unsigned char ptx[] = ".version 7.0\n";
+  static const unsigned char cubin[] = {0x7f, 'E', 'L', 'F'};
+  wave_code_object_t objects[] = {
+      {"gfx942", cubin, sizeof(cubin), nullptr}, {"gfx90a", cubin, sizeof(cubin), nullptr},
+      {"sm_80", cubin, sizeof(cubin), nullptr},  {"sm_75", ptx, sizeof(ptx), nullptr},
+      {"sm_80a", ptx, sizeof(ptx), nullptr},     {"sm_90a", cubin, sizeof(cubin), nullptr}};
+  using wave::rt::pickCodeObject;
+  EXPECT_EQ(pickCodeObject("gfx942", objects, 6), &objects[0]);
+  EXPECT_EQ(pickCodeObject("gfx90a", objects, 6), &objects[1]);
+  EXPECT_EQ(pickCodeObject("gfx1100", objects, 6), nullptr);
+  EXPECT_EQ(pickCodeObject("sm_80", objects, 6), &objects[2]); // exact wins
+  EXPECT_EQ(pickCodeObject("sm_90", objects, 6), &objects[5]); // sm_90a runs on CC 9.0
+  EXPECT_EQ(pickCodeObject("sm_86", objects, 6), &objects[3]); // older PTX, never a cubin
+  EXPECT_EQ(pickCodeObject("sm_70", objects, 6), nullptr);
+  EXPECT_EQ(pickCodeObject("sm_100", objects, 5), &objects[3]);
+}
+
+} // namespace
