@@ -72,6 +72,10 @@ int main(int argc, char **argv) {
                  "target: gfx942 (default), gfx90a, gfx1100, sm_80, sm_90, sm_90a");
   app.add_option("-D", defines, "bind a symbol: -DSYM=VALUE (integer, float, global, shared or "
                                 "a matrix kind)");
+  app.add_option("--header", opts.header,
+                 "write the generated C header (NAME_launch, NAME_launch_tensors, NAME_info)");
+  app.add_option("--stub", opts.stub,
+                 "write the generated C stub that embeds the code object and launches it");
   app.add_option("--kernel", opts.kernel, "check or compile only this kernel");
   app.add_flag("--check", opts.check, "check the program and report diagnostics; write nothing");
   app.add_option("--emit", emit,

@@ -10,10 +10,12 @@
 // Nothing is written unless every stage succeeded: outputs go to a temporary file that is
 // renamed into place at the end.
 #include "codegen/backend_loader.h"
+#include "codegen/host_api.h"
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -43,33 +45,51 @@ bool readFile(const std::string &path, std::string &text, std::string &error) {
   return true;
 }
 
-// Writes `text` to `path` atomically (temp file + rename), or to stdout for "" / "-".
-bool writeOutput(const std::string &path, const std::string &text, std::string &error) {
-  if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return true;
-  }
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      error = std::strerror(errno);
-      return false;
+// Writes several outputs all or nothing: every temporary file first, then the renames.
+bool writeOutputs(const std::vector<std::pair<std::string, std::string>> &outputs,
+                  std::string &failedPath, std::string &error) {
+  std::vector<std::pair<std::string, std::string>> written; // temp, final
+  auto cleanup = [&] {
+    for (const auto &[tmp, path] : written)
+      std::remove(tmp.c_str());
+  };
+  for (const auto &[path, text] : outputs) {
+    if (path.empty() || path == "-") {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      continue;
     }
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << text;
     out.close();
     if (!out) {
-      error = "write error";
+      error = std::strerror(errno);
+      failedPath = path;
       std::remove(tmp.c_str());
+      cleanup();
+      return false;
+    }
+    written.push_back({tmp, path});
+  }
+  for (const auto &[tmp, path] : written) {
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      error = std::strerror(errno);
+      failedPath = path;
+      cleanup();
       return false;
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return false;
-  }
   return true;
+}
+
+std::string baseName(const std::string &path) { return path.substr(path.rfind('/') + 1); }
+
+// The include guard of a generated header: WAVEC_<NAME>_ in upper case.
+std::string includeGuard(const std::string &headerPath) {
+  std::string g = "WAVEC_";
+  for (char c : baseName(headerPath))
+    g += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '_';
+  return g + "_";
 }
 
 bool isCodeOutput(EmitKind k) {
@@ -159,8 +179,9 @@ int compile(const DriverOptions &opts) {
   if (diags.hasErrors() || !module)
     return finish(1);
   if (opts.emit == EmitKind::AST) {
-    if (!writeOutput(opts.output, ast::dump(*module), error)) {
-      diags.report(DiagId::CannotWriteFile, {}, {opts.output, error});
+    std::string failed;
+    if (!writeOutputs({{opts.output, ast::dump(*module)}}, failed, error)) {
+      diags.report(DiagId::CannotWriteFile, {}, {failed, error});
       return finish(1);
     }
     return finish(0);
@@ -207,8 +228,30 @@ int compile(const DriverOptions &opts) {
     if (outPath.empty())
       outPath = defaultOutput(opts, *program->target);
   }
-  if (!writeOutput(outPath, *outText, error)) {
-    diags.report(DiagId::CannotWriteFile, {}, {outPath, error});
+  std::vector<std::pair<std::string, std::string>> outputs{{outPath, *outText}};
+
+  // 6. host API: the header and the stub that embeds the code object just made.
+  if (!opts.header.empty() || !opts.stub.empty()) {
+    bool binary = opts.emit == EmitKind::Default || opts.emit == EmitKind::HSACO ||
+                  opts.emit == EmitKind::PTX || opts.emit == EmitKind::Cubin;
+    if (!binary || opts.header.empty() || opts.stub.empty()) {
+      diags.report(DiagId::HostApiNeedsCodeObject, {}, {});
+      return finish(1);
+    }
+    std::vector<HostKernel> hostKernels;
+    for (const auto &k : codegenKernels)
+      hostKernels.push_back({k.kernel, k.dist});
+    HostApiOptions ho;
+    ho.sourceName = baseName(opts.input);
+    ho.headerName = baseName(opts.header);
+    ho.guard = includeGuard(opts.header);
+    ho.objects = {{program->target->name, codeText}};
+    outputs.push_back({opts.header, generateHeader(hostKernels, ho)});
+    outputs.push_back({opts.stub, generateStub(hostKernels, ho)});
+  }
+  std::string failed;
+  if (!writeOutputs(outputs, failed, error)) {
+    diags.report(DiagId::CannotWriteFile, {}, {failed, error});
     return finish(1);
   }
   return finish(0);
