@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: installs every dependency, builds wavec, and runs the main job on
-# the samples: check each one, then print the GEMM sample's distribution (grid, block and the
-# index every thread uses).
+# the samples: check each one, print the GEMM sample's distribution (grid, block and the index
+# every thread uses), and compile the copy sample into an AMD code object plus its C API.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -11,3 +11,11 @@ for f in samples/*/*.wave; do
 done
 echo
 ./build/wavec samples/gemm/gemm.wave --emit=distribution -DM=4096 -DN=4096 -DK=4096
+
+echo
+out=$(mktemp -d)
+./build/wavec samples/copy/copy.wave -o "$out/copy.hsaco" --header "$out/copy.h" --stub "$out/copy.c"
+echo "wavec samples/copy/copy.wave -o copy.hsaco --header copy.h --stub copy.c:"
+/usr/lib/llvm-19/bin/llvm-readelf --symbols "$out/copy.hsaco" | grep -E " copy(\.kd)?$"
+grep -E "_launch\(" "$out/copy.h"
+rm -rf "$out"

@@ -6,6 +6,7 @@
 //   4. distribute constraints -> grid, block, per-access index expressions
 //   5. emit      the requested dump, or the code object (MLIR, LLVM IR, ISA, HSACO, PTX, cubin)
 //                through the code generator library, loaded on demand (codegen/codegen_api.h)
+//   6. host API  the generated C header and stub around that code object (--header, --stub)
 //
 // Nothing is written unless every stage succeeded: outputs go to a temporary file that is
 // renamed into place at the end.

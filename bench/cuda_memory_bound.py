@@ -1,6 +1,6 @@
 # Opt-in GPU check of the code generator (not run by CTest: needs an NVIDIA GPU and numpy):
 #   wavec samples/copy/copy.wave --target=sm_90 -o DIR/copy.ptx (and .cubin; same for
-#   samples/elementwise/elementwise.wave), then: python3 cuda_smoke.py DIR
+#   samples/elementwise/elementwise.wave), then: python3 bench/cuda_memory_bound.py DIR
 # Runs both kernels through the CUDA driver API (ctypes), compares with numpy on random data,
 # aligned and unaligned shapes, and times a 1 GiB f16 copy (against torch when installed).
 import ctypes, sys, os, time
