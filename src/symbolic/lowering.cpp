@@ -2,6 +2,7 @@
 
 #include "symbolic/ginac_functions.h"
 
+#include <algorithm>
 #include <functional>
 #include <numeric>
 
@@ -48,9 +49,15 @@ int64_t integerValue(const IndexExpr &e) {
 
 std::string symbolName(const IndexExpr &e) { return GiNaC::ex_to<GiNaC::symbol>(e.ex()).get_name(); }
 
-size_t operandCount(const IndexExpr &e) { return e.ex().nops(); }
-
-IndexExpr operand(const IndexExpr &e, size_t i) { return IndexExpr(e.ex().op(i)); }
+std::vector<IndexExpr> operands(const IndexExpr &e) {
+  std::vector<IndexExpr> ops;
+  for (size_t i = 0; i < e.ex().nops(); ++i)
+    ops.push_back(IndexExpr(e.ex().op(i)));
+  if (is_a<GiNaC::add>(e.ex()) || is_a<GiNaC::mul>(e.ex()))
+    std::stable_sort(ops.begin(), ops.end(),
+                     [](const IndexExpr &a, const IndexExpr &b) { return a.str() < b.str(); });
+  return ops;
+}
 
 IndexExpr scaleExpanded(const IndexExpr &e, int64_t factor) {
   return IndexExpr((GiNaC::ex(factor) * e.ex()).expand());

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace wave::sym {
 
@@ -38,8 +39,9 @@ enum class Kind { Integer, Rational, Symbol, Add, Mul, Power, FloorDiv, CeilDiv,
 Kind kindOf(const IndexExpr &e);
 int64_t integerValue(const IndexExpr &e);  // Kind::Integer
 std::string symbolName(const IndexExpr &e); // Kind::Symbol
-size_t operandCount(const IndexExpr &e);
-IndexExpr operand(const IndexExpr &e, size_t i);
+// Operands in a deterministic order (sums and products sorted by their printed form: GiNaC's
+// own order depends on hashes that vary from run to run, and generated code must not).
+std::vector<IndexExpr> operands(const IndexExpr &e);
 // The lcm of the denominators of all rational numbers in e (1 when there are none), or nullopt
 // when it does not fit in 63 bits.
 std::optional<int64_t> denominatorLcm(const IndexExpr &e);
@@ -58,8 +60,8 @@ std::optional<T> lowerIndexExprImpl(const IndexExpr &e, IndexLowering<T> &to) {
   case Kind::Add:
   case Kind::Mul: {
     std::optional<T> acc;
-    for (size_t i = 0; i < operandCount(e); ++i) {
-      std::optional<T> x = lowerIndexExprImpl(operand(e, i), to);
+    for (const IndexExpr &op : operands(e)) {
+      std::optional<T> x = lowerIndexExprImpl(op, to);
       if (!x)
         return std::nullopt;
       acc = !acc ? *x : kindOf(e) == Kind::Add ? to.add(*acc, *x) : to.mul(*acc, *x);
@@ -68,8 +70,9 @@ std::optional<T> lowerIndexExprImpl(const IndexExpr &e, IndexLowering<T> &to) {
   }
   case Kind::Power: {
     // Non-negative integer powers only (M*M), as repeated products.
-    std::optional<T> base = lowerIndexExprImpl(operand(e, 0), to);
-    IndexExpr exponent = operand(e, 1);
+    std::vector<IndexExpr> ops = operands(e);
+    std::optional<T> base = lowerIndexExprImpl(ops[0], to);
+    IndexExpr exponent = ops[1];
     if (!base || kindOf(exponent) != Kind::Integer || integerValue(exponent) < 1 ||
         integerValue(exponent) > 64)
       return std::nullopt;
@@ -83,8 +86,9 @@ std::optional<T> lowerIndexExprImpl(const IndexExpr &e, IndexLowering<T> &to) {
   case Kind::Mod:
   case Kind::Min:
   case Kind::Max: {
-    std::optional<T> a = lowerIndexExprImpl(operand(e, 0), to);
-    std::optional<T> b = a ? lowerIndexExprImpl(operand(e, 1), to) : std::nullopt;
+    std::vector<IndexExpr> ops = operands(e);
+    std::optional<T> a = lowerIndexExprImpl(ops[0], to);
+    std::optional<T> b = a ? lowerIndexExprImpl(ops[1], to) : std::nullopt;
     if (!b)
       return std::nullopt;
     switch (kindOf(e)) {

@@ -107,6 +107,22 @@ expect("-Werror=<id> makes that one an error", p.returncode == 1, p)
 p = run([GEMM])
 expect("a code object of a kernel the code generator cannot handle yet fails plainly", p.returncode == 1 and "[codegen-unsupported]" in p.stderr, p)
 
+COPY = os.path.join(ROOT, "samples", "copy", "copy.wave")
+outs = []
+for i in range(2):
+    d = os.path.join(tmp, f"api{i}")
+    os.mkdir(d)
+    p = run([COPY, "--target=sm_90", "-o", os.path.join(d, "copy.ptx"), "--header", os.path.join(d, "copy.h"), "--stub", os.path.join(d, "copy.c")])
+    expect("--header/--stub with a PTX output succeeds", p.returncode == 0, p)
+    outs.append([open(os.path.join(d, n), "rb").read() if os.path.exists(os.path.join(d, n)) else b"" for n in ("copy.ptx", "copy.h", "copy.c")])
+expect("two compilations give byte-identical code object, header and stub", outs[0] == outs[1] and all(outs[0]))
+d = os.path.join(tmp, "apifail")
+os.mkdir(d)
+p = run([bad, "-o", os.path.join(d, "k.hsaco"), "--header", os.path.join(d, "k.h"), "--stub", os.path.join(d, "k.c")])
+expect("a failed compilation writes none of code object, header and stub", p.returncode == 1 and os.listdir(d) == [], p)
+p = run([COPY, "-o", os.path.join(d, "k.hsaco"), "--header", os.path.join(d, "k.h")])
+expect("--header without --stub is an error and writes nothing", p.returncode == 1 and "[host-api-options]" in p.stderr and os.listdir(d) == [], p)
+
 for f in failures:
     print("FAIL:", f)
 print(f"{passed} passed, {len(failures)} failed")
