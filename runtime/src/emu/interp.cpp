@@ -48,11 +48,12 @@ inline uint64_t getU(Type t, const uint8_t *p) {
   }
 }
 inline int64_t getS(Type t, const uint8_t *p) {
-  switch (t) {
-  case Type::I1: return (p[0] & 1) ? -1 : 0;
-  case Type::I8: return int8_t(p[0]);
-  case Type::I16: return rd<int16_t>(p);
-  case Type::I32: return rd<int32_t>(p);
+  if (t == Type::I1)
+    return (p[0] & 1) ? -1 : 0;
+  switch (typeSize(t)) {
+  case 1: return int8_t(p[0]);
+  case 2: return rd<int16_t>(p);
+  case 4: return rd<int32_t>(p);
   default: return rd<int64_t>(p);
   }
 }
@@ -330,6 +331,26 @@ private:
   uint64_t maxSteps_;
   size_t heapHint_ = 0;
   bool faulted_ = false;
+  // The first read of unwritten shared memory in this epoch. It is reported when the epoch ends
+  // (or another fault comes first), unless another thread writes the byte in the same epoch:
+  // then the missing barrier is reported as the race it is.
+  struct PendingRead {
+    bool set = false;
+    Lane lane;
+    const Inst *in = nullptr;
+    uint64_t byte = 0;
+    std::string what;
+  } pending_;
+
+  bool reportPending() {
+    if (!pending_.set)
+      return true;
+    pending_.set = false;
+    return fault(pending_.lane, *pending_.in,
+                 "read of uninitialized shared memory by a " + pending_.what,
+                 "byte " + std::to_string(pending_.byte) +
+                     " was never written in this workgroup");
+  }
 
   void run(Lane &lane);
   bool collective(uint32_t firstLane, uint32_t count);
@@ -342,7 +363,9 @@ private:
     return p_.strings[l.file] + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
   }
   bool fault(const Lane &lane, const Inst &in, const std::string &what,
-             const std::string &detail) {
+             const std::string &detail, bool pendingFirst = true) {
+    if (pendingFirst && pending_.set && !faulted_)
+      return reportPending();
     if (!faulted_) {
       char buf[160];
       std::snprintf(buf, sizeof buf, " in workgroup (%u,%u,%u) thread (%u,%u,%u)", wg_[0], wg_[1],
@@ -379,6 +402,9 @@ private:
       if (addr < end)
         detail = "the access at " + hex(addr) + " ends " + std::to_string(addr + bytes - end) +
                  " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
+      else if (addr == end)
+        detail = "address " + hex(addr) + " is just past the end of a " +
+                 std::to_string(h.size) + "-byte allocation";
       else
         detail = "address " + hex(addr) + " is " + std::to_string(addr - end) +
                  " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
@@ -404,11 +430,15 @@ private:
     for (uint32_t i = 0; i < bytes; ++i) {
       Shadow &s = shadow_[off + i];
       if (read) {
-        if (s.writeStamp < wgStart_ || s.writer == kNobody)
-          return fault(lane, in, std::string("read of uninitialized shared memory by a ") + what,
-                       "byte " + std::to_string(off + i) +
-                           " was never written in this workgroup");
-        if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
+        if (s.writeStamp < wgStart_ || s.writer == kNobody) {
+          if (!pending_.set) {
+            pending_.set = true;
+            pending_.lane = lane;
+            pending_.in = &in;
+            pending_.byte = off + i;
+            pending_.what = what;
+          }
+        } else if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
           return race(lane, in, what, off + i, s.writer, "written");
         if (!atomic) {
           if (s.readStamp == stamp_ && s.reader != me)
@@ -450,7 +480,8 @@ private:
     }
     return fault(lane, in, std::string("shared-memory race on a ") + what,
                  "byte " + std::to_string(byte) + " was " + how + " by " + who +
-                     " with no barrier in between");
+                     " with no barrier in between",
+                 /*pendingFirst=*/false);
   }
 };
 
@@ -890,8 +921,9 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
     return;
   }
   const uint32_t full = typeSize(t) * in.lanes;
-  std::vector<uint8_t> out(size_t(wave_) * 64);
-  auto result = [&](uint32_t l) { return out.data() + size_t(l) * 64; };
+  constexpr size_t kStride = 8 * kMaxLanes + 8; // the widest value plus a predicate
+  std::vector<uint8_t> out(size_t(wave_) * kStride);
+  auto result = [&](uint32_t l) { return out.data() + size_t(l) * kStride; };
   switch (WaveOp(in.aux)) {
   case WaveOp::Bpermute:
     for (uint32_t l = 0; l < wave_; ++l)
@@ -1020,6 +1052,7 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   std::memcpy(wg_, wg, sizeof wg_);
   faulted_ = false;
   wgStart_ = ++stamp_;
+  pending_.set = false;
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)
@@ -1042,6 +1075,8 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
     for (uint32_t w = 0; w < threads_; w += wave_)
       if (!collective(w, std::min(wave_, threads_ - w)))
         return false;
+    if (!reportPending())
+      return false;
     bool waiting = false;
     for (Lane &l : lanes_)
       if (l.state == AtBarrier) {
