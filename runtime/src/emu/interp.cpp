@@ -331,6 +331,7 @@ private:
   uint64_t maxSteps_;
   size_t heapHint_ = 0;
   bool faulted_ = false;
+  bool framesReady_ = false;
   // The first read of unwritten shared memory in this epoch. It is reported when the epoch ends
   // (or another fault comes first), unless another thread writes the byte in the same epoch:
   // then the missing barrier is reported as the race it is.
@@ -1061,16 +1062,20 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         Lane &l = lanes_[linear];
         l = Lane{};
         l.frame = frames_.data() + size_t(linear) * frameStride_;
-        std::memcpy(l.frame, k_.init.data(), k_.init.size());
-        std::memset(l.frame + k_.init.size(), 0, k_.frameBytes - k_.init.size());
-        for (const auto &a : k_.args)
-          std::memcpy(l.frame + a.slot, args + a.offset, a.size);
+        // Constants and arguments are written once per frame (framesReady_): the code never
+        // writes their slots, and every other slot is written before it is read (SSA).
+        if (!framesReady_) {
+          std::memcpy(l.frame, k_.init.data(), k_.init.size());
+          for (const auto &a : k_.args)
+            std::memcpy(l.frame + a.slot, args + a.offset, a.size);
+        }
         l.tid[0] = x;
         l.tid[1] = y;
         l.tid[2] = z;
         l.linear = linear;
         l.lane = linear % wave_;
       }
+  framesReady_ = true;
   for (;;) {
     for (uint32_t w = 0; w < threads_; w += wave_)
       if (!collective(w, std::min(wave_, threads_ - w)))
