@@ -36,6 +36,19 @@ template <class T> inline T rd(const uint8_t *p) {
 }
 template <class T> inline void wr(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
+// Small copies dominate (scalars, short vectors): fixed sizes avoid a libc call. The ranges
+// never overlap partially (distinct slots, or one slot onto itself).
+inline void copyBytes(uint8_t *d, const uint8_t *s, size_t n) {
+  switch (n) {
+  case 1: *d = *s; return;
+  case 2: { uint16_t v; std::memcpy(&v, s, 2); std::memcpy(d, &v, 2); return; }
+  case 4: { uint32_t v; std::memcpy(&v, s, 4); std::memcpy(d, &v, 4); return; }
+  case 8: { uint64_t v; std::memcpy(&v, s, 8); std::memcpy(d, &v, 8); return; }
+  case 16: { uint64_t v[2]; std::memcpy(v, s, 16); std::memcpy(d, v, 16); return; }
+  default: std::memmove(d, s, n);
+  }
+}
+
 // ---- typed element access -------------------------------------------------------------------
 
 inline uint64_t getU(Type t, const uint8_t *p) {
@@ -197,7 +210,7 @@ bool fcmp(uint32_t pred, double a, double b) {
   }
 }
 
-bool icmp(uint32_t pred, uint64_t a, uint64_t b, int64_t sa, int64_t sb) {
+inline bool icmp(uint32_t pred, uint64_t a, uint64_t b, int64_t sa, int64_t sb) {
   switch (pred) {
   case 32: return a == b;
   case 33: return a != b;
@@ -575,7 +588,7 @@ void Runner::run(Lane &L) {
       break;
     }
     case Op::Copy:
-      std::memmove(f + in.dst, f + in.a, in.imm);
+      copyBytes(f + in.dst, f + in.a, in.imm);
       break;
     case Op::Special: {
       uint64_t v = 0;
@@ -603,8 +616,29 @@ void Runner::run(Lane &L) {
     case Op::SRem: case Op::Shl: case Op::LShr: case Op::AShr: case Op::And: case Op::Or:
     case Op::Xor: case Op::SMin: case Op::SMax: case Op::UMin: case Op::UMax: {
       uint32_t es = typeSize(t);
-      if (in.lanes == 1 && t == Type::I64 && Op(in.op) == Op::Add) { // the index fast path
-        wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) + rd<uint64_t>(f + in.b));
+      if (in.lanes == 1 && t == Type::I64) { // index arithmetic: the common case
+        uint64_t a = rd<uint64_t>(f + in.a), b = rd<uint64_t>(f + in.b), r;
+        switch (Op(in.op)) {
+        case Op::Add: r = a + b; break;
+        case Op::Sub: r = a - b; break;
+        case Op::Mul: r = a * b; break;
+        case Op::And: r = a & b; break;
+        case Op::Or: r = a | b; break;
+        case Op::Xor: r = a ^ b; break;
+        case Op::Shl: r = b >= 64 ? 0 : a << b; break;
+        default: r = intBinary(Op(in.op), t, f + in.a, f + in.b); break;
+        }
+        wr<uint64_t>(f + in.dst, r);
+        break;
+      }
+      if (in.lanes == 1 && t == Type::I1) {
+        uint8_t a = f[in.a] & 1, b = f[in.b] & 1;
+        switch (Op(in.op)) {
+        case Op::And: f[in.dst] = a & b; break;
+        case Op::Or: f[in.dst] = a | b; break;
+        case Op::Xor: f[in.dst] = a ^ b; break;
+        default: f[in.dst] = uint8_t(intBinary(Op(in.op), t, f + in.a, f + in.b) & 1); break;
+        }
         break;
       }
       for (uint32_t l = 0; l < in.lanes; ++l)
@@ -663,7 +697,7 @@ void Runner::run(Lane &L) {
     case Op::Select: {
       uint32_t es = typeSize(t);
       if (in.lanes == 1 || in.aux) {
-        std::memmove(f + in.dst, (f[in.a] & 1) ? f + in.b : f + in.c, size_t(es) * in.lanes);
+        copyBytes(f + in.dst, (f[in.a] & 1) ? f + in.b : f + in.c, size_t(es) * in.lanes);
         break;
       }
       for (uint32_t l = 0; l < in.lanes; ++l)
@@ -674,6 +708,11 @@ void Runner::run(Lane &L) {
     case Op::ICmp: {
       Type st = Type(in.aux);
       uint32_t es = typeSize(st);
+      if (in.lanes == 1 && st == Type::I64) {
+        uint64_t a = rd<uint64_t>(f + in.a), b = rd<uint64_t>(f + in.b);
+        f[in.dst] = icmp(in.imm, a, b, int64_t(a), int64_t(b));
+        break;
+      }
       for (uint32_t l = 0; l < in.lanes; ++l) {
         const uint8_t *a = f + in.a + l * es, *b = f + in.b + l * es;
         f[in.dst + l] = icmp(in.imm, getU(st, a), getU(st, b), getS(st, a), getS(st, b));
@@ -700,7 +739,7 @@ void Runner::run(Lane &L) {
       uint64_t i = rd<uint64_t>(f + in.b);
       uint32_t es = typeSize(t);
       if (i < in.aux)
-        std::memcpy(f + in.dst, f + in.a + i * es, es);
+        copyBytes(f + in.dst, f + in.a + i * es, es);
       else
         std::memset(f + in.dst, 0, es);
       break;
@@ -708,11 +747,12 @@ void Runner::run(Lane &L) {
     case Op::Insert: {
       uint64_t i = rd<uint64_t>(f + in.c);
       uint32_t es = typeSize(t);
-      uint8_t tmp[8];
-      std::memcpy(tmp, f + in.b, es);
-      std::memmove(f + in.dst, f + in.a, size_t(es) * in.lanes);
+      uint8_t tmp[16];
+      copyBytes(tmp, f + in.b, es);
+      if (in.dst != in.a)
+        copyBytes(f + in.dst, f + in.a, size_t(es) * in.lanes);
       if (i < in.lanes)
-        std::memcpy(f + in.dst + i * es, tmp, es);
+        copyBytes(f + in.dst + i * es, tmp, es);
       break;
     }
     case Op::Shuffle: {
@@ -761,7 +801,7 @@ void Runner::run(Lane &L) {
             L.state = Done;
             return;
           }
-          std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(at)), n);
+          copyBytes(d, reinterpret_cast<const uint8_t *>(uintptr_t(at)), n);
         }
       }
       break;
@@ -789,7 +829,7 @@ void Runner::run(Lane &L) {
             L.state = Done;
             return;
           }
-          std::memcpy(reinterpret_cast<void *>(uintptr_t(at)), s, n);
+          copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(at)), s, n);
         }
       }
       break;
