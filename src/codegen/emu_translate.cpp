@@ -460,6 +460,31 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
     return;
   }
 
+  // Vector reductions.
+  if (starts("llvm.vector.reduce.")) {
+    static const std::pair<const char *, emu::Reduce> kinds[] = {
+        {"add.", emu::Reduce::Add},   {"mul.", emu::Reduce::Mul},
+        {"and.", emu::Reduce::And},   {"or.", emu::Reduce::Or},
+        {"xor.", emu::Reduce::Xor},   {"smax.", emu::Reduce::SMax},
+        {"smin.", emu::Reduce::SMin}, {"umax.", emu::Reduce::UMax},
+        {"umin.", emu::Reduce::UMin}, {"fadd.", emu::Reduce::FAdd},
+        {"fmul.", emu::Reduce::FMul}, {"fmax.", emu::Reduce::FMax},
+        {"fmin.", emu::Reduce::FMin}, {"fmaximum.", emu::Reduce::FMaximum},
+        {"fminimum.", emu::Reduce::FMinimum}};
+    std::string rest = name.substr(std::strlen("llvm.vector.reduce."));
+    for (const auto &[k, kind] : kinds)
+      if (rest.rfind(k, 0) == 0) {
+        bool ordered = kind == emu::Reduce::FAdd || kind == emu::Reduce::FMul;
+        const llvm::Value *vec = arg(ordered ? 1 : 0);
+        Layout vl = layoutOf(vec->getType());
+        if (vl.type == Type::I1)
+          unsupported("a reduction of an i1 vector: " + name);
+        emit(Op::Reduce, rl.type, 1, dst(), slot(vec), ordered ? slot(arg(0)) : 0, 0,
+             uint32_t(kind), uint8_t(vl.lanes));
+        return;
+      }
+  }
+
   // Masked memory.
   if (starts("llvm.masked.load.")) {
     unsigned as = arg(0)->getType()->getPointerAddressSpace();

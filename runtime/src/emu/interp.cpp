@@ -926,6 +926,42 @@ void Runner::run(Lane &L) {
       wr<uint32_t>(f + in.dst, r);
       break;
     }
+    case Op::Reduce: {
+      uint32_t es = typeSize(t);
+      const uint8_t *v = f + in.a;
+      Reduce kind = Reduce(in.imm);
+      if (kind >= Reduce::FAdd) {
+        double acc = kind == Reduce::FAdd || kind == Reduce::FMul ? getF(t, f + in.b)
+                                                                  : getF(t, v);
+        for (uint32_t l = kind == Reduce::FAdd || kind == Reduce::FMul ? 0 : 1; l < in.aux; ++l) {
+          double x = getF(t, v + l * es);
+          // Ordered sums round to the element type at every step, as the sequence of fadds does.
+          auto rounded = [&](double r) {
+            uint8_t tmp[8];
+            putF(t, tmp, r);
+            return getF(t, tmp);
+          };
+          switch (kind) {
+          case Reduce::FAdd: acc = rounded(acc + x); break;
+          case Reduce::FMul: acc = rounded(acc * x); break;
+          case Reduce::FMax: acc = std::fmax(acc, x); break;
+          case Reduce::FMin: acc = std::fmin(acc, x); break;
+          case Reduce::FMaximum: acc = floatBinary(Op::Maximum, acc, x); break;
+          default: acc = floatBinary(Op::Minimum, acc, x); break;
+          }
+        }
+        putF(t, f + in.dst, acc);
+      } else {
+        static const Op ops[] = {Op::Add, Op::Mul, Op::And, Op::Or, Op::Xor,
+                                 Op::SMax, Op::SMin, Op::UMax, Op::UMin};
+        uint8_t acc[16];
+        copyBytes(acc, v, es);
+        for (uint32_t l = 1; l < in.aux; ++l)
+          putU(t, acc, intBinary(ops[unsigned(kind)], t, acc, v + l * es) & widthMask(t));
+        copyBytes(f + in.dst, acc, es);
+      }
+      break;
+    }
     default:
       fault(L, in, "unsupported instruction", "opcode " + std::to_string(in.op));
       L.state = Done;
