@@ -105,7 +105,14 @@ private:
   std::vector<Fixup> fixups_;
   std::vector<std::pair<size_t, size_t>> extraPcFixups_; // (extra index, fixup index)
 
-  [[noreturn]] void unsupported(const std::string &what) { throw Unsupported{what}; }
+  // Names the construct and, when the instruction has one, the .wave location it comes from.
+  [[noreturn]] void unsupported(const std::string &what) {
+    if (curLoc_ == 0)
+      throw Unsupported{what};
+    const Loc &l = locs_[curLoc_];
+    throw Unsupported{what + " (from " + ms_.strings[l.file] + ":" + std::to_string(l.line) +
+                      ":" + std::to_string(l.col) + ")"};
+  }
 
   Layout layoutOf(llvm::Type *t) {
     Layout l;
@@ -349,12 +356,8 @@ void FunctionTranslator::emitPhiCopies(const llvm::BasicBlock *from, const llvm:
 
 void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   const llvm::Function *callee = call.getCalledFunction();
-  if (!callee || !callee->isIntrinsic()) {
-    if (callee && callee->getName().starts_with("llvm."))
-      ; // an intrinsic LLVM does not know by ID (target ones are known); fall through
-    else
-      unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
-  }
+  if (!callee || !callee->getName().starts_with("llvm."))
+    unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
   std::string name = callee->getName().str();
   auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
   auto arg = [&](unsigned i) { return call.getArgOperand(i); };
@@ -629,8 +632,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
 }
 
 // Predicates and atomic kinds use LLVM's numbering; see emu_image.h.
-emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text,
-                 FunctionTranslator *) {
+emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text) {
   using B = llvm::AtomicRMWInst;
   switch (op) {
   case B::Xchg: return emu::Rmw::Xchg;
@@ -785,7 +787,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("a vector atomic: " + describe(i));
     emit(Op::AtomicRmw, l.type, 1, slot(&i), operand(0), operand(1), 0,
          space(rmw.getPointerAddressSpace(), i),
-         uint8_t(rmwKind(rmw.getOperation(), describe(i), this)));
+         uint8_t(rmwKind(rmw.getOperation(), describe(i))));
     return;
   }
   case I::AtomicCmpXchg: {
