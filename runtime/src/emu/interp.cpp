@@ -981,6 +981,24 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
     const uint8_t *a[64] = {}, *b[64] = {}, *c[64] = {};
     uint8_t *d[64] = {};
     const MmaShape &s = mmaShape(Mma(in.imm));
+    // RDNA3 WMMA reads A and B from lanes 0-15 only and requires lanes 16-31 to hold the same
+    // registers; on the GPU anything else is undefined, so a layout bug that the emulator's
+    // matrix product would hide is reported here.
+    if (Mma(in.imm) == Mma::Wmma16x16x16F16 || Mma(in.imm) == Mma::Wmma16x16x16BF16)
+      for (uint32_t l = 16; l < 32; ++l) {
+        const Lane *hi = byLane[l], *lo = byLane[l - 16];
+        if (!hi || !lo)
+          continue;
+        for (int op = 0; op < 2; ++op) {
+          uint32_t slot = op ? in.b : in.a;
+          if (std::memcmp(hi->frame + slot, lo->frame + slot, op ? s.bBytes : s.aBytes) != 0) {
+            fault(*hi, in, std::string("WMMA operand ") + (op ? "B" : "A") + " not replicated",
+                  "lane " + std::to_string(l) + " differs from lane " + std::to_string(l - 16) +
+                      " (RDNA3 WMMA needs lanes 16-31 to repeat lanes 0-15)");
+            return;
+          }
+        }
+      }
     // Operands are gathered first: D may alias A, B or C of another lane only through the
     // copies, which executeMma reads completely before writing.
     std::vector<uint8_t> out(size_t(s.cBytes) * wave_);
