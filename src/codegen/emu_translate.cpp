@@ -317,7 +317,7 @@ private:
     if (!dl || dl->getLine() == 0)
       return;
     std::string file = dl->getFilename().str();
-    if (file.size() < 5 || file.compare(file.size() - 5, 5, ".wave") != 0)
+    if (file.empty() || file == "<unknown>" || file == "<wavec-mlir>")
       return;
     auto key = std::make_tuple(ms_.str(file), dl->getLine(), dl->getColumn());
     auto it = locIds_.find(key);
