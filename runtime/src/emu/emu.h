@@ -30,6 +30,9 @@ struct KernelCode {
     uint32_t file, line, col;
   };
   std::vector<Loc> locs;
+  // Global atomics make the result depend on the order of workgroups (float sums, exchanged
+  // values): such kernels run their workgroups in order on one host thread, deterministically.
+  bool globalAtomics = false;
 };
 
 struct Program {

@@ -1237,7 +1237,9 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
     return rt::failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: %u bytes of dynamic shared memory",
                      kernel.name.c_str(), params.dynamicShared);
   const uint64_t total = uint64_t(params.grid[0]) * params.grid[1] * params.grid[2];
-  unsigned workers = unsigned(std::min<uint64_t>(std::max(1u, params.hostThreads), total));
+  unsigned workers = kernel.globalAtomics
+                         ? 1u
+                         : unsigned(std::min<uint64_t>(std::max(1u, params.hostThreads), total));
   std::atomic<uint64_t> firstFailure{UINT64_MAX};
   std::mutex messageMutex;
   std::string message;

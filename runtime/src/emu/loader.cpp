@@ -351,6 +351,9 @@ wave_status_t loadProgram(const void *image, size_t size, Program &out) {
       std::string why = checkInst(k, out, k.code[i]);
       if (!why.empty())
         return bad(where + ", instruction " + std::to_string(i) + ": " + why);
+      Op op = Op(k.code[i].op);
+      if ((op == Op::AtomicRmw || op == Op::CmpXchg) && k.code[i].imm == uint32_t(Space::Global))
+        k.globalAtomics = true;
     }
     if (!isTerminator(Op(k.code.back().op)))
       return bad(where + ": the code does not end with a terminator");
