@@ -22,6 +22,7 @@
 
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace wave {
 namespace {
@@ -260,11 +261,64 @@ private:
       return it->second;
     if (auto *c = llvm::dyn_cast<llvm::Constant>(v))
       return slots_[v] = constSlot(c);
-    return slots_[v] = alloc(layoutOf(v->getType()).bytes);
+    uint32_t bytes = layoutOf(v->getType()).bytes;
+    // A value that lives inside one block takes a slot freed by an earlier one there.
+    if (local_.count(v)) {
+      auto &free = free_[bytes];
+      if (!free.empty()) {
+        uint32_t s = free.back();
+        free.pop_back();
+        return slots_[v] = s;
+      }
+    }
+    return slots_[v] = alloc(bytes);
   }
 
+  // Slot reuse: values defined and used only inside their block (no phi use), and the last
+  // instruction of the block that uses each of them.
+  std::set<const llvm::Value *> local_;
+  std::map<const llvm::Instruction *, std::vector<const llvm::Value *>> lastUses_;
+  std::map<uint32_t, std::vector<uint32_t>> free_; // bytes -> free slots
+  void planReuse(const llvm::BasicBlock &bb) {
+    local_.clear();
+    lastUses_.clear();
+    free_.clear();
+    std::map<const llvm::Value *, const llvm::Instruction *> last;
+    for (const llvm::Instruction &i : bb) {
+      if (llvm::isa<llvm::PHINode>(i) || i.getType()->isVoidTy())
+        continue;
+      bool inBlock = true;
+      for (const llvm::User *u : i.users()) {
+        auto *ui = llvm::dyn_cast<llvm::Instruction>(u);
+        if (!ui || ui->getParent() != &bb || llvm::isa<llvm::PHINode>(ui)) {
+          inBlock = false;
+          break;
+        }
+      }
+      if (inBlock && !i.use_empty())
+        local_.insert(&i);
+    }
+    for (const llvm::Instruction &i : bb)
+      for (const llvm::Value *op : i.operands())
+        if (local_.count(op))
+          last[op] = &i;
+    for (const auto &[v, i] : last)
+      lastUses_[i].push_back(v);
+  }
+  void releaseAfter(const llvm::Instruction &i) {
+    auto it = lastUses_.find(&i);
+    if (it == lastUses_.end())
+      return;
+    for (const llvm::Value *v : it->second)
+      free_[layoutOf(v->getType()).bytes].push_back(slots_.at(v));
+  }
+
+  std::map<int64_t, uint32_t> i64Consts_;
   uint32_t i64Const(int64_t v) {
-    uint32_t s = alloc(8);
+    auto it = i64Consts_.find(v);
+    if (it != i64Consts_.end())
+      return it->second;
+    uint32_t s = i64Consts_[v] = alloc(8);
     if (init.size() < s + 8)
       init.resize(s + 8, '\0');
     std::memcpy(&init[s], &v, 8);
@@ -919,9 +973,13 @@ void FunctionTranslator::run() {
   }
   for (const llvm::BasicBlock &bb : f_) {
     blockPc_[&bb] = uint32_t(insts.size());
-    for (const llvm::Instruction &i : bb)
+    planReuse(bb);
+    for (const llvm::Instruction &i : bb) {
       translate(i);
+      releaseAfter(i);
+    }
   }
+  local_.clear();
   // Resolve branches; an edge into a block with phis from a conditional branch goes through a
   // trampoline: the phi copies, then a jump.
   std::map<std::pair<const llvm::BasicBlock *, const llvm::BasicBlock *>, uint32_t> trampolines;
