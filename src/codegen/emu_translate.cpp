@@ -20,6 +20,7 @@
 #include "llvm/IR/Operator.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <set>
@@ -302,8 +303,16 @@ private:
       for (const llvm::Value *op : i.operands())
         if (local_.count(op))
           last[op] = &i;
-    for (const auto &[v, i] : last)
-      lastUses_[i].push_back(v);
+    // In program order (not pointer order), so that slot assignment is reproducible.
+    for (const llvm::Instruction &i : bb)
+      for (const llvm::Value *op : i.operands()) {
+        auto it = last.find(op);
+        if (it == last.end() || it->second != &i)
+          continue;
+        auto &list = lastUses_[&i];
+        if (std::find(list.begin(), list.end(), op) == list.end())
+          list.push_back(op);
+      }
   }
   void releaseAfter(const llvm::Instruction &i) {
     auto it = lastUses_.find(&i);
