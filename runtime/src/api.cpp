@@ -111,7 +111,8 @@ wave_status_t openOrdinal(Backend &backend, int ordinal, wave_device_t *out) {
   return WAVE_SUCCESS;
 }
 
-/// `auto`: the first CUDA device, else the first HIP device.
+/// `auto`: the first CUDA device, else the first HIP device, else (with a notice on stderr,
+/// once per process) the CPU emulator of gfx942 when no GPU driver is installed at all.
 wave_status_t openAuto(wave_device_t *out) {
   wave_status_t cuda = openOrdinal(cudaBackend(), 0, out);
   if (cuda == WAVE_SUCCESS)
@@ -122,6 +123,14 @@ wave_status_t openAuto(wave_device_t *out) {
     return hip;
   std::string hipWhy = wave_last_error();
   bool noDriver = cuda == WAVE_ERROR_DRIVER_NOT_FOUND && hip == WAVE_ERROR_DRIVER_NOT_FOUND;
+  if (noDriver && openOrdinal(emuBackend(), 0, out) == WAVE_SUCCESS) {
+    static std::once_flag notice;
+    std::call_once(notice, [] {
+      std::fprintf(stderr, "wave: no GPU driver found; device 'auto' runs on the CPU emulator "
+                           "(emu:gfx942)\n");
+    });
+    return WAVE_SUCCESS;
+  }
   return failf(noDriver ? WAVE_ERROR_DRIVER_NOT_FOUND : WAVE_ERROR_NO_DEVICE,
                "auto: no GPU device found (%s; %s)", cudaWhy.c_str(), hipWhy.c_str());
 }
@@ -148,9 +157,16 @@ bool hasPrefix(const char *text, const char *prefix) {
 wave_status_t openUri(const char *uri, wave_device_t *out) {
   if (std::strcmp(uri, "auto") == 0)
     return openAuto(out);
-  if (std::strcmp(uri, "emu") == 0 || hasPrefix(uri, "emu:"))
-    return failf(WAVE_ERROR_UNSUPPORTED,
-                 "wave_device_open(\"%s\"): the CPU emulator back end is not built yet", uri);
+  if (std::strcmp(uri, "emu") == 0 || hasPrefix(uri, "emu:")) {
+    const char *target = uri[3] ? uri + 4 : "gfx942";
+    int ordinal = emuOrdinal(target);
+    if (ordinal < 0)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_device_open: unknown emulated target in \"%s\" (expected emu or one of "
+                   "%s)",
+                   uri, emuTargetNames().c_str());
+    return openOrdinal(emuBackend(), ordinal, out);
+  }
   struct Scheme {
     const char *prefix;
     Backend &(*backend)();
@@ -167,8 +183,8 @@ wave_status_t openUri(const char *uri, wave_device_t *out) {
     return openOrdinal(scheme.backend(), ordinal, out);
   }
   return failf(WAVE_ERROR_INVALID_ARGUMENT,
-               "wave_device_open: unknown device URI \"%s\" (expected cuda://N, hip://N, auto or "
-               "emu)",
+               "wave_device_open: unknown device URI \"%s\" (expected cuda://N, hip://N, auto, "
+               "emu or emu:TARGET)",
                uri);
 }
 

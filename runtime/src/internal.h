@@ -104,6 +104,12 @@ public:
 /// Process-lifetime singletons; the driver library is opened on the first deviceCount().
 Backend &cudaBackend();
 Backend &hipBackend();
+/// The CPU emulator (backend_emu.cpp); its ordinals are the emulated targets.
+Backend &emuBackend();
+/// The ordinal of `emu:<target>`, -1 for a target the emulator does not know.
+int emuOrdinal(const char *target);
+/// "emu:gfx942, emu:gfx90a, ..." for messages.
+std::string emuTargetNames();
 
 /// dlopen()s the first of `names` that loads (or `$envOverride` alone when that is set);
 /// on failure fails with WAVE_ERROR_DRIVER_NOT_FOUND naming every library tried.

@@ -110,8 +110,15 @@ extern "C" WAVE_EXPORT wave_status_t wave_select_kernel(wave_stream_t stream,
                                                         size_t count, const char *kernel_name,
                                                         wave_device_t *device,
                                                         wave_kernel_t *kernel) {
+  size_t index = 0;
+  return wave_select_kernel_index(stream, objects, count, kernel_name, device, kernel, &index);
+}
+
+extern "C" WAVE_EXPORT wave_status_t wave_select_kernel_index(
+    wave_stream_t stream, const wave_code_object_t *objects, size_t count,
+    const char *kernel_name, wave_device_t *device, wave_kernel_t *kernel, size_t *index) {
   try {
-    if (!device || !kernel)
+    if (!device || !kernel || !index)
       return failf(WAVE_ERROR_INVALID_ARGUMENT, "wave_select_kernel: NULL output pointer");
     *device = nullptr;
     *kernel = nullptr;
@@ -125,6 +132,7 @@ extern "C" WAVE_EXPORT wave_status_t wave_select_kernel(wave_stream_t stream,
     const wave_code_object_t *object = pickCodeObject(info.arch, objects, count);
     if (!object)
       return noMatch(kernel_name, info.arch, objects, count);
+    *index = size_t(object - objects);
 
     // Held across the load so concurrent first launches load once.
     std::lock_guard<std::mutex> lock(selectionMutex);

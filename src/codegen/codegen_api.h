@@ -31,12 +31,22 @@ enum class CodegenOutput {
   HSACO, // AMD code object (ELF shared object): binary
   PTX,   // NVIDIA PTX: text
   Cubin, // NVIDIA cubin via ptxas: binary
+  Emu,   // the emulator image alone (runtime/src/emu/emu_image.h): binary
 };
 
 struct CodegenOptions {
   CodegenOutput output = CodegenOutput::HSACO;
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
+  bool debugInfo = false;         // keep .wave line info (DWARF) in the native output
+};
+
+// The emulator image made alongside a native output (HSACO, PTX, cubin, ISA): the final target
+// LLVM module translated for the CPU emulator (emu_translate.h). `error` says why there is none
+// (an instruction the emulator does not support); the native output is unaffected.
+struct EmuImageResult {
+  std::string image;
+  std::string error;
 };
 
 // One kernel to compile: its graph and its distribution (both owned by the driver).
@@ -48,12 +58,16 @@ struct CodegenKernel {
 struct WaveCodegenApi {
   unsigned version; // kWaveCodegenApiVersion of the library
   // Compiles every kernel into one module for `target`; on success fills `out` (text or binary
-  // bytes) and returns true. Errors are reported to `diags`.
+  // bytes) and returns true. Errors are reported to `diags`. When `emu` is non-null and the
+  // output is a native code object (HSACO, PTX, cubin, ISA), the emulator image of the same
+  // module is made too (a translation failure only sets emu->error). With CodegenOutput::Emu,
+  // `out` is the image and a translation failure is an error.
   bool (*generate)(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
-                   const CodegenOptions &options, DiagnosticEngine &diags, std::string &out);
+                   const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
+                   EmuImageResult *emu);
 };
 
-constexpr unsigned kWaveCodegenApiVersion = 1;
+constexpr unsigned kWaveCodegenApiVersion = 2;
 
 } // namespace wave
 

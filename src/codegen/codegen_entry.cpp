@@ -8,11 +8,12 @@ namespace wave {
 namespace {
 
 bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
-              const CodegenOptions &options, DiagnosticEngine &diags, std::string &out) {
+              const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
+              EmuImageResult *emu) {
   std::optional<std::string> mlir = emitMlir(kernels, target, diags);
   if (!mlir)
     return false;
-  return lowerModule(*mlir, kernels, target, options, diags, out);
+  return lowerModule(*mlir, kernels, target, options, diags, out, emu);
 }
 
 const WaveCodegenApi kApi = {kWaveCodegenApiVersion, &generate};

@@ -256,7 +256,8 @@ std::string byteArray(const std::string &bytes) {
   return out + "\n";
 }
 
-void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
+void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
+                const std::vector<CodeObject> &objects) {
   const ir::Kernel &k = *hk.kernel;
   const Distribution &d = *hk.dist;
   const std::string &n = k.name;
@@ -286,9 +287,64 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
                        "\"{}_launch: the assumption '{}' does not hold ({})\"{});\n",
                        *c, n, formatText(k.assumptionText[i]), values, args);
   }
-  for (int a = 0; a < 3; ++a)
-    out += fmt::format("  int64_t grid{} = {};\n", a, cExpr(d.grid[a]).value_or("INT64_C(-1)"));
-  out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
+  // Launch geometries: one per distinct (block, grid) among the code objects' targets.
+  std::vector<const Distribution *> geometries;
+  std::vector<size_t> geometryOf;
+  auto key = [](const Distribution *x) {
+    return fmt::format("{} {} {} {} {} {}", x->block[0], x->block[1], x->block[2],
+                       x->grid[0].str(), x->grid[1].str(), x->grid[2].str());
+  };
+  for (const auto &obj : objects) {
+    const Distribution *x = hk.variants.empty() ? &d : hk.variants.at(obj.variant);
+    size_t g = 0;
+    while (g < geometries.size() && key(geometries[g]) != key(x))
+      ++g;
+    if (g == geometries.size())
+      geometries.push_back(x);
+    geometryOf.push_back(g);
+  }
+  if (geometries.empty())
+    geometries.push_back(&d);
+  auto gridOf = [&](const Distribution *x, const char *indent) {
+    std::string s;
+    for (int a = 0; a < 3; ++a)
+      s += fmt::format("{}grid{} = {};\n", indent, a, cExpr(x->grid[a]).value_or("INT64_C(-1)"));
+    return s;
+  };
+  const std::string select = "  wave_device_t device;\n  wave_kernel_t kernel;\n";
+  if (geometries.size() == 1) {
+    for (int a = 0; a < 3; ++a)
+      out += fmt::format("  int64_t grid{} = {};\n", a,
+                         cExpr(geometries[0]->grid[a]).value_or("INT64_C(-1)"));
+    out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
+    out += select;
+    out += fmt::format("  wave_status_t st = wave_select_kernel(stream, {0}_objects_, "
+                       "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel);\n"
+                       "  if (st != WAVE_SUCCESS)\n    return st;\n", n);
+    out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", geometries[0]->block[0],
+                       geometries[0]->block[1], geometries[0]->block[2]);
+  } else {
+    // The geometry follows the code object the runtime picks for the device.
+    out += select;
+    out += "  size_t object = 0;\n";
+    out += fmt::format("  wave_status_t st = wave_select_kernel_index(stream, {0}_objects_, "
+                       "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel, "
+                       "&object);\n  if (st != WAVE_SUCCESS)\n    return st;\n", n);
+    std::string table;
+    for (size_t g : geometryOf)
+      table += (table.empty() ? "" : ", ") + std::to_string(g);
+    out += fmt::format("  static const unsigned char geometry[] = {{{}}};\n", table);
+    out += "  int64_t grid0, grid1, grid2;\n  uint32_t block[3];\n  switch (geometry[object]) {\n";
+    for (size_t g = 0; g < geometries.size(); ++g) {
+      out += g + 1 == geometries.size() ? "  default:\n" : fmt::format("  case {}:\n", g);
+      out += gridOf(geometries[g], "    ");
+      out += fmt::format("    block[0] = {};\n    block[1] = {};\n    block[2] = {};\n    break;\n",
+                         geometries[g]->block[0], geometries[g]->block[1],
+                         geometries[g]->block[2]);
+    }
+    out += "  }\n";
+    out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
+  }
   out += fmt::format("  if (grid0 < 0 || grid1 < 0 || grid2 < 0 || grid0 > UINT32_MAX || "
                      "grid1 > UINT32_MAX || grid2 > UINT32_MAX)\n    return wave_fail("
                      "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch: grid [%lld, %lld, %lld] is out "
@@ -305,13 +361,7 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
       out += fmt::format("  memcpy(args + {}, &{}, {});\n", a.offset, a.name, a.size);
     }
   }
-  out += fmt::format("  wave_device_t device;\n  wave_kernel_t kernel;\n"
-                     "  wave_status_t st = wave_select_kernel(stream, {0}_objects_, "
-                     "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel);\n"
-                     "  if (st != WAVE_SUCCESS)\n    return st;\n", n);
   out += "  const uint32_t grid[3] = {(uint32_t)grid0, (uint32_t)grid1, (uint32_t)grid2};\n";
-  out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", d.block[0], d.block[1],
-                     d.block[2]);
   out += "  return wave_launch(device, stream, kernel, grid, block, 0, args, sizeof args);\n}\n\n";
 }
 
@@ -441,7 +491,7 @@ std::string generateStub(const std::vector<HostKernel> &kernels, const HostApiOp
     out += kernelComment(hk, o);
     out += fmt::format("#define {0}_objects_ wave_objects_\n", hk.kernel->name);
     emitInfo(out, hk, abi, o);
-    emitLaunch(out, hk, abi);
+    emitLaunch(out, hk, abi, o.objects);
     emitLaunchTensors(out, hk, abi);
   }
   return out;

@@ -2,8 +2,10 @@
 //   NAME_launch(wave_stream_t, <tensors as pointers>, <scalars>, <dynamic dims as int64_t>)
 // that checks its arguments and the kernel's assumptions, computes the grid and launches
 // through libwave_runtime; NAME_launch_tensors taking DLPack-compatible descriptors; and
-// NAME_info() describing the kernel. The stub embeds every code object (one per target) and
-// the runtime picks the one matching the device at load time.
+// NAME_info() describing the kernel. The stub embeds every code object (one per target, and
+// the emulator image of each target) and the runtime picks the one matching the device at load
+// time; when targets need different launch geometries the stub picks the geometry of the code
+// object the runtime chose.
 #pragma once
 
 #include "codegen/kernel_abi.h"
@@ -15,13 +17,17 @@
 namespace wave {
 
 struct CodeObject {
-  std::string target; // gfx942, sm_90, ...
-  std::string bytes;  // the image (HSACO, PTX text, cubin)
+  std::string target; // gfx942, sm_90, emu:gfx942, ... (the device arch it is picked for)
+  std::string bytes;  // the image (HSACO, PTX text, cubin, emulator image)
+  size_t variant = 0; // which of each HostKernel's `variants` it was compiled with
 };
 
 struct HostKernel {
   const ir::Kernel *kernel;
   const Distribution *dist;
+  // Per compiled target, the kernel's distribution (block and grid may differ between targets,
+  // e.g. wave64 and warp32); empty = every code object uses `dist`.
+  std::vector<const Distribution *> variants = {};
 };
 
 struct HostApiOptions {

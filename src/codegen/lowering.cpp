@@ -12,6 +12,8 @@
 // and milliseconds at every start).
 #include "codegen/lowering.h"
 
+#include "codegen/emu_translate.h"
+
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -42,6 +44,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/IR/DebugInfo.h"
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -178,7 +181,7 @@ std::string featuresFor(const TargetInfo &target, const std::vector<CodegenKerne
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
-                 std::string &out) {
+                 std::string &out, EmuImageResult *emu) {
   const bool amd = target.vendor == Vendor::AMD;
   mlir::DialectRegistry registry;
   registry.insert<mlir::arith::ArithDialect, mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
@@ -319,6 +322,24 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
                                              : pb.buildPerModuleDefaultPipeline(opt[level]);
     mpm.run(*llvmModule, mam);
   }
+  // 4b. the emulator image: this very module, right before instruction selection.
+  if (options.output == CodegenOutput::Emu) {
+    std::string why;
+    if (!translateToEmuImage(*llvmModule, kernels, target, out, why)) {
+      diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
+      return false;
+    }
+    return true;
+  }
+  if (emu && options.output != CodegenOutput::LLVM) {
+    emu->image.clear();
+    emu->error.clear();
+    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error))
+      emu->image.clear();
+  }
+  // Line info (from the .wave locations) stays in the native output only with -g.
+  if (!options.debugInfo)
+    llvm::StripDebugInfo(*llvmModule);
   if (options.output == CodegenOutput::LLVM) {
     llvm::raw_string_ostream os(out);
     llvmModule->print(os, nullptr);

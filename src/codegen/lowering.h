@@ -12,6 +12,6 @@ namespace wave {
 // `kernels` are the kernels the text was emitted from (their block and wave sizes).
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
-                 std::string &out);
+                 std::string &out, EmuImageResult *emu = nullptr);
 
 } // namespace wave

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 using namespace wave;
@@ -68,8 +69,10 @@ int main(int argc, char **argv) {
 
   app.add_option("file", opts.input, "the .wave source file");
   app.add_option("-o", opts.output, "output file (a dump goes to stdout when omitted)");
-  app.add_option("--target", opts.target,
-                 "target: gfx942 (default), gfx90a, gfx1100, sm_80, sm_90, sm_90a");
+  app.add_option("--target", opts.targets,
+                 "target: gfx942 (default), gfx90a, gfx1100, sm_80, sm_90, sm_90a; several "
+                 "(repeated or comma-separated) put every code object into one header and stub")
+      ->delimiter(',');
   app.add_option("-D", defines, "bind a symbol: -DSYM=VALUE (integer, float, global, shared or "
                                 "a matrix kind)");
   app.add_option("--header", opts.header,
@@ -79,7 +82,7 @@ int main(int argc, char **argv) {
   app.add_option("--kernel", opts.kernel, "check or compile only this kernel");
   app.add_flag("--check", opts.check, "check the program and report diagnostics; write nothing");
   app.add_option("--emit", emit,
-                 "output kind: ast, ir, distribution, mlir, llvm, asm, hsaco, ptx, cubin "
+                 "output kind: ast, ir, distribution, mlir, llvm, asm, hsaco, ptx, cubin, emu "
                  "(default: -o's extension, else the target's code object)");
   std::string optFlag;
   app.add_option("-O", optFlag, "optimization level: -O0, -O1, -O2, -O3 (default)");
@@ -109,14 +112,21 @@ int main(int argc, char **argv) {
   }
   if (opts.input.empty())
     return usageError("no input file");
-  if (!findTarget(opts.target))
-    return usageError("unknown target '" + opts.target + "'" +
-                      didYouMean(opts.target, targetNames()) +
-                      " (wavec --print-targets lists them)");
+  if (opts.targets.empty())
+    opts.targets.push_back(opts.target);
+  for (const auto &t : opts.targets) {
+    if (!findTarget(t))
+      return usageError("unknown target '" + t + "'" + didYouMean(t, targetNames()) +
+                        " (wavec --print-targets lists them)");
+    if (std::count(opts.targets.begin(), opts.targets.end(), t) > 1)
+      return usageError("--target=" + t + " is given twice");
+  }
+  opts.target = opts.targets.front();
   static const std::pair<const char *, EmitKind> emitKinds[] = {
       {"ast", EmitKind::AST},   {"ir", EmitKind::IR},       {"distribution", EmitKind::Distribution},
       {"mlir", EmitKind::MLIR}, {"llvm", EmitKind::LLVM},   {"asm", EmitKind::Asm},
-      {"hsaco", EmitKind::HSACO}, {"ptx", EmitKind::PTX},   {"cubin", EmitKind::Cubin}};
+      {"hsaco", EmitKind::HSACO}, {"ptx", EmitKind::PTX},   {"cubin", EmitKind::Cubin},
+      {"emu", EmitKind::Emu}};
   bool emitKnown = emit.empty();
   for (const auto &[name, kind] : emitKinds)
     if (emit == name) {
@@ -125,12 +135,13 @@ int main(int argc, char **argv) {
     }
   if (!emitKnown)
     return usageError("--emit=" + emit +
-                      ": expected ast, ir, distribution, mlir, llvm, asm, hsaco, ptx or cubin");
+                      ": expected ast, ir, distribution, mlir, llvm, asm, hsaco, ptx, cubin or emu");
   if (opts.emit == EmitKind::Default && !opts.output.empty()) {
     // The output kind follows -o's extension.
     static const std::pair<const char *, EmitKind> extensions[] = {
         {".hsaco", EmitKind::HSACO}, {".ptx", EmitKind::PTX}, {".cubin", EmitKind::Cubin},
-        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR}};
+        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR},
+        {".wemu", EmitKind::Emu}};
     for (const auto &[ext, kind] : extensions) {
       const std::string e = ext;
       if (opts.output.size() > e.size() &&
@@ -168,5 +179,10 @@ int main(int argc, char **argv) {
   }
   if (opts.check && opts.emit != EmitKind::Default)
     return usageError("--check and --emit cannot be combined");
+  if (opts.targets.size() > 1 && !opts.check &&
+      (opts.header.empty() || opts.stub.empty() || !opts.output.empty() ||
+       opts.emit != EmitKind::Default))
+    return usageError("several targets make one header and stub carrying every code object: "
+                      "give --header and --stub, and neither -o nor --emit");
   return compile(opts);
 }

@@ -11,12 +11,13 @@ namespace wave {
 
 // Default: the target's code object (HSACO on AMD, PTX on NVIDIA), or what -o's extension names.
 // MLIR..Cubin are made by the code generator library (src/codegen/codegen_api.h).
-enum class EmitKind { Default, AST, IR, Distribution, MLIR, LLVM, Asm, HSACO, PTX, Cubin };
+enum class EmitKind { Default, AST, IR, Distribution, MLIR, LLVM, Asm, HSACO, PTX, Cubin, Emu };
 
 struct DriverOptions {
   std::string input;
   std::string output;   // -o; "-" or empty = stdout for text dumps
-  std::string target = "gfx942";
+  std::string target = "gfx942";    // the first of `targets`
+  std::vector<std::string> targets; // every --target (repeated or comma-separated), in order
   std::vector<Define> defines;
   std::string kernel;   // --kernel
   bool check = false;   // --check: diagnose only

@@ -6,7 +6,9 @@
 //   4. distribute constraints -> grid, block, per-access index expressions
 //   5. emit      the requested dump, or the code object (MLIR, LLVM IR, ISA, HSACO, PTX, cubin)
 //                through the code generator library, loaded on demand (codegen/codegen_api.h)
-//   6. host API  the generated C header and stub around that code object (--header, --stub)
+//   6. host API  the generated C header and stub around the code objects (--header, --stub):
+//                for each --target its native code object and its emulator image
+//                (src/codegen/emu_translate.h), so the host program also runs on `emu`
 //
 // Nothing is written unless every stage succeeded: outputs go to a temporary file that is
 // renamed into place at the end.
@@ -95,13 +97,14 @@ std::string includeGuard(const std::string &headerPath) {
 
 bool isCodeOutput(EmitKind k) {
   return k == EmitKind::Default || k == EmitKind::MLIR || k == EmitKind::LLVM ||
-         k == EmitKind::Asm || k == EmitKind::HSACO || k == EmitKind::PTX || k == EmitKind::Cubin;
+         k == EmitKind::Asm || k == EmitKind::HSACO || k == EmitKind::PTX ||
+         k == EmitKind::Cubin || k == EmitKind::Emu;
 }
 
 // Step 5 for code outputs: the code generator library turns the kernels into `out`.
 bool generateCode(const DriverOptions &opts, const Program &program,
                   const std::vector<CodegenKernel> &kernels, DiagnosticEngine &diags,
-                  std::string &out) {
+                  std::string &out, EmuImageResult *emu) {
   const TargetInfo &target = *program.target;
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
@@ -114,6 +117,7 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   case EmitKind::HSACO: co.output = CodegenOutput::HSACO; break;
   case EmitKind::PTX: co.output = CodegenOutput::PTX; break;
   case EmitKind::Cubin: co.output = CodegenOutput::Cubin; break;
+  case EmitKind::Emu: co.output = CodegenOutput::Emu; break;
   default: co.output = amd ? CodegenOutput::HSACO : CodegenOutput::PTX; break;
   }
   const bool needsAmd = co.output == CodegenOutput::HSACO;
@@ -130,7 +134,7 @@ bool generateCode(const DriverOptions &opts, const Program &program,
     diags.report(DiagId::CodegenUnavailable, {}, {error});
     return false;
   }
-  return api->generate(kernels, target, co, diags, out);
+  return api->generate(kernels, target, co, diags, out, emu);
 }
 
 // Where a code output goes when -o is absent: binaries next to the input's stem in the current
@@ -141,6 +145,7 @@ std::string defaultOutput(const DriverOptions &opts, const TargetInfo &target) {
     k = target.vendor == Vendor::AMD ? EmitKind::HSACO : EmitKind::PTX;
   const char *ext = k == EmitKind::HSACO ? ".hsaco"
                     : k == EmitKind::Cubin ? ".cubin"
+                    : k == EmitKind::Emu   ? ".wemu"
                     : (k == EmitKind::PTX && opts.emit == EmitKind::Default) ? ".ptx"
                                                                              : nullptr;
   if (!ext)
@@ -188,51 +193,70 @@ int compile(const DriverOptions &opts) {
     return finish(0);
   }
 
-  // 3. sema
-  SemaOptions semaOptions;
-  semaOptions.target = findTarget(opts.target);
-  semaOptions.defines = opts.defines;
-  semaOptions.onlyKernel = opts.kernel;
-  std::unique_ptr<Program> program = analyze(*module, semaOptions, diags);
-  if (diags.hasErrors())
-    return finish(1);
-
-  // 4. distribute
-  std::string irText, distText;
-  std::vector<std::unique_ptr<Distribution>> dists;
-  std::vector<CodegenKernel> codegenKernels;
-  for (const auto &kernel : program->kernels) {
-    auto dist = std::make_unique<Distribution>();
-    if (!distribute(*kernel, *program->target, diags, *dist))
+  // 3.-5. per target (several with --target=a,b: one header and stub carry every code object):
+  // sema, distribution, code.
+  struct Compiled {
+    std::unique_ptr<Program> program;
+    std::vector<std::unique_ptr<Distribution>> dists;
+    std::vector<CodegenKernel> kernels;
+    std::string irText, distText, code;
+    EmuImageResult emu;
+  };
+  const bool hostApi = !opts.header.empty() || !opts.stub.empty();
+  std::vector<Compiled> compiled(opts.targets.empty() ? 1 : opts.targets.size());
+  for (size_t ti = 0; ti < compiled.size(); ++ti) {
+    Compiled &c = compiled[ti];
+    SemaOptions semaOptions;
+    semaOptions.target = findTarget(opts.targets.empty() ? opts.target : opts.targets[ti]);
+    semaOptions.defines = opts.defines;
+    semaOptions.onlyKernel = opts.kernel;
+    c.program = analyze(*module, semaOptions, diags);
+    if (diags.hasErrors())
+      return finish(1);
+    for (const auto &kernel : c.program->kernels) {
+      auto dist = std::make_unique<Distribution>();
+      if (!distribute(*kernel, *c.program->target, diags, *dist))
+        continue;
+      c.irText += ir::print(*kernel);
+      c.distText += printDistribution(*kernel, *c.program->target, *dist);
+      c.kernels.push_back({kernel.get(), dist.get()});
+      c.dists.push_back(std::move(dist));
+    }
+    if (diags.hasErrors())
+      return finish(1);
+    if (opts.check || !isCodeOutput(opts.emit))
       continue;
-    irText += ir::print(*kernel);
-    distText += printDistribution(*kernel, *program->target, *dist);
-    codegenKernels.push_back({kernel.get(), dist.get()});
-    dists.push_back(std::move(dist));
+    // The emulator image rides along whenever a stub embeds the code objects.
+    const bool emuAlongside = hostApi && opts.emit != EmitKind::Emu;
+    if (!generateCode(opts, *c.program, c.kernels, diags, c.code,
+                      emuAlongside ? &c.emu : nullptr))
+      return finish(1);
+    if (emuAlongside && c.emu.image.empty())
+      diags.report(DiagId::EmuUnsupported, {}, {c.program->target->name, c.emu.error});
   }
-  if (diags.hasErrors())
-    return finish(1);
-
-  // 5. emit
   if (opts.check)
     return finish(0);
-  const std::string *outText = nullptr;
-  std::string codeText, outPath = opts.output;
-  if (opts.emit == EmitKind::IR)
-    outText = &irText;
-  else if (opts.emit == EmitKind::Distribution)
-    outText = &distText;
-  else if (isCodeOutput(opts.emit)) {
-    if (!generateCode(opts, *program, codegenKernels, diags, codeText))
-      return finish(1);
-    outText = &codeText;
-    if (outPath.empty())
-      outPath = defaultOutput(opts, *program->target);
-  }
-  std::vector<std::pair<std::string, std::string>> outputs{{outPath, *outText}};
+  Compiled &first = compiled.front();
 
-  // 6. host API: the header and the stub that embeds the code object just made.
-  if (!opts.header.empty() || !opts.stub.empty()) {
+  // 5. emit
+  const std::string *outText = nullptr;
+  std::string outPath = opts.output;
+  if (opts.emit == EmitKind::IR)
+    outText = &first.irText;
+  else if (opts.emit == EmitKind::Distribution)
+    outText = &first.distText;
+  else if (isCodeOutput(opts.emit)) {
+    outText = &first.code;
+    if (outPath.empty())
+      outPath = defaultOutput(opts, *first.program->target);
+  }
+  std::vector<std::pair<std::string, std::string>> outputs;
+  if (compiled.size() == 1)
+    outputs.push_back({outPath, *outText});
+
+  // 6. host API: the header and the stub that embed the code objects just made, and for each
+  // target its emulator image (arch "emu:<target>").
+  if (hostApi) {
     bool binary = opts.emit == EmitKind::Default || opts.emit == EmitKind::HSACO ||
                   opts.emit == EmitKind::PTX || opts.emit == EmitKind::Cubin;
     if (!binary || opts.header.empty() || opts.stub.empty()) {
@@ -240,13 +264,28 @@ int compile(const DriverOptions &opts) {
       return finish(1);
     }
     std::vector<HostKernel> hostKernels;
-    for (const auto &k : codegenKernels)
-      hostKernels.push_back({k.kernel, k.dist});
+    for (size_t k = 0; k < first.kernels.size(); ++k) {
+      HostKernel hk{first.kernels[k].kernel, first.kernels[k].dist};
+      for (const Compiled &c : compiled) {
+        if (k >= c.kernels.size() || c.kernels[k].kernel->name != hk.kernel->name) {
+          diags.report(DiagId::CodegenFailed, {},
+                       {c.program->target->name, "its kernels differ from the first target's"});
+          return finish(1);
+        }
+        hk.variants.push_back(c.kernels[k].dist);
+      }
+      hostKernels.push_back(std::move(hk));
+    }
     HostApiOptions ho;
     ho.sourceName = baseName(opts.input);
     ho.headerName = baseName(opts.header);
     ho.guard = includeGuard(opts.header);
-    ho.objects = {{program->target->name, codeText}};
+    for (size_t ti = 0; ti < compiled.size(); ++ti) {
+      const std::string name = compiled[ti].program->target->name;
+      ho.objects.push_back({name, compiled[ti].code, ti});
+      if (!compiled[ti].emu.image.empty())
+        ho.objects.push_back({"emu:" + name, compiled[ti].emu.image, ti});
+    }
     outputs.push_back({opts.header, generateHeader(hostKernels, ho)});
     outputs.push_back({opts.stub, generateStub(hostKernels, ho)});
   }

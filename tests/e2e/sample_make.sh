@@ -2,9 +2,16 @@
 # Builds a sample with its own Makefile (wavec -> code object + header + stub -> host program
 # linked against libwave_runtime) in a scratch copy, checks that a second `make` does nothing,
 # and runs the program: 0 = checked on a device, 77 = no device here (reported as skipped).
-#   sample_make.sh WAVEC SOURCE_DIR RUNTIME_LIB_DIR SAMPLE TARGET
+#   sample_make.sh WAVEC SOURCE_DIR RUNTIME_LIB_DIR SAMPLE TARGET [DEVICE [PROGRAM ARGS...]]
+# DEVICE (e.g. cuda://0, hip://0, emu:sm_90) becomes $WAVE_DEVICE for the program; the program
+# is run once per "M,N" shape argument (none: its default shape).
 set -euo pipefail
 wavec=$1 src=$2 rtlib=$3 sample=$4 target=$5
+shift 5
+if [ $# -gt 0 ]; then
+  export WAVE_DEVICE=$1
+  shift
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/samples"
@@ -16,7 +23,15 @@ if ! make -q WAVEC="$wavec" TARGET="$target" RUNTIME_INC="$src/runtime/include" 
   exit 1
 fi
 set +e
-./"${sample}_main"
-status=$?
-set -e
-exit $status
+if [ $# -eq 0 ]; then
+  ./"${sample}_main"
+  exit $?
+fi
+for shape in "$@"; do
+  ./"${sample}_main" ${shape/,/ }
+  status=$?
+  if [ $status -ne 0 ]; then
+    exit $status
+  fi
+done
+exit 0

@@ -41,7 +41,7 @@ typedef struct {
 /* One code object of a generated stub: the target it was compiled for and its bytes (embedded)
  * or a path to load them from. */
 typedef struct {
-  const char *arch;           /* "gfx942", "sm_90", ... */
+  const char *arch;           /* "gfx942", "sm_90", ...; "emu:gfx942" for an emulator image */
   const unsigned char *image; /* NULL when `path` is used */
   size_t size;
   const char *path;           /* NULL when embedded */
@@ -72,6 +72,13 @@ typedef struct {
 wave_status_t wave_select_kernel(wave_stream_t stream, const wave_code_object_t *objects,
                                  size_t count, const char *kernel_name, wave_device_t *device,
                                  wave_kernel_t *kernel);
+
+/* wave_select_kernel that also reports which entry of `objects` it picked (the stub of a
+ * multi-target build takes that code object's launch geometry). */
+wave_status_t wave_select_kernel_index(wave_stream_t stream, const wave_code_object_t *objects,
+                                       size_t count, const char *kernel_name,
+                                       wave_device_t *device, wave_kernel_t *kernel,
+                                       size_t *index);
 
 /* Sets this thread's error message (printf-style) and returns `status`. */
 wave_status_t wave_fail(wave_status_t status, const char *format, ...)

@@ -2,8 +2,10 @@
  *
  * One C API over several GPU back ends, chosen per device by URI: `cuda://N` (NVIDIA driver API,
  * libcuda.so.1), `hip://N` (AMD HIP, libamdhip64.so), `auto` (first CUDA device, else first HIP
- * device) and, later, `emu` (the CPU emulator; not built yet). Vendor libraries are dlopen()ed at
- * the first use of that kind of device, so nothing here links against a vendor SDK.
+ * device, else the CPU emulator when no GPU driver is installed) and `emu` / `emu:TARGET` (the CPU
+ * emulator of gfx942, gfx90a, gfx1100, sm_80 or sm_90: it runs the emulator images wavec embeds
+ * next to each native code object, checking every memory access). Vendor libraries are dlopen()ed
+ * at the first use of that kind of device, so nothing here links against a vendor SDK.
  *
  * Every call returns a wave_status_t; on failure wave_last_error() gives a message for the calling
  * thread (including the driver's error name and text). The runtime never exits or aborts.
@@ -62,14 +64,15 @@ typedef struct wave_kernel *wave_kernel_t;
 typedef enum {
   WAVE_VENDOR_NVIDIA = 1,
   WAVE_VENDOR_AMD = 2,
-  WAVE_VENDOR_EMULATOR = 3 /* reserved for the `emu` back end */
+  WAVE_VENDOR_EMULATOR = 3 /* the `emu` back end (the CPU emulator) */
 } wave_vendor_t;
 
 typedef struct {
   wave_vendor_t vendor;
   int ordinal;                      /* N of `cuda://N` / `hip://N` */
-  char backend[8];                  /* "cuda", "hip" */
-  char arch[32];                    /* the code-object key: "sm_90", "gfx942" (no feature suffix) */
+  char backend[8];                  /* "cuda", "hip", "emu" */
+  char arch[32];                    /* the code-object key: "sm_90", "gfx942" (no feature suffix),
+                                       "emu:gfx942" for the emulator of gfx942 */
   char name[256];                   /* the driver's device name */
   uint32_t warp_size;               /* 32 or 64 */
   uint32_t shared_memory_per_block; /* bytes usable by one block without opt-in */
@@ -78,8 +81,10 @@ typedef struct {
 
 /* ---- devices ---------------------------------------------------------------------------- */
 
-/* Opens `cuda://N`, `hip://N`, `auto` or `emu` (the latter returns WAVE_ERROR_UNSUPPORTED until
- * the emulator back end exists). Opening an open device returns the same handle and counts it. */
+/* Opens `cuda://N`, `hip://N`, `auto`, `emu` (= `emu:gfx942`) or `emu:TARGET`. Opening an open
+ * device returns the same handle and counts it. On the emulator, launches run synchronously and
+ * fail with WAVE_ERROR_LAUNCH and a located message on an out-of-bounds access, a shared-memory
+ * race or a read of unwritten shared memory. */
 WAVE_RUNTIME_API wave_status_t wave_device_open(const char *uri, wave_device_t *out);
 /* Drops one reference; the last one unloads the device's modules and releases its context. */
 WAVE_RUNTIME_API wave_status_t wave_device_close(wave_device_t device);

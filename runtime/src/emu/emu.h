@@ -1,0 +1,87 @@
+// The CPU emulator's internal interface: a loaded (validated) emulator image, and the launch of
+// one of its kernels over host memory. backend_emu.cpp wraps this in the runtime's Backend.
+#ifndef WAVE_EMU_EMU_H
+#define WAVE_EMU_EMU_H
+
+#include "emu_image.h"
+#include "wave/runtime.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace wave::emu {
+
+struct KernelCode {
+  std::string name;
+  uint32_t block[3] = {0, 0, 0};
+  uint32_t staticShared = 0;
+  uint32_t frameBytes = 0;
+  struct Arg {
+    uint32_t slot, offset, size;
+  };
+  std::vector<Arg> args;
+  uint32_t argsSize = 0; // bytes the packed argument buffer must have
+  std::vector<uint8_t> init;
+  std::vector<Inst> code;
+  std::vector<uint32_t> extra;
+  struct Loc {
+    uint32_t file, line, col;
+  };
+  std::vector<Loc> locs;
+};
+
+struct Program {
+  std::string target;
+  uint32_t waveSize = 64;
+  std::vector<std::string> strings;
+  std::vector<KernelCode> kernels;
+};
+
+/// Parses and validates an image; on failure returns WAVE_ERROR_INVALID_IMAGE with the
+/// thread's message set. A validated program cannot make the interpreter index out of its
+/// buffers, whatever its instructions compute.
+wave_status_t loadProgram(const void *image, size_t size, Program &out);
+
+/// True when the bytes start with the emulator image magic.
+bool isEmuImage(const void *image, size_t size);
+
+/// A live allocation of the emulated device (host memory).
+struct Allocation {
+  uintptr_t base;
+  size_t size;
+};
+
+struct LaunchParams {
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t dynamicShared;
+  const void *args;
+  size_t argsSize;
+  uint32_t waveSize;            // of the emulated device
+  const char *archName;         // "gfx942", for messages
+  std::vector<Allocation> heap; // sorted by base
+  unsigned hostThreads = 1;     // workgroups are spread over this many host threads
+};
+
+/// Runs every workgroup of `kernel`; returns WAVE_ERROR_LAUNCH with a located message on the
+/// first error (by workgroup order): a fault, a detected race, an out-of-bounds access, a trap.
+wave_status_t runKernel(const Program &program, const KernelCode &kernel,
+                        const LaunchParams &params);
+
+// ---- lane semantics shared with the unit tests ----------------------------------------------
+
+/// Executes a matrix instruction for one wave: `a[l]`, `b[l]`, `c[l]` point at lane l's operand
+/// bytes (MmaShape sizes), `d[l]` at its result; lanes with a null `d` are inactive (their
+/// operands read as zero).
+void executeMma(Mma kind, uint32_t waveSize, const uint8_t *const *a, const uint8_t *const *b,
+                const uint8_t *const *c, uint8_t *const *d);
+
+/// NVIDIA shfl.sync: the source lane of `lane` and whether it is in range (else the lane keeps
+/// its own value).
+uint32_t shflSource(WaveOp kind, uint32_t lane, uint32_t b, uint32_t c, bool *inRange);
+
+} // namespace wave::emu
+
+#endif

@@ -1,0 +1,187 @@
+// The emulator image ("WAVEEMU1"): the device-level program wavec produced for a GPU target,
+// translated from the final target LLVM module (src/codegen/emu_translate.cpp) into a compact
+// register bytecode that the CPU emulator (runtime/src/emu/) interprets.
+//
+// This header is shared by the translator (in libwavec_codegen) and the interpreter (in
+// libwave_runtime): constants and plain structs only, no LLVM, no runtime internals.
+//
+// ---- File layout (all integers little-endian; `str` = u32 length + bytes, no terminator) -----
+//   magic      8 bytes "WAVEEMU1"
+//   u32        version (kImageVersion)
+//   str        target ("gfx942", "sm_90", ...)
+//   u32        wave size of the target (64 CDNA, 32 RDNA3 / NVIDIA)
+//   u32        string count, then each `str` (file names of source locations)
+//   u32        kernel count, then per kernel:
+//     str      name
+//     u32 x3   block size (x, y, z) the kernel was compiled for (0 = any)
+//     u32      static shared (LDS) bytes; dynamic shared memory starts at this offset
+//     u32      frame bytes: the per-thread register file (constants first, then SSA values)
+//     u32      argument count, then per argument: u32 frame slot, u32 offset in the packed
+//              argument buffer, u32 size in bytes
+//     u32      constant bytes, then the bytes (copied to frame offset 0 at thread start)
+//     u32      instruction count, then `Inst` records (32 bytes each, fields in order)
+//     u32      extra-table length, then u32 words (variable-length operands, see Op)
+//     u32      location count, then per location: u32 string index, u32 line, u32 col
+//              (location 0 is "unknown": string index 0xffffffff)
+//
+// ---- Values -------------------------------------------------------------------------------
+// Every SSA value lives at a byte offset ("slot") of the thread's frame, 8-byte aligned, holding
+// `lanes` elements of `type` packed (i1 takes one byte, 0 or 1). Pointers are 8 bytes: global
+// pointers are host addresses; shared-memory (LDS) pointers are byte offsets into the
+// workgroup's shared memory. Struct values (cmpxchg results, mma.sync results) are their fields
+// at natural alignment. Phi nodes are slots written by ParCopy on the incoming edges.
+//
+// The interpreter validates every field of an image at load (indices, slot ranges against the
+// frame size, branch targets, the extra table) and rejects anything else with
+// WAVE_ERROR_INVALID_IMAGE, so a damaged image cannot make it read outside its own buffers.
+#ifndef WAVE_EMU_IMAGE_H
+#define WAVE_EMU_IMAGE_H
+
+#include <cstdint>
+
+namespace wave::emu {
+
+constexpr char kImageMagic[8] = {'W', 'A', 'V', 'E', 'E', 'M', 'U', '1'};
+constexpr uint32_t kImageVersion = 1;
+constexpr uint32_t kNoString = 0xffffffffu;
+constexpr uint32_t kMaxLanes = 64;        // widest vector value
+constexpr uint32_t kMaxFrameBytes = 1u << 20;
+
+enum class Type : uint8_t { I1, I8, I16, I32, I64, F16, BF16, F32, F64, Ptr, Count };
+
+inline uint32_t typeSize(Type t) {
+  static const uint8_t sizes[] = {1, 1, 2, 4, 8, 2, 2, 4, 8, 8};
+  return t < Type::Count ? sizes[static_cast<unsigned>(t)] : 0;
+}
+inline bool isFloatType(Type t) {
+  return t == Type::F16 || t == Type::BF16 || t == Type::F32 || t == Type::F64;
+}
+
+// Address spaces (the imm of memory operations): LLVM's numbering on AMDGPU; NVPTX's generic (0)
+// and global (1) are both Global, its shared (3) is Shared.
+enum class Space : uint8_t { Global = 1, Shared = 3 };
+
+// Special registers (Op::Special imm).
+enum class Special : uint8_t {
+  TidX, TidY, TidZ, WgX, WgY, WgZ, NtidX, NtidY, NtidZ, NwgX, NwgY, NwgZ, Lane, WaveSize, Count
+};
+
+// Comparison predicates (aux of ICmp/FCmp): LLVM's CmpInst::Predicate values.
+// Float: 0 false, 1 oeq, 2 ogt, 3 oge, 4 olt, 5 ole, 6 one, 7 ord, 8 uno, 9 ueq, 10 ugt,
+// 11 uge, 12 ult, 13 ule, 14 une, 15 true. Int: 32 eq, 33 ne, 34 ugt, 35 uge, 36 ult, 37 ule,
+// 38 sgt, 39 sge, 40 slt, 41 sle.
+
+// Atomic read-modify-write kinds (aux of AtomicRmw).
+enum class Rmw : uint8_t { Xchg, Add, Sub, And, Or, Xor, Max, Min, UMax, UMin, FAdd, FMax, FMin,
+                           Count };
+
+// Matrix and lane-exchange kinds (imm of Mma / aux of WaveOp).
+enum class Mma : uint8_t {
+  Mfma16x16x16F16, Mfma16x16x16BF16, Mfma32x32x8F16, Mfma32x32x8BF16, Mfma16x16x16I8,
+  Mfma32x32x8I8, Mfma16x16x32Fp8, Mfma32x32x16Fp8, Mfma16x16x32I8, Mfma32x32x16I8,
+  Wmma16x16x16F16, Wmma16x16x16BF16, Mma16x8x16F16, Mma16x8x16BF16, Mma16x8x8F16, Count
+};
+enum class WaveOp : uint8_t {
+  Bpermute,      // a: i32 byte address, b: i32 data (AMD ds_bpermute)
+  Readlane,      // a: value (type), b: i32 lane
+  Readfirstlane, // a: value
+  Ballot,        // a: i1; result i32 or i64 (type)
+  ShflIdx, ShflUp, ShflDown, ShflBfly, // NVIDIA shfl.sync: a value, b i32 b, c i32 c; imm bit0:
+                                       // result is {T, i1}
+  Ldmatrix,      // a: shared pointer; imm = count (1, 2, 4) | 8 for .trans; result count x i32
+  Count
+};
+
+// Opcodes. Fields: dst/a/b/c are frame slots unless said otherwise; `type`/`lanes` describe the
+// result; `aux` the source type of casts/compares or a sub-kind.
+enum class Op : uint16_t {
+  // control
+  Ret,         // end of the thread
+  Br,          // a: target pc
+  CondBr,      // a: i1 cond; b: true pc; c: false pc
+  Switch,      // a: value (type, scalar int); imm: extra [n, default pc, (value lo, value hi, pc)*n]
+  ParCopy,     // imm: extra [n, (dst, src, bytes)*n] copied in parallel (phi moves on an edge)
+  Trap,        // llvm.trap / unreachable: fails the launch
+  Barrier,     // workgroup barrier (s_barrier, bar.sync 0)
+  // data movement
+  Copy,        // dst <- a, imm bytes
+  Special,     // dst (i32 or i64 by type) <- special register imm
+  // arithmetic, elementwise over lanes of `type`
+  Add, Sub, Mul, UDiv, SDiv, URem, SRem, Shl, LShr, AShr, And, Or, Xor,
+  SMin, SMax, UMin, UMax,
+  FAdd, FSub, FMul, FDiv, FRem, MinNum, MaxNum, Minimum, Maximum, CopySign, Pow,
+  FNeg, FAbs, Sqrt, Rsq, Rcp, Exp, Exp2, Log, Log2, Sin, Cos, Tanh, Floor, Ceil, Trunc, Round,
+  Rint, Abs, Ctpop, Ctlz, Cttz,
+  Fma,         // a*b + c
+  Select,      // a: i1 (aux 1: scalar condition, else lanes), b, c
+  ICmp, FCmp,  // dst i1 x lanes; a, b of type aux; imm predicate
+  // casts: dst `type` <- a of type aux, lanes each
+  TruncI, ZExt, SExt, FPTrunc, FPExt, FPToSI, FPToUI, SIToFP, UIToFP,
+  // vectors
+  Extract,     // dst scalar <- a[b] (b: i64 index slot); aux: source lanes
+  Insert,      // dst (lanes) <- a with a[c] = b (c: i64 index slot)
+  Shuffle,     // dst (lanes) <- lanes of a ++ b; imm: extra [src lanes, index*lanes] (-1: zero)
+  // memory (imm: Space; aux: 1 = the value is read-only / atomic hints unused)
+  PtrAdd,      // dst ptr <- a + b (i64) * imm (signed scale)
+  PtrAddConst, // dst ptr <- a + (int32_t)imm
+  PtrToInt, IntToPtr, // dst <- a (int of type / aux)
+  Load,        // dst (type x lanes) <- *a
+  Store,       // *a <- b (type x lanes)
+  MaskedLoad,  // dst <- a with lanes where b (i1 x lanes), else c
+  MaskedStore, // *a <- b where c (i1 x lanes)
+  AtomicRmw,   // dst <- old *a; *a <- op(old, b); aux Rmw; type scalar
+  CmpXchg,     // dst {T, i1} <- *a == b ? (*a = c, old) : old
+  // per-lane AMD helpers
+  Mbcnt,       // dst i32 <- b + popcount(a & lanes below, in the 32-bit half aux (0 lo, 1 hi))
+  CvtFp8ToF32, // dst f32 <- fp8 byte b of a (i32); aux 0 fnuz e4m3, 1 fnuz e5m2
+  CvtPkF32ToFp8, // dst i32 <- c with half imm (0 lo, 1 hi) = fp8(a), fp8(b); aux as above
+  CvtBf16Pack,   // reserved
+  // wave-collective (the thread stops until its wave reaches the instruction)
+  Wave,        // aux WaveOp; a, b, c, imm as per WaveOp
+  Mma,         // imm Mma kind; dst D <- A (a) * B (b) + C (c), each contiguous per lane
+  Count
+};
+
+struct Inst {
+  uint16_t op;
+  uint8_t type;
+  uint8_t aux;
+  uint32_t lanes;
+  uint32_t dst, a, b, c;
+  uint32_t imm;
+  uint32_t loc;
+};
+static_assert(sizeof(Inst) == 32, "Inst is 32 bytes in the file");
+
+// Per-lane operand sizes of the matrix kinds (bytes of A, B, C/D per lane) and their names.
+struct MmaShape {
+  const char *name;
+  uint32_t waveSize, m, n, k;
+  uint32_t aBytes, bBytes, cBytes;
+};
+inline const MmaShape &mmaShape(Mma kind) {
+  static const MmaShape shapes[] = {
+      {"mfma.f32.16x16x16f16", 64, 16, 16, 16, 8, 8, 16},
+      {"mfma.f32.16x16x16bf16.1k", 64, 16, 16, 16, 8, 8, 16},
+      {"mfma.f32.32x32x8f16", 64, 32, 32, 8, 8, 8, 64},
+      {"mfma.f32.32x32x8bf16.1k", 64, 32, 32, 8, 8, 8, 64},
+      {"mfma.i32.16x16x16i8", 64, 16, 16, 16, 4, 4, 16},
+      {"mfma.i32.32x32x8i8", 64, 32, 32, 8, 4, 4, 64},
+      {"mfma.f32.16x16x32.fp8.fp8", 64, 16, 16, 32, 8, 8, 16},
+      {"mfma.f32.32x32x16.fp8.fp8", 64, 32, 32, 16, 8, 8, 64},
+      {"mfma.i32.16x16x32.i8", 64, 16, 16, 32, 8, 8, 16},
+      {"mfma.i32.32x32x16.i8", 64, 32, 32, 16, 8, 8, 64},
+      {"wmma.f32.16x16x16.f16", 32, 16, 16, 16, 32, 32, 32},
+      {"wmma.f32.16x16x16.bf16", 32, 16, 16, 16, 32, 32, 32},
+      {"mma.m16n8k16.row.col.f32.f16", 32, 16, 8, 16, 16, 8, 16},
+      {"mma.m16n8k16.row.col.f32.bf16", 32, 16, 8, 16, 16, 8, 16},
+      {"mma.m16n8k8.row.col.f32.f16", 32, 16, 8, 8, 8, 4, 16},
+  };
+  return shapes[static_cast<unsigned>(kind) < static_cast<unsigned>(Mma::Count)
+                    ? static_cast<unsigned>(kind)
+                    : 0];
+}
+
+} // namespace wave::emu
+
+#endif // WAVE_EMU_IMAGE_H

@@ -1,0 +1,1151 @@
+// The interpreter: runs every workgroup, wave and thread of a kernel over host memory.
+//
+// Scheduling: each thread runs on its own until it reaches a workgroup barrier or a
+// wave-collective instruction (lane exchanges, matrix instructions) or ends. Once every thread
+// of a wave has stopped, the collective instruction with the lowest pc among its waiting
+// threads runs for exactly those threads (the others are inactive lanes), and they continue.
+// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens.
+//
+// Detectors: every global access is checked against the device's live allocations; every
+// shared access against the workgroup's shared memory and a per-byte shadow of the last writer
+// and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
+// one of them writes; an uninitialised read: a byte never written in this workgroup).
+#include "emu.h"
+#include "numeric.h"
+
+#include "../internal.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+namespace wave::emu {
+namespace {
+
+template <class T> inline T rd(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+template <class T> inline void wr(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+
+// ---- typed element access -------------------------------------------------------------------
+
+inline uint64_t getU(Type t, const uint8_t *p) {
+  switch (t) {
+  case Type::I1: return p[0] & 1;
+  case Type::I8: return p[0];
+  case Type::I16: case Type::F16: case Type::BF16: return rd<uint16_t>(p);
+  case Type::I32: case Type::F32: return rd<uint32_t>(p);
+  default: return rd<uint64_t>(p);
+  }
+}
+inline int64_t getS(Type t, const uint8_t *p) {
+  switch (t) {
+  case Type::I1: return (p[0] & 1) ? -1 : 0;
+  case Type::I8: return int8_t(p[0]);
+  case Type::I16: return rd<int16_t>(p);
+  case Type::I32: return rd<int32_t>(p);
+  default: return rd<int64_t>(p);
+  }
+}
+inline void putU(Type t, uint8_t *p, uint64_t v) {
+  switch (t) {
+  case Type::I1: p[0] = uint8_t(v & 1); break;
+  case Type::I8: p[0] = uint8_t(v); break;
+  case Type::I16: case Type::F16: case Type::BF16: wr<uint16_t>(p, uint16_t(v)); break;
+  case Type::I32: case Type::F32: wr<uint32_t>(p, uint32_t(v)); break;
+  default: wr<uint64_t>(p, v); break;
+  }
+}
+
+// A double rounded to float with round-to-odd, so that a second rounding to a narrower format
+// (f16, bf16) is the correctly rounded result of the double.
+inline float roundToOdd(double x) {
+  float r = float(x);
+  if (double(r) == x || std::isnan(x) || std::isinf(r))
+    return r;
+  if (std::fabs(double(r)) > std::fabs(x))
+    r = std::nextafter(r, 0.0f);
+  return bitsFloat(floatBits(r) | 1u);
+}
+
+inline double getF(Type t, const uint8_t *p) {
+  switch (t) {
+  case Type::F16: return halfToFloat(rd<uint16_t>(p));
+  case Type::BF16: return bf16ToFloat(rd<uint16_t>(p));
+  case Type::F32: return rd<float>(p);
+  case Type::F64: return rd<double>(p);
+  default: return double(getS(t, p));
+  }
+}
+inline void putF(Type t, uint8_t *p, double v) {
+  switch (t) {
+  case Type::F16: wr<uint16_t>(p, floatToHalf(roundToOdd(v))); break;
+  case Type::BF16: wr<uint16_t>(p, floatToBf16(roundToOdd(v))); break;
+  case Type::F32: wr<float>(p, float(v)); break;
+  case Type::F64: wr<double>(p, v); break;
+  default: break;
+  }
+}
+
+inline uint64_t widthMask(Type t) {
+  uint32_t bits = t == Type::I1 ? 1 : typeSize(t) * 8;
+  return bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+}
+
+uint64_t intBinary(Op op, Type t, const uint8_t *pa, const uint8_t *pb) {
+  uint64_t a = getU(t, pa), b = getU(t, pb);
+  int64_t sa = getS(t, pa), sb = getS(t, pb);
+  uint32_t bits = t == Type::I1 ? 1 : typeSize(t) * 8;
+  switch (op) {
+  case Op::Add: return a + b;
+  case Op::Sub: return a - b;
+  case Op::Mul: return a * b;
+  case Op::UDiv: return b ? a / b : 0;
+  case Op::URem: return b ? a % b : 0;
+  case Op::SDiv: return (sb == 0 || (sb == -1 && sa == std::numeric_limits<int64_t>::min()))
+                            ? 0 : uint64_t(sa / sb);
+  case Op::SRem: return (sb == 0 || sb == -1) ? 0 : uint64_t(sa % sb);
+  case Op::Shl: return b >= bits ? 0 : a << b;
+  case Op::LShr: return b >= bits ? 0 : a >> b;
+  case Op::AShr: return uint64_t(b >= bits ? (sa < 0 ? -1 : 0) : sa >> b);
+  case Op::And: return a & b;
+  case Op::Or: return a | b;
+  case Op::Xor: return a ^ b;
+  case Op::SMin: return uint64_t(std::min(sa, sb));
+  case Op::SMax: return uint64_t(std::max(sa, sb));
+  case Op::UMin: return std::min(a, b);
+  case Op::UMax: return std::max(a, b);
+  default: return 0;
+  }
+}
+
+double floatBinary(Op op, double a, double b) {
+  switch (op) {
+  case Op::FAdd: return a + b;
+  case Op::FSub: return a - b;
+  case Op::FMul: return a * b;
+  case Op::FDiv: return a / b;
+  case Op::FRem: return std::fmod(a, b);
+  case Op::MinNum: return std::fmin(a, b);
+  case Op::MaxNum: return std::fmax(a, b);
+  case Op::Minimum:
+    if (std::isnan(a) || std::isnan(b)) return std::nan("");
+    if (a == b) return std::signbit(a) ? a : b;
+    return a < b ? a : b;
+  case Op::Maximum:
+    if (std::isnan(a) || std::isnan(b)) return std::nan("");
+    if (a == b) return std::signbit(a) ? b : a;
+    return a > b ? a : b;
+  case Op::CopySign: return std::copysign(a, b);
+  case Op::Pow: return std::pow(a, b);
+  default: return 0;
+  }
+}
+
+double floatUnary(Op op, double a) {
+  switch (op) {
+  case Op::FNeg: return -a;
+  case Op::FAbs: return std::fabs(a);
+  case Op::Sqrt: return std::sqrt(a);
+  case Op::Rsq: return 1.0 / std::sqrt(a);
+  case Op::Rcp: return 1.0 / a;
+  case Op::Exp: return std::exp(a);
+  case Op::Exp2: return std::exp2(a);
+  case Op::Log: return std::log(a);
+  case Op::Log2: return std::log2(a);
+  case Op::Sin: return std::sin(a);
+  case Op::Cos: return std::cos(a);
+  case Op::Tanh: return std::tanh(a);
+  case Op::Floor: return std::floor(a);
+  case Op::Ceil: return std::ceil(a);
+  case Op::Trunc: return std::trunc(a);
+  case Op::Round: return std::round(a);
+  case Op::Rint: return std::nearbyint(a);
+  default: return 0;
+  }
+}
+
+bool fcmp(uint32_t pred, double a, double b) {
+  bool uno = std::isnan(a) || std::isnan(b);
+  switch (pred) {
+  case 0: return false;
+  case 1: return !uno && a == b;
+  case 2: return !uno && a > b;
+  case 3: return !uno && a >= b;
+  case 4: return !uno && a < b;
+  case 5: return !uno && a <= b;
+  case 6: return !uno && a != b;
+  case 7: return !uno;
+  case 8: return uno;
+  case 9: return uno || a == b;
+  case 10: return uno || a > b;
+  case 11: return uno || a >= b;
+  case 12: return uno || a < b;
+  case 13: return uno || a <= b;
+  case 14: return uno || a != b;
+  default: return true;
+  }
+}
+
+bool icmp(uint32_t pred, uint64_t a, uint64_t b, int64_t sa, int64_t sb) {
+  switch (pred) {
+  case 32: return a == b;
+  case 33: return a != b;
+  case 34: return a > b;
+  case 35: return a >= b;
+  case 36: return a < b;
+  case 37: return a <= b;
+  case 38: return sa > sb;
+  case 39: return sa >= sb;
+  case 40: return sa < sb;
+  case 41: return sa <= sb;
+  default: return false;
+  }
+}
+
+template <class To> To saturate(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v <= double(std::numeric_limits<To>::min()))
+    return std::numeric_limits<To>::min();
+  if (v >= double(std::numeric_limits<To>::max()))
+    return std::numeric_limits<To>::max();
+  return To(v);
+}
+
+void cast(const Inst &in, uint8_t *f) {
+  Type to = Type(in.type), from = Type(in.aux);
+  uint32_t ts = typeSize(to), fs = typeSize(from);
+  uint8_t *d = f + in.dst;
+  const uint8_t *a = f + in.a;
+  for (uint32_t l = 0; l < in.lanes; ++l, d += ts, a += fs) {
+    switch (Op(in.op)) {
+    case Op::TruncI: case Op::ZExt: case Op::PtrToInt: case Op::IntToPtr:
+      putU(to, d, getU(from, a) & widthMask(to));
+      break;
+    case Op::SExt:
+      putU(to, d, uint64_t(getS(from, a)) & widthMask(to));
+      break;
+    case Op::FPTrunc: case Op::FPExt:
+      putF(to, d, getF(from, a));
+      break;
+    case Op::SIToFP: {
+      int64_t v = getS(from, a);
+      // i64 -> f32 must round once: go through long double where that is exact enough.
+      putF(to, d, to == Type::F64 || fs < 8 ? double(v) : double(float(v)));
+      break;
+    }
+    case Op::UIToFP: {
+      uint64_t v = getU(from, a);
+      putF(to, d, to == Type::F64 || fs < 8 ? double(v) : double(float(v)));
+      break;
+    }
+    case Op::FPToSI: {
+      double v = std::trunc(getF(from, a));
+      int64_t r = to == Type::I64   ? saturate<int64_t>(v)
+                  : to == Type::I32 ? saturate<int32_t>(v)
+                  : to == Type::I16 ? saturate<int16_t>(v)
+                                    : saturate<int8_t>(v);
+      putU(to, d, uint64_t(r) & widthMask(to));
+      break;
+    }
+    case Op::FPToUI: {
+      double v = std::trunc(getF(from, a));
+      uint64_t r = to == Type::I64   ? saturate<uint64_t>(v)
+                   : to == Type::I32 ? saturate<uint32_t>(v)
+                   : to == Type::I16 ? saturate<uint16_t>(v)
+                                     : saturate<uint8_t>(v);
+      putU(to, d, r & widthMask(to));
+      break;
+    }
+    default:
+      break;
+    }
+  }
+}
+
+enum LaneState : uint8_t { Ready, AtBarrier, AtWave, Done };
+
+struct Lane {
+  uint32_t pc = 0;
+  uint8_t state = Ready;
+  uint8_t *frame = nullptr;
+  uint32_t tid[3] = {0, 0, 0};
+  uint32_t lane = 0;   // within the wave
+  uint32_t linear = 0; // within the workgroup
+  uint64_t steps = 0;
+};
+
+constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd;
+
+struct Shadow {
+  uint32_t writeStamp = 0, readStamp = 0;
+  uint16_t writer = kNobody, reader = kNobody;
+};
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+class Runner {
+public:
+  Runner(const Program &p, const KernelCode &k, const LaunchParams &lp)
+      : p_(p), k_(k), lp_(lp) {
+    threads_ = lp.block[0] * lp.block[1] * lp.block[2];
+    wave_ = lp.waveSize;
+    frameStride_ = (k.frameBytes + 15) & ~15u;
+    frames_.assign(size_t(threads_) * frameStride_ + 16, 0);
+    lanes_.resize(threads_);
+    sharedBytes_ = k.staticShared + lp.dynamicShared;
+    shared_.assign(sharedBytes_, 0);
+    shadow_.assign(sharedBytes_, Shadow{});
+    const char *env = std::getenv("WAVE_EMU_MAX_STEPS");
+    maxSteps_ = env ? std::strtoull(env, nullptr, 10) : (uint64_t(1) << 32);
+  }
+
+  bool runWorkgroup(const uint32_t wg[3]);
+  std::string error;
+
+private:
+  const Program &p_;
+  const KernelCode &k_;
+  const LaunchParams &lp_;
+  uint32_t threads_, wave_, frameStride_, sharedBytes_;
+  std::vector<uint8_t> frames_, shared_;
+  std::vector<Lane> lanes_;
+  std::vector<Shadow> shadow_;
+  uint32_t stamp_ = 0, wgStart_ = 0; // barrier epochs, counted over every workgroup
+  uint32_t wg_[3] = {0, 0, 0};
+  uint64_t maxSteps_;
+  size_t heapHint_ = 0;
+  bool faulted_ = false;
+
+  void run(Lane &lane);
+  bool collective(uint32_t firstLane, uint32_t count);
+  void execWave(const Inst &in, Lane **lanes, uint32_t n);
+
+  std::string where(const Inst &in) const {
+    const KernelCode::Loc &l = k_.locs[in.loc];
+    if (l.file == kNoString)
+      return "instruction " + std::to_string(&in - k_.code.data()) + " (no source location)";
+    return p_.strings[l.file] + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
+  }
+  bool fault(const Lane &lane, const Inst &in, const std::string &what,
+             const std::string &detail) {
+    if (!faulted_) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, " in workgroup (%u,%u,%u) thread (%u,%u,%u)", wg_[0], wg_[1],
+                    wg_[2], lane.tid[0], lane.tid[1], lane.tid[2]);
+      error = k_.name + ": " + what + " at " + where(in) + buf + (detail.empty() ? "" : ": ") +
+              detail;
+      faulted_ = true;
+    }
+    return false;
+  }
+
+  // Global memory: [addr, addr + bytes) inside one live allocation.
+  bool checkGlobal(const Lane &lane, const Inst &in, uint64_t addr, uint32_t bytes,
+                   const char *what) {
+    const auto &heap = lp_.heap;
+    if (heapHint_ < heap.size()) {
+      const Allocation &h = heap[heapHint_];
+      if (addr >= h.base && addr - h.base <= h.size && h.size - (addr - h.base) >= bytes)
+        return true;
+    }
+    auto it = std::upper_bound(heap.begin(), heap.end(), addr,
+                               [](uint64_t a, const Allocation &x) { return a < x.base; });
+    if (it != heap.begin()) {
+      const Allocation &h = *(it - 1);
+      if (addr - h.base <= h.size && h.size - (addr - h.base) >= bytes) {
+        heapHint_ = size_t(it - 1 - heap.begin());
+        return true;
+      }
+    }
+    std::string detail;
+    if (it != heap.begin()) {
+      const Allocation &h = *(it - 1);
+      uint64_t end = h.base + h.size;
+      if (addr < end)
+        detail = "the access at " + hex(addr) + " ends " + std::to_string(addr + bytes - end) +
+                 " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
+      else
+        detail = "address " + hex(addr) + " is " + std::to_string(addr - end) +
+                 " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
+    } else {
+      detail = "address " + hex(addr) + " is not inside any live allocation of the device";
+    }
+    return fault(lane, in,
+                 std::string("out-of-bounds global ") + what + " of " + std::to_string(bytes) +
+                     " bytes",
+                 detail);
+  }
+
+  // Shared memory: bounds, then the race and uninitialised-read detectors.
+  bool checkShared(const Lane &lane, const Inst &in, uint64_t off, uint32_t bytes, bool read,
+                   bool write, bool atomic, const char *what) {
+    if (off > sharedBytes_ || sharedBytes_ - off < bytes)
+      return fault(lane, in,
+                   std::string("out-of-bounds shared ") + what + " of " + std::to_string(bytes) +
+                       " bytes",
+                   "offset " + std::to_string(off) + " in a workgroup with " +
+                       std::to_string(sharedBytes_) + " bytes of shared memory");
+    uint16_t me = uint16_t(lane.linear);
+    for (uint32_t i = 0; i < bytes; ++i) {
+      Shadow &s = shadow_[off + i];
+      if (read) {
+        if (s.writeStamp < wgStart_ || s.writer == kNobody)
+          return fault(lane, in, std::string("read of uninitialized shared memory by a ") + what,
+                       "byte " + std::to_string(off + i) +
+                           " was never written in this workgroup");
+        if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
+          return race(lane, in, what, off + i, s.writer, "written");
+        if (!atomic) {
+          if (s.readStamp == stamp_ && s.reader != me)
+            s.reader = kManyReaders;
+          else if (s.readStamp != stamp_) {
+            s.readStamp = stamp_;
+            s.reader = me;
+          }
+        }
+      }
+      if (write) {
+        if (!atomic) {
+          if (s.writeStamp == stamp_ && s.writer != me)
+            return race(lane, in, what, off + i, s.writer, "written");
+          if (s.readStamp == stamp_ && s.reader != me)
+            return race(lane, in, what, off + i, s.reader, "read");
+        } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAtomic) {
+          return race(lane, in, what, off + i, s.writer, "written");
+        }
+        s.writeStamp = stamp_;
+        s.writer = atomic ? kAtomic : me;
+      }
+    }
+    return true;
+  }
+
+  bool race(const Lane &lane, const Inst &in, const char *what, uint64_t byte, uint16_t other,
+            const char *how) {
+    std::string who;
+    if (other == kManyReaders)
+      who = "other threads";
+    else if (other == kAtomic)
+      who = "atomic operations";
+    else {
+      const Lane &o = lanes_[other];
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "thread (%u,%u,%u)", o.tid[0], o.tid[1], o.tid[2]);
+      who = buf;
+    }
+    return fault(lane, in, std::string("shared-memory race on a ") + what,
+                 "byte " + std::to_string(byte) + " was " + how + " by " + who +
+                     " with no barrier in between");
+  }
+};
+
+void Runner::run(Lane &L) {
+  const Inst *code = k_.code.data();
+  uint8_t *f = L.frame;
+  uint32_t pc = L.pc;
+  for (;;) {
+    const Inst &in = code[pc];
+    const Type t = Type(in.type);
+    switch (Op(in.op)) {
+    case Op::Ret:
+      L.state = Done;
+      L.pc = pc;
+      return;
+    case Op::Trap:
+      fault(L, in, "trap", "the kernel reached llvm.trap or unreachable code");
+      L.state = Done;
+      return;
+    case Op::Barrier:
+      L.state = AtBarrier;
+      L.pc = pc;
+      return;
+    case Op::Wave:
+    case Op::Mma:
+      L.state = AtWave;
+      L.pc = pc;
+      return;
+    case Op::Br:
+      if (in.a <= pc && ++L.steps > maxSteps_) {
+        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
+        L.state = Done;
+        return;
+      }
+      pc = in.a;
+      continue;
+    case Op::CondBr: {
+      uint32_t target = (f[in.a] & 1) ? in.b : in.c;
+      if (target <= pc && ++L.steps > maxSteps_) {
+        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
+        L.state = Done;
+        return;
+      }
+      pc = target;
+      continue;
+    }
+    case Op::Switch: {
+      uint64_t v = getU(t, f + in.a);
+      const uint32_t *w = &k_.extra[in.imm];
+      uint32_t target = w[1];
+      for (uint32_t i = 0; i < w[0]; ++i) {
+        const uint32_t *c = w + 2 + 3 * i;
+        if ((uint64_t(c[0]) | (uint64_t(c[1]) << 32)) == v) {
+          target = c[2];
+          break;
+        }
+      }
+      if (target <= pc && ++L.steps > maxSteps_) {
+        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
+        L.state = Done;
+        return;
+      }
+      pc = target;
+      continue;
+    }
+    case Op::ParCopy: {
+      const uint32_t *w = &k_.extra[in.imm];
+      uint8_t tmp[8 * kMaxLanes];
+      uint32_t n = w[0];
+      if (n == 1) {
+        std::memmove(f + w[1], f + w[2], w[3]);
+      } else {
+        // Parallel semantics: read every source before writing any destination.
+        std::vector<uint8_t> buf;
+        uint32_t total = 0;
+        for (uint32_t i = 0; i < n; ++i)
+          total += w[1 + 3 * i + 2];
+        uint8_t *scratch = total <= sizeof tmp ? tmp : (buf.resize(total), buf.data());
+        uint32_t at = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+          std::memcpy(scratch + at, f + w[1 + 3 * i + 1], w[1 + 3 * i + 2]);
+          at += w[1 + 3 * i + 2];
+        }
+        at = 0;
+        for (uint32_t i = 0; i < n; ++i) {
+          std::memcpy(f + w[1 + 3 * i], scratch + at, w[1 + 3 * i + 2]);
+          at += w[1 + 3 * i + 2];
+        }
+      }
+      break;
+    }
+    case Op::Copy:
+      std::memmove(f + in.dst, f + in.a, in.imm);
+      break;
+    case Op::Special: {
+      uint64_t v = 0;
+      switch (Special(in.imm)) {
+      case Special::TidX: v = L.tid[0]; break;
+      case Special::TidY: v = L.tid[1]; break;
+      case Special::TidZ: v = L.tid[2]; break;
+      case Special::WgX: v = wg_[0]; break;
+      case Special::WgY: v = wg_[1]; break;
+      case Special::WgZ: v = wg_[2]; break;
+      case Special::NtidX: v = lp_.block[0]; break;
+      case Special::NtidY: v = lp_.block[1]; break;
+      case Special::NtidZ: v = lp_.block[2]; break;
+      case Special::NwgX: v = lp_.grid[0]; break;
+      case Special::NwgY: v = lp_.grid[1]; break;
+      case Special::NwgZ: v = lp_.grid[2]; break;
+      case Special::Lane: v = L.lane; break;
+      case Special::WaveSize: v = wave_; break;
+      default: break;
+      }
+      putU(t, f + in.dst, v);
+      break;
+    }
+    case Op::Add: case Op::Sub: case Op::Mul: case Op::UDiv: case Op::SDiv: case Op::URem:
+    case Op::SRem: case Op::Shl: case Op::LShr: case Op::AShr: case Op::And: case Op::Or:
+    case Op::Xor: case Op::SMin: case Op::SMax: case Op::UMin: case Op::UMax: {
+      uint32_t es = typeSize(t);
+      if (in.lanes == 1 && t == Type::I64 && Op(in.op) == Op::Add) { // the index fast path
+        wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) + rd<uint64_t>(f + in.b));
+        break;
+      }
+      for (uint32_t l = 0; l < in.lanes; ++l)
+        putU(t, f + in.dst + l * es,
+             intBinary(Op(in.op), t, f + in.a + l * es, f + in.b + l * es) & widthMask(t));
+      break;
+    }
+    case Op::FAdd: case Op::FSub: case Op::FMul: case Op::FDiv: case Op::FRem:
+    case Op::MinNum: case Op::MaxNum: case Op::Minimum: case Op::Maximum: case Op::CopySign:
+    case Op::Pow: {
+      uint32_t es = typeSize(t);
+      for (uint32_t l = 0; l < in.lanes; ++l)
+        putF(t, f + in.dst + l * es,
+             floatBinary(Op(in.op), getF(t, f + in.a + l * es), getF(t, f + in.b + l * es)));
+      break;
+    }
+    case Op::FNeg: case Op::FAbs: case Op::Sqrt: case Op::Rsq: case Op::Rcp: case Op::Exp:
+    case Op::Exp2: case Op::Log: case Op::Log2: case Op::Sin: case Op::Cos: case Op::Tanh:
+    case Op::Floor: case Op::Ceil: case Op::Trunc: case Op::Round: case Op::Rint: {
+      uint32_t es = typeSize(t);
+      for (uint32_t l = 0; l < in.lanes; ++l)
+        putF(t, f + in.dst + l * es, floatUnary(Op(in.op), getF(t, f + in.a + l * es)));
+      break;
+    }
+    case Op::Abs: case Op::Ctpop: case Op::Ctlz: case Op::Cttz: {
+      uint32_t es = typeSize(t), bits = t == Type::I1 ? 1 : es * 8;
+      for (uint32_t l = 0; l < in.lanes; ++l) {
+        uint64_t v = getU(t, f + in.a + l * es), r = 0;
+        switch (Op(in.op)) {
+        case Op::Abs: {
+          int64_t s = getS(t, f + in.a + l * es);
+          r = uint64_t(s < 0 ? -s : s);
+          break;
+        }
+        case Op::Ctpop: r = uint64_t(__builtin_popcountll(v)); break;
+        case Op::Ctlz: r = v ? uint64_t(__builtin_clzll(v) - (64 - int(bits))) : bits; break;
+        default: r = v ? uint64_t(__builtin_ctzll(v)) : bits; break;
+        }
+        putU(t, f + in.dst + l * es, r & widthMask(t));
+      }
+      break;
+    }
+    case Op::Fma: {
+      uint32_t es = typeSize(t);
+      for (uint32_t l = 0; l < in.lanes; ++l) {
+        uint32_t o = l * es;
+        if (t == Type::F32)
+          wr<float>(f + in.dst + o,
+                    std::fma(rd<float>(f + in.a + o), rd<float>(f + in.b + o), rd<float>(f + in.c + o)));
+        else
+          putF(t, f + in.dst + o,
+               std::fma(getF(t, f + in.a + o), getF(t, f + in.b + o), getF(t, f + in.c + o)));
+      }
+      break;
+    }
+    case Op::Select: {
+      uint32_t es = typeSize(t);
+      if (in.lanes == 1 || in.aux) {
+        std::memmove(f + in.dst, (f[in.a] & 1) ? f + in.b : f + in.c, size_t(es) * in.lanes);
+        break;
+      }
+      for (uint32_t l = 0; l < in.lanes; ++l)
+        std::memmove(f + in.dst + l * es, (f[in.a + l] & 1) ? f + in.b + l * es : f + in.c + l * es,
+                     es);
+      break;
+    }
+    case Op::ICmp: {
+      Type st = Type(in.aux);
+      uint32_t es = typeSize(st);
+      for (uint32_t l = 0; l < in.lanes; ++l) {
+        const uint8_t *a = f + in.a + l * es, *b = f + in.b + l * es;
+        f[in.dst + l] = icmp(in.imm, getU(st, a), getU(st, b), getS(st, a), getS(st, b));
+      }
+      break;
+    }
+    case Op::FCmp: {
+      Type st = Type(in.aux);
+      uint32_t es = typeSize(st);
+      for (uint32_t l = 0; l < in.lanes; ++l)
+        f[in.dst + l] = fcmp(in.imm, getF(st, f + in.a + l * es), getF(st, f + in.b + l * es));
+      break;
+    }
+    case Op::TruncI: case Op::ZExt: case Op::SExt: case Op::FPTrunc: case Op::FPExt:
+    case Op::FPToSI: case Op::FPToUI: case Op::SIToFP: case Op::UIToFP: case Op::PtrToInt:
+    case Op::IntToPtr:
+      if (in.lanes == 1 && Op(in.op) == Op::SExt && t == Type::I64 && Type(in.aux) == Type::I32) {
+        wr<int64_t>(f + in.dst, rd<int32_t>(f + in.a));
+        break;
+      }
+      cast(in, f);
+      break;
+    case Op::Extract: {
+      uint64_t i = rd<uint64_t>(f + in.b);
+      uint32_t es = typeSize(t);
+      if (i < in.aux)
+        std::memcpy(f + in.dst, f + in.a + i * es, es);
+      else
+        std::memset(f + in.dst, 0, es);
+      break;
+    }
+    case Op::Insert: {
+      uint64_t i = rd<uint64_t>(f + in.c);
+      uint32_t es = typeSize(t);
+      uint8_t tmp[8];
+      std::memcpy(tmp, f + in.b, es);
+      std::memmove(f + in.dst, f + in.a, size_t(es) * in.lanes);
+      if (i < in.lanes)
+        std::memcpy(f + in.dst + i * es, tmp, es);
+      break;
+    }
+    case Op::Shuffle: {
+      const uint32_t *w = &k_.extra[in.imm];
+      uint32_t src = w[0], es = typeSize(t);
+      uint8_t tmp[8 * kMaxLanes];
+      for (uint32_t l = 0; l < in.lanes; ++l) {
+        uint32_t m = w[1 + l];
+        if (m == 0xffffffffu)
+          std::memset(tmp + l * es, 0, es);
+        else
+          std::memcpy(tmp + l * es, m < src ? f + in.a + m * es : f + in.b + (m - src) * es, es);
+      }
+      std::memcpy(f + in.dst, tmp, size_t(es) * in.lanes);
+      break;
+    }
+    case Op::PtrAdd:
+      wr<uint64_t>(f + in.dst,
+                   rd<uint64_t>(f + in.a) + uint64_t(rd<int64_t>(f + in.b) * int64_t(int32_t(in.imm))));
+      break;
+    case Op::PtrAddConst:
+      wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) + uint64_t(int64_t(int32_t(in.imm))));
+      break;
+    case Op::Load:
+    case Op::MaskedLoad: {
+      uint64_t addr = rd<uint64_t>(f + in.a);
+      uint32_t es = typeSize(t), bytes = es * in.lanes;
+      bool masked = Op(in.op) == Op::MaskedLoad;
+      bool shared = in.imm == uint32_t(Space::Shared);
+      for (uint32_t l = 0; l < (masked ? in.lanes : 1); ++l) {
+        uint64_t at = masked ? addr + uint64_t(l) * es : addr;
+        uint32_t n = masked ? es : bytes;
+        uint8_t *d = f + in.dst + (masked ? l * es : 0);
+        if (masked && !(f[in.b + l] & 1)) {
+          std::memcpy(d, f + in.c + l * es, es);
+          continue;
+        }
+        if (shared) {
+          if (!checkShared(L, in, at, n, true, false, false, "load")) {
+            L.state = Done;
+            return;
+          }
+          std::memcpy(d, shared_.data() + at, n);
+        } else {
+          if (!checkGlobal(L, in, at, n, "load")) {
+            L.state = Done;
+            return;
+          }
+          std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(at)), n);
+        }
+      }
+      break;
+    }
+    case Op::Store:
+    case Op::MaskedStore: {
+      uint64_t addr = rd<uint64_t>(f + in.a);
+      uint32_t es = typeSize(t), bytes = es * in.lanes;
+      bool masked = Op(in.op) == Op::MaskedStore;
+      bool shared = in.imm == uint32_t(Space::Shared);
+      for (uint32_t l = 0; l < (masked ? in.lanes : 1); ++l) {
+        if (masked && !(f[in.c + l] & 1))
+          continue;
+        uint64_t at = masked ? addr + uint64_t(l) * es : addr;
+        uint32_t n = masked ? es : bytes;
+        const uint8_t *s = f + in.b + (masked ? l * es : 0);
+        if (shared) {
+          if (!checkShared(L, in, at, n, false, true, false, "store")) {
+            L.state = Done;
+            return;
+          }
+          std::memcpy(shared_.data() + at, s, n);
+        } else {
+          if (!checkGlobal(L, in, at, n, "store")) {
+            L.state = Done;
+            return;
+          }
+          std::memcpy(reinterpret_cast<void *>(uintptr_t(at)), s, n);
+        }
+      }
+      break;
+    }
+    case Op::AtomicRmw:
+    case Op::CmpXchg: {
+      uint64_t addr = rd<uint64_t>(f + in.a);
+      uint32_t es = typeSize(t);
+      bool shared = in.imm == uint32_t(Space::Shared);
+      const char *what = Op(in.op) == Op::CmpXchg ? "compare-exchange" : "atomic";
+      uint8_t *mem;
+      if (shared) {
+        if (!checkShared(L, in, addr, es, true, true, true, what)) {
+          L.state = Done;
+          return;
+        }
+        mem = shared_.data() + addr;
+      } else {
+        if (!checkGlobal(L, in, addr, es, what)) {
+          L.state = Done;
+          return;
+        }
+        if (addr % es) {
+          fault(L, in, std::string("misaligned global ") + what, "address " + hex(addr));
+          L.state = Done;
+          return;
+        }
+        mem = reinterpret_cast<uint8_t *>(uintptr_t(addr));
+      }
+      // Workgroups may run on several host threads: global atomics are host atomics.
+      auto cas = [&](uint64_t expected, uint64_t desired) -> uint64_t {
+        if (es == 4) {
+          uint32_t e = uint32_t(expected);
+          __atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(mem), &e, uint32_t(desired),
+                                      false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+          return e;
+        }
+        uint64_t e = expected;
+        __atomic_compare_exchange_n(reinterpret_cast<uint64_t *>(mem), &e, desired, false,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        return e;
+      };
+      uint64_t old = getU(t, mem);
+      if (Op(in.op) == Op::CmpXchg) {
+        uint64_t got = cas(getU(t, f + in.b), getU(t, f + in.c));
+        putU(t, f + in.dst, got);
+        f[in.dst + es] = got == getU(t, f + in.b);
+        break;
+      }
+      for (;;) {
+        uint8_t oldBytes[8], newBytes[8];
+        putU(t, oldBytes, old);
+        const uint8_t *v = f + in.b;
+        Rmw kind = Rmw(in.aux);
+        switch (kind) {
+        case Rmw::FAdd: putF(t, newBytes, getF(t, oldBytes) + getF(t, v)); break;
+        case Rmw::FMax: putF(t, newBytes, std::fmax(getF(t, oldBytes), getF(t, v))); break;
+        case Rmw::FMin: putF(t, newBytes, std::fmin(getF(t, oldBytes), getF(t, v))); break;
+        default: {
+          static const Op ops[] = {Op::Ret, Op::Add, Op::Sub, Op::And, Op::Or, Op::Xor,
+                                   Op::SMax, Op::SMin, Op::UMax, Op::UMin};
+          uint64_t r = kind == Rmw::Xchg ? getU(t, v)
+                                         : intBinary(ops[unsigned(kind)], t, oldBytes, v);
+          putU(t, newBytes, r & widthMask(t));
+        }
+        }
+        uint64_t seen = cas(old, getU(t, newBytes));
+        if (seen == old)
+          break;
+        old = seen;
+      }
+      putU(t, f + in.dst, old);
+      break;
+    }
+    case Op::Mbcnt: {
+      uint32_t mask = rd<uint32_t>(f + in.a), acc = rd<uint32_t>(f + in.b);
+      uint32_t lane = L.lane;
+      uint32_t below = in.aux == 0 ? (lane >= 32 ? ~0u : (1u << lane) - 1)
+                                   : (lane <= 32 ? 0u : lane >= 64 ? ~0u : (1u << (lane - 32)) - 1);
+      wr<uint32_t>(f + in.dst, acc + uint32_t(__builtin_popcount(mask & below)));
+      break;
+    }
+    case Op::CvtFp8ToF32: {
+      uint32_t word = rd<uint32_t>(f + in.a), sel = rd<uint32_t>(f + in.b) & 3;
+      wr<float>(f + in.dst, fp8ToFloat(uint8_t(word >> (8 * sel)), in.aux != 0));
+      break;
+    }
+    case Op::CvtPkF32ToFp8: {
+      uint32_t old = rd<uint32_t>(f + in.c);
+      uint32_t lo = floatToFp8(rd<float>(f + in.a), in.aux != 0);
+      uint32_t hi = floatToFp8(rd<float>(f + in.b), in.aux != 0);
+      uint32_t pair = lo | (hi << 8);
+      uint32_t r = in.imm ? (old & 0x0000ffffu) | (pair << 16) : (old & 0xffff0000u) | pair;
+      wr<uint32_t>(f + in.dst, r);
+      break;
+    }
+    default:
+      fault(L, in, "unsupported instruction", "opcode " + std::to_string(in.op));
+      L.state = Done;
+      return;
+    }
+    ++pc;
+  }
+}
+
+// Runs one wave-collective instruction for the lanes that wait at it.
+void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
+  Lane *byLane[64] = {};
+  for (uint32_t i = 0; i < n; ++i)
+    byLane[lanes[i]->lane] = lanes[i];
+  const Type t = Type(in.type);
+  if (Op(in.op) == Op::Mma) {
+    const uint8_t *a[64] = {}, *b[64] = {}, *c[64] = {};
+    uint8_t *d[64] = {};
+    const MmaShape &s = mmaShape(Mma(in.imm));
+    // Operands are gathered first: D may alias A, B or C of another lane only through the
+    // copies, which executeMma reads completely before writing.
+    std::vector<uint8_t> out(size_t(s.cBytes) * wave_);
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l]) {
+        a[l] = byLane[l]->frame + in.a;
+        b[l] = byLane[l]->frame + in.b;
+        c[l] = byLane[l]->frame + in.c;
+        d[l] = out.data() + size_t(l) * s.cBytes;
+      }
+    executeMma(Mma(in.imm), wave_, a, b, c, d);
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l])
+        std::memcpy(byLane[l]->frame + in.dst, d[l], s.cBytes);
+    return;
+  }
+  const uint32_t full = typeSize(t) * in.lanes;
+  std::vector<uint8_t> out(size_t(wave_) * 64);
+  auto result = [&](uint32_t l) { return out.data() + size_t(l) * 64; };
+  switch (WaveOp(in.aux)) {
+  case WaveOp::Bpermute:
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l]) {
+        uint32_t src = (rd<uint32_t>(byLane[l]->frame + in.a) >> 2) & (wave_ - 1);
+        uint32_t v = byLane[src] ? rd<uint32_t>(byLane[src]->frame + in.b) : 0;
+        wr<uint32_t>(result(l), v);
+      }
+    break;
+  case WaveOp::Readlane:
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l]) {
+        uint32_t src = rd<uint32_t>(byLane[l]->frame + in.b) & (wave_ - 1);
+        if (byLane[src])
+          std::memcpy(result(l), byLane[src]->frame + in.a, full);
+        else
+          std::memset(result(l), 0, full);
+      }
+    break;
+  case WaveOp::Readfirstlane: {
+    Lane *first = nullptr;
+    for (uint32_t l = 0; l < wave_ && !first; ++l)
+      first = byLane[l];
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l])
+        std::memcpy(result(l), first->frame + in.a, full);
+    break;
+  }
+  case WaveOp::Ballot: {
+    uint64_t bits = 0;
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l] && (byLane[l]->frame[in.a] & 1))
+        bits |= uint64_t(1) << l;
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l])
+        putU(t, result(l), bits);
+    break;
+  }
+  case WaveOp::ShflIdx: case WaveOp::ShflUp: case WaveOp::ShflDown: case WaveOp::ShflBfly:
+    for (uint32_t l = 0; l < wave_; ++l)
+      if (byLane[l]) {
+        bool inRange = false;
+        uint32_t src = shflSource(WaveOp(in.aux), l, rd<uint32_t>(byLane[l]->frame + in.b),
+                                  rd<uint32_t>(byLane[l]->frame + in.c), &inRange);
+        const Lane *from = inRange && byLane[src] ? byLane[src] : byLane[l];
+        std::memcpy(result(l), from->frame + in.a, 4);
+        result(l)[4] = inRange;
+      }
+    break;
+  case WaveOp::Ldmatrix: {
+    uint32_t count = in.imm & 7;
+    bool trans = in.imm & 8;
+    for (uint32_t l = 0; l < wave_; ++l) {
+      if (!byLane[l])
+        continue;
+      for (uint32_t j = 0; j < count; ++j) {
+        uint16_t half[2];
+        for (uint32_t h = 0; h < 2; ++h) {
+          uint32_t row = trans ? 2 * (l % 4) + h : l / 4;
+          uint32_t col = trans ? l / 4 : 2 * (l % 4) + h;
+          Lane *src = byLane[8 * j + row];
+          if (!src) {
+            fault(*byLane[l], in, "ldmatrix with an inactive address lane",
+                  "lane " + std::to_string(8 * j + row) + " supplies a row address");
+            return;
+          }
+          uint64_t at = rd<uint64_t>(src->frame + in.a) + 2 * col;
+          if (!checkShared(*byLane[l], in, at, 2, true, false, false, "ldmatrix load"))
+            return;
+          std::memcpy(&half[h], shared_.data() + at, 2);
+        }
+        wr<uint32_t>(result(l) + 4 * j, uint32_t(half[0]) | (uint32_t(half[1]) << 16));
+      }
+    }
+    break;
+  }
+  default:
+    break;
+  }
+  uint32_t outBytes = WaveOp(in.aux) == WaveOp::Ldmatrix ? 4 * (in.imm & 7)
+                      : WaveOp(in.aux) >= WaveOp::ShflIdx && WaveOp(in.aux) <= WaveOp::ShflBfly
+                          ? 4 + (in.imm & 1)
+                      : WaveOp(in.aux) == WaveOp::Bpermute ? 4
+                      : WaveOp(in.aux) == WaveOp::Ballot   ? typeSize(t)
+                                                           : full;
+  for (uint32_t l = 0; l < wave_; ++l)
+    if (byLane[l])
+      std::memcpy(byLane[l]->frame + in.dst, result(l), outBytes);
+}
+
+// Settles one wave: runs its ready lanes, then its collective instructions, until every lane
+// waits at a barrier or is done.
+bool Runner::collective(uint32_t first, uint32_t count) {
+  for (;;) {
+    for (uint32_t i = 0; i < count; ++i) {
+      Lane &l = lanes_[first + i];
+      if (l.state == Ready)
+        run(l);
+      if (faulted_)
+        return false;
+    }
+    uint32_t pc = UINT32_MAX;
+    for (uint32_t i = 0; i < count; ++i)
+      if (lanes_[first + i].state == AtWave)
+        pc = std::min(pc, lanes_[first + i].pc);
+    if (pc == UINT32_MAX)
+      return true;
+    Lane *group[64];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+      Lane &l = lanes_[first + i];
+      if (l.state == AtWave && l.pc == pc)
+        group[n++] = &l;
+    }
+    execWave(k_.code[pc], group, n);
+    if (faulted_)
+      return false;
+    for (uint32_t i = 0; i < n; ++i) {
+      group[i]->state = Ready;
+      group[i]->pc = pc + 1;
+    }
+  }
+}
+
+bool Runner::runWorkgroup(const uint32_t wg[3]) {
+  std::memcpy(wg_, wg, sizeof wg_);
+  faulted_ = false;
+  wgStart_ = ++stamp_;
+  const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
+  uint32_t linear = 0;
+  for (uint32_t z = 0; z < lp_.block[2]; ++z)
+    for (uint32_t y = 0; y < lp_.block[1]; ++y)
+      for (uint32_t x = 0; x < lp_.block[0]; ++x, ++linear) {
+        Lane &l = lanes_[linear];
+        l = Lane{};
+        l.frame = frames_.data() + size_t(linear) * frameStride_;
+        std::memcpy(l.frame, k_.init.data(), k_.init.size());
+        std::memset(l.frame + k_.init.size(), 0, k_.frameBytes - k_.init.size());
+        for (const auto &a : k_.args)
+          std::memcpy(l.frame + a.slot, args + a.offset, a.size);
+        l.tid[0] = x;
+        l.tid[1] = y;
+        l.tid[2] = z;
+        l.linear = linear;
+        l.lane = linear % wave_;
+      }
+  for (;;) {
+    for (uint32_t w = 0; w < threads_; w += wave_)
+      if (!collective(w, std::min(wave_, threads_ - w)))
+        return false;
+    bool waiting = false;
+    for (Lane &l : lanes_)
+      if (l.state == AtBarrier) {
+        l.state = Ready;
+        ++l.pc;
+        waiting = true;
+      }
+    if (!waiting)
+      return true;
+    ++stamp_; // a new barrier epoch
+  }
+}
+
+} // namespace
+
+uint32_t shflSource(WaveOp kind, uint32_t lane, uint32_t b, uint32_t c, bool *inRange) {
+  // PTX ISA, shfl.sync: c packs the clamp value (bits 0-4) and the segment mask (bits 8-12).
+  uint32_t clamp = c & 0x1f, segmask = (c >> 8) & 0x1f;
+  uint32_t maxLane = (lane & segmask) | (clamp & ~segmask);
+  uint32_t minLane = lane & segmask;
+  int32_t j = 0;
+  bool ok = false;
+  switch (kind) {
+  case WaveOp::ShflUp:
+    j = int32_t(lane) - int32_t(b & 0x1f);
+    ok = j >= int32_t(maxLane);
+    break;
+  case WaveOp::ShflDown:
+    j = int32_t(lane + (b & 0x1f));
+    ok = j <= int32_t(maxLane);
+    break;
+  case WaveOp::ShflBfly:
+    j = int32_t(lane ^ (b & 0x1f));
+    ok = j <= int32_t(maxLane);
+    break;
+  default:
+    j = int32_t(minLane | ((b & 0x1f) & ~segmask));
+    ok = j <= int32_t(maxLane);
+    break;
+  }
+  *inRange = ok;
+  return ok ? uint32_t(j) & 31 : lane;
+}
+
+wave_status_t runKernel(const Program &program, const KernelCode &kernel,
+                        const LaunchParams &params) {
+  if (kernel.block[0] && (kernel.block[0] != params.block[0] || kernel.block[1] != params.block[1] ||
+                          kernel.block[2] != params.block[2]))
+    return rt::failf(WAVE_ERROR_LAUNCH,
+                     "%s: the kernel was compiled for block (%u, %u, %u) but is launched with "
+                     "(%u, %u, %u)",
+                     kernel.name.c_str(), kernel.block[0], kernel.block[1], kernel.block[2],
+                     params.block[0], params.block[1], params.block[2]);
+  if (params.argsSize < kernel.argsSize)
+    return rt::failf(WAVE_ERROR_INVALID_ARGUMENT,
+                     "%s: the argument buffer has %zu bytes, the kernel reads %u",
+                     kernel.name.c_str(), params.argsSize, kernel.argsSize);
+  if (uint64_t(kernel.staticShared) + params.dynamicShared > (1u << 24))
+    return rt::failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: %u bytes of dynamic shared memory",
+                     kernel.name.c_str(), params.dynamicShared);
+  const uint64_t total = uint64_t(params.grid[0]) * params.grid[1] * params.grid[2];
+  unsigned workers = unsigned(std::min<uint64_t>(std::max(1u, params.hostThreads), total));
+  std::atomic<uint64_t> firstFailure{UINT64_MAX};
+  std::mutex messageMutex;
+  std::string message;
+  auto work = [&](unsigned worker) {
+    try {
+      Runner runner(program, kernel, params);
+      for (uint64_t i = worker; i < total; i += workers) {
+        if (i > firstFailure.load())
+          return;
+        uint32_t wg[3] = {uint32_t(i % params.grid[0]),
+                          uint32_t((i / params.grid[0]) % params.grid[1]),
+                          uint32_t(i / (uint64_t(params.grid[0]) * params.grid[1]))};
+        if (!runner.runWorkgroup(wg)) {
+          std::lock_guard<std::mutex> lock(messageMutex);
+          if (i < firstFailure.load()) {
+            firstFailure = i;
+            message = runner.error;
+          }
+          return;
+        }
+      }
+    } catch (const std::bad_alloc &) {
+      std::lock_guard<std::mutex> lock(messageMutex);
+      if (firstFailure.load() == UINT64_MAX) {
+        firstFailure = UINT64_MAX - 1;
+        message = kernel.name + ": out of host memory for the emulator";
+      }
+    }
+  };
+  if (workers <= 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w)
+      pool.emplace_back(work, w);
+    work(0);
+    for (auto &t : pool)
+      t.join();
+  }
+  if (firstFailure.load() != UINT64_MAX)
+    return rt::fail(WAVE_ERROR_LAUNCH, message);
+  return WAVE_SUCCESS;
+}
+
+} // namespace wave::emu

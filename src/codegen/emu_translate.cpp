@@ -1,0 +1,1023 @@
+// LLVM module -> emulator image (emu_translate.h; the format is runtime/src/emu/emu_image.h).
+//
+// One pass over each kernel function: every SSA value gets a frame slot, constants are written
+// into the frame's initial image, each instruction becomes one or a few bytecode instructions
+// with pre-decoded operands, phis become parallel copies on the incoming edges (edges of
+// conditional branches get a trampoline), and each instruction carries the `.wave` location of
+// its debug location. Anything without an emulator counterpart is rejected by name.
+#include "codegen/emu_translate.h"
+
+#include "../../runtime/src/emu/emu_image.h"
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
+#include "llvm/IR/DebugInfoMetadata.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/GetElementPtrTypeIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Operator.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <map>
+
+namespace wave {
+namespace {
+
+using emu::Inst;
+using emu::Op;
+using emu::Type;
+
+struct Unsupported {
+  std::string what;
+};
+
+// The layout of an LLVM value type in a frame.
+struct Layout {
+  Type type = Type::I8;
+  uint32_t lanes = 1;
+  uint32_t bytes = 0;
+};
+
+std::string describe(const llvm::Value &v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  v.print(os);
+  size_t b = s.find_first_not_of(' ');
+  return b == std::string::npos ? s : s.substr(b);
+}
+
+struct ModuleState {
+  std::vector<std::string> strings;
+  std::map<std::string, uint32_t> stringIds;
+  std::map<const llvm::GlobalVariable *, uint32_t> ldsOffsets;
+  uint32_t ldsBytes = 0;
+  uint32_t str(const std::string &s) {
+    auto it = stringIds.find(s);
+    if (it != stringIds.end())
+      return it->second;
+    strings.push_back(s);
+    return stringIds[s] = uint32_t(strings.size() - 1);
+  }
+};
+
+class FunctionTranslator {
+public:
+  FunctionTranslator(const llvm::Function &f, const llvm::DataLayout &dl, ModuleState &ms,
+                     Type ptrType)
+      : f_(f), dl_(dl), ms_(ms), ptr_(ptrType) {
+    locs_.push_back({emu::kNoString, 0, 0});
+  }
+
+  void run();
+
+  std::vector<Inst> insts;
+  std::vector<uint32_t> extra;
+  std::string init; // the frame's initial bytes (constants)
+  uint32_t frameBytes = 0;
+  struct Arg {
+    uint32_t slot, offset, size;
+  };
+  std::vector<Arg> args;
+  struct Loc {
+    uint32_t file, line, col;
+  };
+  std::vector<Loc> locs_;
+
+private:
+  const llvm::Function &f_;
+  const llvm::DataLayout &dl_;
+  ModuleState &ms_;
+  Type ptr_;
+  std::map<const llvm::Value *, uint32_t> slots_;
+  std::map<const llvm::BasicBlock *, uint32_t> blockPc_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> locIds_;
+  uint32_t curLoc_ = 0;
+  // (instruction index, field 0=a 1=b 2=c, target block); resolved after all blocks.
+  struct Fixup {
+    size_t inst;
+    int field;
+    const llvm::BasicBlock *target;
+    const llvm::BasicBlock *from; // for edges with phis: a trampoline is needed
+  };
+  std::vector<Fixup> fixups_;
+  std::vector<std::pair<size_t, size_t>> extraPcFixups_; // (extra index, fixup index)
+
+  [[noreturn]] void unsupported(const std::string &what) { throw Unsupported{what}; }
+
+  Layout layoutOf(llvm::Type *t) {
+    Layout l;
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+      l = layoutOf(vt->getElementType());
+      l.lanes = vt->getNumElements();
+      if (l.lanes > emu::kMaxLanes)
+        unsupported("a vector of " + std::to_string(l.lanes) + " elements");
+      l.bytes = l.lanes * emu::typeSize(l.type);
+      return l;
+    }
+    if (t->isIntegerTy(1))
+      l.type = Type::I1;
+    else if (t->isIntegerTy(8))
+      l.type = Type::I8;
+    else if (t->isIntegerTy(16))
+      l.type = Type::I16;
+    else if (t->isIntegerTy(32))
+      l.type = Type::I32;
+    else if (t->isIntegerTy(64))
+      l.type = Type::I64;
+    else if (t->isHalfTy())
+      l.type = Type::F16;
+    else if (t->isBFloatTy())
+      l.type = Type::BF16;
+    else if (t->isFloatTy())
+      l.type = Type::F32;
+    else if (t->isDoubleTy())
+      l.type = Type::F64;
+    else if (t->isPointerTy())
+      l.type = Type::Ptr;
+    else if (auto *st = llvm::dyn_cast<llvm::StructType>(t)) {
+      uint32_t off = 0;
+      for (llvm::Type *e : st->elements()) {
+        Layout fl = layoutOf(e);
+        uint32_t a = std::min<uint32_t>(8, emu::typeSize(fl.type));
+        off = (off + a - 1) / a * a + fl.bytes;
+      }
+      l.type = Type::I8;
+      l.bytes = off;
+      l.lanes = off;
+      return l;
+    } else {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      t->print(os);
+      unsupported("values of type " + s);
+    }
+    l.bytes = emu::typeSize(l.type);
+    return l;
+  }
+
+  // Byte offset of field `index` of a struct type laid out as layoutOf does.
+  uint32_t fieldOffset(llvm::StructType *st, unsigned index) {
+    uint32_t off = 0;
+    for (unsigned i = 0; i < st->getNumElements(); ++i) {
+      Layout fl = layoutOf(st->getElementType(i));
+      uint32_t a = std::min<uint32_t>(8, emu::typeSize(fl.type));
+      off = (off + a - 1) / a * a;
+      if (i == index)
+        return off;
+      off += fl.bytes;
+    }
+    return off;
+  }
+
+  uint32_t alloc(uint32_t bytes) {
+    uint32_t s = (frameBytes + 7) & ~7u;
+    frameBytes = s + std::max(bytes, 1u);
+    if (frameBytes > emu::kMaxFrameBytes)
+      unsupported("a kernel needing more than 1 MiB of registers per thread");
+    return s;
+  }
+
+  uint32_t constSlot(const llvm::Constant *c) {
+    Layout l = layoutOf(c->getType());
+    uint32_t s = alloc(l.bytes);
+    if (init.size() < s + l.bytes)
+      init.resize(s + l.bytes, '\0');
+    writeConstant(c, reinterpret_cast<unsigned char *>(&init[s]));
+    return s;
+  }
+
+  uint64_t pointerConstant(const llvm::Constant *c) {
+    if (llvm::isa<llvm::ConstantPointerNull>(c) || llvm::isa<llvm::UndefValue>(c))
+      return 0;
+    if (auto *g = llvm::dyn_cast<llvm::GlobalVariable>(c)) {
+      auto it = ms_.ldsOffsets.find(g);
+      if (it == ms_.ldsOffsets.end())
+        unsupported("the global variable @" + g->getName().str() + " (only shared memory is)");
+      return it->second;
+    }
+    if (auto *ce = llvm::dyn_cast<llvm::ConstantExpr>(c)) {
+      if (ce->getOpcode() == llvm::Instruction::GetElementPtr) {
+        auto *gep = llvm::cast<llvm::GEPOperator>(ce);
+        llvm::APInt off(64, 0);
+        if (gep->accumulateConstantOffset(dl_, off))
+          return pointerConstant(llvm::cast<llvm::Constant>(gep->getPointerOperand())) +
+                 off.getSExtValue();
+      }
+      if (ce->getOpcode() == llvm::Instruction::AddrSpaceCast &&
+          ce->getType()->getPointerAddressSpace() == 3)
+        return pointerConstant(ce->getOperand(0));
+    }
+    unsupported("the pointer constant " + describe(*c));
+  }
+
+  void writeConstant(const llvm::Constant *c, unsigned char *out) {
+    llvm::Type *t = c->getType();
+    if (llvm::isa<llvm::UndefValue>(c) || llvm::isa<llvm::ConstantAggregateZero>(c) ||
+        c->isNullValue())
+      return; // zero
+    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
+      uint64_t v = ci->getZExtValue();
+      std::memcpy(out, &v, emu::typeSize(layoutOf(t).type));
+      return;
+    }
+    if (auto *cf = llvm::dyn_cast<llvm::ConstantFP>(c)) {
+      uint64_t v = cf->getValueAPF().bitcastToAPInt().getZExtValue();
+      std::memcpy(out, &v, emu::typeSize(layoutOf(t).type));
+      return;
+    }
+    if (t->isPointerTy()) {
+      uint64_t v = pointerConstant(c);
+      std::memcpy(out, &v, 8);
+      return;
+    }
+    if (auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(t)) {
+      uint32_t es = emu::typeSize(layoutOf(vt->getElementType()).type);
+      for (unsigned i = 0; i < vt->getNumElements(); ++i)
+        writeConstant(c->getAggregateElement(i), out + i * es);
+      return;
+    }
+    if (auto *st = llvm::dyn_cast<llvm::StructType>(t)) {
+      for (unsigned i = 0; i < st->getNumElements(); ++i)
+        writeConstant(c->getAggregateElement(i), out + fieldOffset(st, i));
+      return;
+    }
+    unsupported("the constant " + describe(*c));
+  }
+
+  uint32_t slot(const llvm::Value *v) {
+    auto it = slots_.find(v);
+    if (it != slots_.end())
+      return it->second;
+    if (auto *c = llvm::dyn_cast<llvm::Constant>(v))
+      return slots_[v] = constSlot(c);
+    return slots_[v] = alloc(layoutOf(v->getType()).bytes);
+  }
+
+  uint32_t i64Const(int64_t v) {
+    uint32_t s = alloc(8);
+    if (init.size() < s + 8)
+      init.resize(s + 8, '\0');
+    std::memcpy(&init[s], &v, 8);
+    return s;
+  }
+
+  size_t emit(Op op, Type type, uint32_t lanes, uint32_t dst = 0, uint32_t a = 0, uint32_t b = 0,
+              uint32_t c = 0, uint32_t imm = 0, uint8_t aux = 0) {
+    Inst i{};
+    i.op = uint16_t(op);
+    i.type = uint8_t(type);
+    i.aux = aux;
+    i.lanes = lanes;
+    i.dst = dst;
+    i.a = a;
+    i.b = b;
+    i.c = c;
+    i.imm = imm;
+    i.loc = curLoc_;
+    insts.push_back(i);
+    return insts.size() - 1;
+  }
+
+  // An integer value as an i64 slot (sign- or zero-extended).
+  uint32_t asI64(const llvm::Value *v, bool isSigned) {
+    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(v))
+      return i64Const(isSigned ? ci->getSExtValue() : int64_t(ci->getZExtValue()));
+    Layout l = layoutOf(v->getType());
+    if (l.type == Type::I64)
+      return slot(v);
+    uint32_t t = alloc(8);
+    emit(isSigned ? Op::SExt : Op::ZExt, Type::I64, 1, t, slot(v), 0, 0, 0, uint8_t(l.type));
+    return t;
+  }
+
+  uint8_t space(unsigned as, const llvm::Instruction &i) {
+    if (as == 0 || as == 1 || as == 4)
+      return uint8_t(emu::Space::Global);
+    if (as == 3)
+      return uint8_t(emu::Space::Shared);
+    unsupported("a memory access in address space " + std::to_string(as) + ": " + describe(i));
+  }
+
+  void setLoc(const llvm::Instruction &i) {
+    curLoc_ = 0;
+    const llvm::DILocation *dl = i.getDebugLoc().get();
+    // Inlined code: the outermost location is the kernel's.
+    while (dl && dl->getInlinedAt())
+      dl = dl->getInlinedAt();
+    if (!dl || dl->getLine() == 0)
+      return;
+    std::string file = dl->getFilename().str();
+    if (file.size() < 5 || file.compare(file.size() - 5, 5, ".wave") != 0)
+      return;
+    auto key = std::make_tuple(ms_.str(file), dl->getLine(), dl->getColumn());
+    auto it = locIds_.find(key);
+    if (it != locIds_.end()) {
+      curLoc_ = it->second;
+      return;
+    }
+    locs_.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key)});
+    curLoc_ = locIds_[key] = uint32_t(locs_.size() - 1);
+  }
+
+  void branchTo(const llvm::BasicBlock *from, const llvm::BasicBlock *to, size_t inst, int field) {
+    fixups_.push_back({inst, field, to, from});
+  }
+
+  void translateCall(const llvm::CallInst &call);
+  void translate(const llvm::Instruction &i);
+  void emitPhiCopies(const llvm::BasicBlock *from, const llvm::BasicBlock *to);
+};
+
+void FunctionTranslator::emitPhiCopies(const llvm::BasicBlock *from, const llvm::BasicBlock *to) {
+  std::vector<uint32_t> words;
+  for (const llvm::PHINode &phi : to->phis()) {
+    const llvm::Value *in = phi.getIncomingValueForBlock(from);
+    words.push_back(slot(&phi));
+    words.push_back(slot(in));
+    words.push_back(layoutOf(phi.getType()).bytes);
+  }
+  if (words.empty())
+    return;
+  uint32_t at = uint32_t(extra.size());
+  extra.push_back(uint32_t(words.size() / 3));
+  extra.insert(extra.end(), words.begin(), words.end());
+  emit(Op::ParCopy, Type::I8, 1, 0, 0, 0, 0, at);
+}
+
+void FunctionTranslator::translateCall(const llvm::CallInst &call) {
+  const llvm::Function *callee = call.getCalledFunction();
+  if (!callee || !callee->isIntrinsic()) {
+    if (callee && callee->getName().starts_with("llvm."))
+      ; // an intrinsic LLVM does not know by ID (target ones are known); fall through
+    else
+      unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
+  }
+  std::string name = callee->getName().str();
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  auto arg = [&](unsigned i) { return call.getArgOperand(i); };
+  Layout rl = call.getType()->isVoidTy() ? Layout{} : layoutOf(call.getType());
+  auto dst = [&] { return slot(&call); };
+
+  // No-ops for the emulator.
+  static const char *ignored[] = {"llvm.assume", "llvm.lifetime.", "llvm.dbg.",
+                                  "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
+                                  "llvm.amdgcn.s.waitcnt", "llvm.amdgcn.s.setprio",
+                                  "llvm.amdgcn.sched.", "llvm.amdgcn.wave.barrier",
+                                  "llvm.nvvm.bar.warp.sync", "llvm.sideeffect",
+                                  "llvm.amdgcn.s.sleep", "llvm.nvvm.membar."};
+  for (const char *p : ignored)
+    if (starts(p))
+      return;
+
+  // Special registers.
+  static const std::pair<const char *, emu::Special> specials[] = {
+      {"llvm.amdgcn.workitem.id.x", emu::Special::TidX},
+      {"llvm.amdgcn.workitem.id.y", emu::Special::TidY},
+      {"llvm.amdgcn.workitem.id.z", emu::Special::TidZ},
+      {"llvm.amdgcn.workgroup.id.x", emu::Special::WgX},
+      {"llvm.amdgcn.workgroup.id.y", emu::Special::WgY},
+      {"llvm.amdgcn.workgroup.id.z", emu::Special::WgZ},
+      {"llvm.nvvm.read.ptx.sreg.tid.x", emu::Special::TidX},
+      {"llvm.nvvm.read.ptx.sreg.tid.y", emu::Special::TidY},
+      {"llvm.nvvm.read.ptx.sreg.tid.z", emu::Special::TidZ},
+      {"llvm.nvvm.read.ptx.sreg.ctaid.x", emu::Special::WgX},
+      {"llvm.nvvm.read.ptx.sreg.ctaid.y", emu::Special::WgY},
+      {"llvm.nvvm.read.ptx.sreg.ctaid.z", emu::Special::WgZ},
+      {"llvm.nvvm.read.ptx.sreg.ntid.x", emu::Special::NtidX},
+      {"llvm.nvvm.read.ptx.sreg.ntid.y", emu::Special::NtidY},
+      {"llvm.nvvm.read.ptx.sreg.ntid.z", emu::Special::NtidZ},
+      {"llvm.nvvm.read.ptx.sreg.nctaid.x", emu::Special::NwgX},
+      {"llvm.nvvm.read.ptx.sreg.nctaid.y", emu::Special::NwgY},
+      {"llvm.nvvm.read.ptx.sreg.nctaid.z", emu::Special::NwgZ},
+      {"llvm.nvvm.read.ptx.sreg.laneid", emu::Special::Lane},
+      {"llvm.nvvm.read.ptx.sreg.warpsize", emu::Special::WaveSize},
+  };
+  for (const auto &[n, s] : specials)
+    if (name == n) {
+      emit(Op::Special, rl.type, 1, dst(), 0, 0, 0, uint32_t(s));
+      return;
+    }
+
+  if (name == "llvm.amdgcn.s.barrier" || name == "llvm.nvvm.barrier0" ||
+      (starts("llvm.nvvm.barrier.sync") && llvm::isa<llvm::ConstantInt>(arg(0)) &&
+       llvm::cast<llvm::ConstantInt>(arg(0))->isZero() && call.arg_size() == 1)) {
+    emit(Op::Barrier, Type::I8, 1);
+    return;
+  }
+  if (name == "llvm.trap" || name == "llvm.debugtrap") {
+    emit(Op::Trap, Type::I8, 1);
+    return;
+  }
+
+  // Elementwise math: the intrinsic's base name -> opcode (overload suffixes ignored).
+  static const std::pair<const char *, Op> math[] = {
+      {"llvm.smin.", Op::SMin}, {"llvm.smax.", Op::SMax}, {"llvm.umin.", Op::UMin},
+      {"llvm.umax.", Op::UMax}, {"llvm.minnum.", Op::MinNum}, {"llvm.maxnum.", Op::MaxNum},
+      {"llvm.minimum.", Op::Minimum}, {"llvm.maximum.", Op::Maximum},
+      {"llvm.copysign.", Op::CopySign}, {"llvm.pow.", Op::Pow}, {"llvm.fabs.", Op::FAbs},
+      {"llvm.sqrt.", Op::Sqrt}, {"llvm.exp.", Op::Exp}, {"llvm.exp2.", Op::Exp2},
+      {"llvm.log.", Op::Log}, {"llvm.log2.", Op::Log2}, {"llvm.sin.", Op::Sin},
+      {"llvm.cos.", Op::Cos}, {"llvm.floor.", Op::Floor}, {"llvm.ceil.", Op::Ceil},
+      {"llvm.trunc.", Op::Trunc}, {"llvm.round.", Op::Round}, {"llvm.rint.", Op::Rint},
+      {"llvm.nearbyint.", Op::Rint}, {"llvm.roundeven.", Op::Rint}, {"llvm.fma.", Op::Fma},
+      {"llvm.fmuladd.", Op::Fma}, {"llvm.ctpop.", Op::Ctpop},
+      {"llvm.amdgcn.rcp.", Op::Rcp}, {"llvm.amdgcn.rsq.", Op::Rsq},
+      {"llvm.amdgcn.sqrt.", Op::Sqrt}, {"llvm.amdgcn.exp2.", Op::Exp2},
+      {"llvm.amdgcn.log.", Op::Log2}, {"llvm.amdgcn.sin.", Op::Sin},
+      {"llvm.amdgcn.cos.", Op::Cos}, {"llvm.amdgcn.fmul.legacy", Op::FMul},
+      {"llvm.nvvm.ex2.approx.", Op::Exp2}, {"llvm.nvvm.lg2.approx.", Op::Log2},
+      {"llvm.nvvm.rcp.", Op::Rcp}, {"llvm.nvvm.rsqrt.approx.", Op::Rsq},
+      {"llvm.nvvm.sqrt.", Op::Sqrt}, {"llvm.nvvm.sin.approx.", Op::Sin},
+      {"llvm.nvvm.cos.approx.", Op::Cos}, {"llvm.nvvm.tanh.approx.", Op::Tanh},
+      {"llvm.nvvm.fmax.", Op::MaxNum}, {"llvm.nvvm.fmin.", Op::MinNum},
+      {"llvm.nvvm.fabs.", Op::FAbs}, {"llvm.nvvm.fma.rn.", Op::Fma},
+  };
+  for (const auto &[prefix, op] : math) {
+    std::string p = prefix;
+    bool match = p.back() == '.' ? starts(prefix) || name == p.substr(0, p.size() - 1)
+                                 : name == p;
+    if (!match)
+      continue;
+    unsigned n = call.arg_size();
+    if (op == Op::Fma) {
+      emit(op, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(1)), slot(arg(2)));
+    } else if (n >= 2 && op != Op::Ctpop) {
+      emit(op, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(1)));
+    } else {
+      emit(op, rl.type, rl.lanes, dst(), slot(arg(0)));
+    }
+    return;
+  }
+  if (starts("llvm.abs.")) {
+    emit(Op::Abs, rl.type, rl.lanes, dst(), slot(arg(0)));
+    return;
+  }
+  if (starts("llvm.ctlz.") || starts("llvm.cttz.")) {
+    emit(starts("llvm.ctlz.") ? Op::Ctlz : Op::Cttz, rl.type, rl.lanes, dst(), slot(arg(0)));
+    return;
+  }
+
+  // Masked memory.
+  if (starts("llvm.masked.load.")) {
+    unsigned as = arg(0)->getType()->getPointerAddressSpace();
+    emit(Op::MaskedLoad, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(2)), slot(arg(3)),
+         space(as, call));
+    return;
+  }
+  if (starts("llvm.masked.store.")) {
+    Layout vl = layoutOf(arg(0)->getType());
+    unsigned as = arg(1)->getType()->getPointerAddressSpace();
+    emit(Op::MaskedStore, vl.type, vl.lanes, 0, slot(arg(1)), slot(arg(0)), slot(arg(3)),
+         space(as, call));
+    return;
+  }
+
+  // Per-lane AMD helpers.
+  if (name == "llvm.amdgcn.mbcnt.lo" || name == "llvm.amdgcn.mbcnt.hi") {
+    emit(Op::Mbcnt, Type::I32, 1, dst(), slot(arg(0)), slot(arg(1)), 0, 0,
+         name == "llvm.amdgcn.mbcnt.hi");
+    return;
+  }
+  if (name == "llvm.amdgcn.cvt.f32.fp8" || name == "llvm.amdgcn.cvt.f32.bf8") {
+    emit(Op::CvtFp8ToF32, Type::F32, 1, dst(), slot(arg(0)), slot(arg(1)), 0, 0,
+         name == "llvm.amdgcn.cvt.f32.bf8");
+    return;
+  }
+  if (name == "llvm.amdgcn.cvt.pk.fp8.f32" || name == "llvm.amdgcn.cvt.pk.bf8.f32") {
+    auto *word = llvm::dyn_cast<llvm::ConstantInt>(arg(3));
+    if (!word)
+      unsupported(name + " with a non-constant word select");
+    emit(Op::CvtPkF32ToFp8, Type::I32, 1, dst(), slot(arg(0)), slot(arg(1)), slot(arg(2)),
+         uint32_t(word->getZExtValue()), name == "llvm.amdgcn.cvt.pk.bf8.f32");
+    return;
+  }
+
+  // Wave-collective operations.
+  auto wave = [&](emu::WaveOp w, uint32_t a, uint32_t b, uint32_t c, uint32_t imm) {
+    emit(Op::Wave, rl.type, rl.lanes, dst(), a, b, c, imm, uint8_t(w));
+  };
+  if (name == "llvm.amdgcn.ds.bpermute") {
+    wave(emu::WaveOp::Bpermute, slot(arg(0)), slot(arg(1)), 0, 0);
+    return;
+  }
+  if (starts("llvm.amdgcn.readlane")) {
+    wave(emu::WaveOp::Readlane, slot(arg(0)), slot(arg(1)), 0, 0);
+    return;
+  }
+  if (starts("llvm.amdgcn.readfirstlane")) {
+    wave(emu::WaveOp::Readfirstlane, slot(arg(0)), 0, 0, 0);
+    return;
+  }
+  if (starts("llvm.amdgcn.ballot.")) {
+    wave(emu::WaveOp::Ballot, slot(arg(0)), 0, 0, 0);
+    return;
+  }
+  if (name == "llvm.nvvm.vote.ballot.sync") {
+    wave(emu::WaveOp::Ballot, slot(arg(1)), 0, 0, 0);
+    return;
+  }
+  if (starts("llvm.nvvm.shfl.sync.")) {
+    static const std::pair<const char *, emu::WaveOp> kinds[] = {
+        {"llvm.nvvm.shfl.sync.idx.", emu::WaveOp::ShflIdx},
+        {"llvm.nvvm.shfl.sync.up.", emu::WaveOp::ShflUp},
+        {"llvm.nvvm.shfl.sync.down.", emu::WaveOp::ShflDown},
+        {"llvm.nvvm.shfl.sync.bfly.", emu::WaveOp::ShflBfly}};
+    for (const auto &[p, k] : kinds)
+      if (starts(p)) {
+        bool pred = name.back() == 'p';
+        Layout vl = layoutOf(arg(1)->getType());
+        emit(Op::Wave, vl.type, 1, dst(), slot(arg(1)), slot(arg(2)), slot(arg(3)), pred,
+             uint8_t(k));
+        return;
+      }
+  }
+  if (starts("llvm.nvvm.ldmatrix.sync.aligned.m8n8.")) {
+    uint32_t count = name.find(".x4.") != std::string::npos   ? 4
+                     : name.find(".x2.") != std::string::npos ? 2
+                                                              : 1;
+    bool trans = name.find(".trans.") != std::string::npos;
+    emit(Op::Wave, Type::I32, count, dst(), slot(arg(0)), 0, 0, count | (trans ? 8 : 0),
+         uint8_t(emu::WaveOp::Ldmatrix));
+    return;
+  }
+
+  // Matrix instructions.
+  static const std::pair<const char *, emu::Mma> mmas[] = {
+      {"llvm.amdgcn.mfma.f32.16x16x16f16", emu::Mma::Mfma16x16x16F16},
+      {"llvm.amdgcn.mfma.f32.16x16x16bf16.1k", emu::Mma::Mfma16x16x16BF16},
+      {"llvm.amdgcn.mfma.f32.32x32x8f16", emu::Mma::Mfma32x32x8F16},
+      {"llvm.amdgcn.mfma.f32.32x32x8bf16.1k", emu::Mma::Mfma32x32x8BF16},
+      {"llvm.amdgcn.mfma.i32.16x16x16i8", emu::Mma::Mfma16x16x16I8},
+      {"llvm.amdgcn.mfma.i32.32x32x8i8", emu::Mma::Mfma32x32x8I8},
+      {"llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8", emu::Mma::Mfma16x16x32Fp8},
+      {"llvm.amdgcn.mfma.f32.32x32x16.fp8.fp8", emu::Mma::Mfma32x32x16Fp8},
+      {"llvm.amdgcn.mfma.i32.16x16x32.i8", emu::Mma::Mfma16x16x32I8},
+      {"llvm.amdgcn.mfma.i32.32x32x16.i8", emu::Mma::Mfma32x32x16I8},
+      {"llvm.amdgcn.wmma.f32.16x16x16.f16", emu::Mma::Wmma16x16x16F16},
+      {"llvm.amdgcn.wmma.f32.16x16x16.bf16", emu::Mma::Wmma16x16x16BF16},
+      {"llvm.nvvm.mma.m16n8k16.row.col.f32.f32", emu::Mma::Mma16x8x16F16},
+      {"llvm.nvvm.mma.m16n8k16.row.col.bf16", emu::Mma::Mma16x8x16BF16},
+      {"llvm.nvvm.mma.m16n8k8.row.col.f32.f32", emu::Mma::Mma16x8x8F16},
+  };
+  for (const auto &[n, kind] : mmas) {
+    if (name != n && !(starts(n) && name[std::strlen(n)] == '.'))
+      continue;
+    const emu::MmaShape &shape = emu::mmaShape(kind);
+    unsigned nargs = call.arg_size();
+    if (starts("llvm.amdgcn.mfma")) {
+      for (unsigned i = 3; i < 6 && i < nargs; ++i) {
+        auto *c = llvm::dyn_cast<llvm::ConstantInt>(arg(i));
+        if (!c || !c->isZero())
+          unsupported(name + " with cbsz/abid/blgp modifiers");
+      }
+      nargs = 3;
+    }
+    // Gather the operands (several registers each on NVIDIA) into contiguous slots.
+    uint32_t operand[3];
+    const uint32_t want[3] = {shape.aBytes, shape.bBytes, shape.cBytes};
+    unsigned next = 0;
+    for (int o = 0; o < 3; ++o) {
+      operand[o] = alloc(want[o]);
+      uint32_t got = 0;
+      while (got < want[o]) {
+        if (next >= nargs)
+          unsupported(name + " with unexpected operands");
+        const llvm::Value *v = arg(next++);
+        uint32_t bytes = layoutOf(v->getType()).bytes;
+        emit(Op::Copy, Type::I8, 1, operand[o] + got, slot(v), 0, 0, bytes);
+        got += bytes;
+      }
+      if (got != want[o])
+        unsupported(name + " with unexpected operand sizes");
+    }
+    if (rl.bytes != shape.cBytes)
+      unsupported(name + " with an unexpected result type");
+    emit(Op::Mma, Type::I8, 1, dst(), operand[0], operand[1], operand[2], uint32_t(kind));
+    return;
+  }
+  if (starts("llvm.amdgcn.") || starts("llvm.nvvm."))
+    unsupported("the target intrinsic " + name);
+  unsupported("the intrinsic " + name);
+}
+
+// Predicates and atomic kinds use LLVM's numbering; see emu_image.h.
+emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text,
+                 FunctionTranslator *) {
+  using B = llvm::AtomicRMWInst;
+  switch (op) {
+  case B::Xchg: return emu::Rmw::Xchg;
+  case B::Add: return emu::Rmw::Add;
+  case B::Sub: return emu::Rmw::Sub;
+  case B::And: return emu::Rmw::And;
+  case B::Or: return emu::Rmw::Or;
+  case B::Xor: return emu::Rmw::Xor;
+  case B::Max: return emu::Rmw::Max;
+  case B::Min: return emu::Rmw::Min;
+  case B::UMax: return emu::Rmw::UMax;
+  case B::UMin: return emu::Rmw::UMin;
+  case B::FAdd: return emu::Rmw::FAdd;
+  case B::FMax: return emu::Rmw::FMax;
+  case B::FMin: return emu::Rmw::FMin;
+  default: throw Unsupported{"the atomic operation " + text};
+  }
+}
+
+void FunctionTranslator::translate(const llvm::Instruction &i) {
+  using I = llvm::Instruction;
+  setLoc(i);
+  unsigned opc = i.getOpcode();
+  auto operand = [&](unsigned n) { return slot(i.getOperand(n)); };
+  if (i.isBinaryOp()) {
+    static const std::map<unsigned, Op> ops = {
+        {I::Add, Op::Add},   {I::Sub, Op::Sub},   {I::Mul, Op::Mul},   {I::UDiv, Op::UDiv},
+        {I::SDiv, Op::SDiv}, {I::URem, Op::URem}, {I::SRem, Op::SRem}, {I::Shl, Op::Shl},
+        {I::LShr, Op::LShr}, {I::AShr, Op::AShr}, {I::And, Op::And},   {I::Or, Op::Or},
+        {I::Xor, Op::Xor},   {I::FAdd, Op::FAdd}, {I::FSub, Op::FSub}, {I::FMul, Op::FMul},
+        {I::FDiv, Op::FDiv}, {I::FRem, Op::FRem}};
+    Layout l = layoutOf(i.getType());
+    emit(ops.at(opc), l.type, l.lanes, slot(&i), operand(0), operand(1));
+    return;
+  }
+  if (i.isCast()) {
+    Layout to = layoutOf(i.getType()), from = layoutOf(i.getOperand(0)->getType());
+    static const std::map<unsigned, Op> ops = {
+        {I::Trunc, Op::TruncI},    {I::ZExt, Op::ZExt},       {I::SExt, Op::SExt},
+        {I::FPTrunc, Op::FPTrunc}, {I::FPExt, Op::FPExt},     {I::FPToSI, Op::FPToSI},
+        {I::FPToUI, Op::FPToUI},   {I::SIToFP, Op::SIToFP},   {I::UIToFP, Op::UIToFP},
+        {I::PtrToInt, Op::PtrToInt}, {I::IntToPtr, Op::IntToPtr}};
+    if (opc == I::BitCast) {
+      if (to.bytes != from.bytes || to.type == Type::I1 || from.type == Type::I1)
+        unsupported("the bit cast " + describe(i));
+      emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, to.bytes);
+      return;
+    }
+    if (opc == I::AddrSpaceCast) {
+      unsigned fromAs = i.getOperand(0)->getType()->getPointerAddressSpace();
+      unsigned toAs = i.getType()->getPointerAddressSpace();
+      auto global = [](unsigned as) { return as == 0 || as == 1 || as == 4; };
+      if (!(global(fromAs) && global(toAs)))
+        unsupported("an address-space cast between shared and generic memory: " + describe(i));
+      emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, 8);
+      return;
+    }
+    auto it = ops.find(opc);
+    if (it == ops.end())
+      unsupported("the cast " + describe(i));
+    emit(it->second, to.type, to.lanes, slot(&i), operand(0), 0, 0, 0, uint8_t(from.type));
+    return;
+  }
+  switch (opc) {
+  case I::FNeg: {
+    Layout l = layoutOf(i.getType());
+    emit(Op::FNeg, l.type, l.lanes, slot(&i), operand(0));
+    return;
+  }
+  case I::Freeze: {
+    emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, layoutOf(i.getType()).bytes);
+    return;
+  }
+  case I::ICmp:
+  case I::FCmp: {
+    auto &cmp = llvm::cast<llvm::CmpInst>(i);
+    Layout l = layoutOf(i.getOperand(0)->getType());
+    emit(opc == I::ICmp ? Op::ICmp : Op::FCmp, Type::I1, l.lanes, slot(&i), operand(0),
+         operand(1), 0, cmp.getPredicate(), uint8_t(l.type));
+    return;
+  }
+  case I::Select: {
+    Layout l = layoutOf(i.getType());
+    bool scalarCond = !i.getOperand(0)->getType()->isVectorTy();
+    if (l.type == Type::I8 && l.lanes == l.bytes && i.getType()->isStructTy())
+      unsupported("a select of a struct: " + describe(i));
+    emit(Op::Select, l.type, l.lanes, slot(&i), operand(0), operand(1), operand(2), 0,
+         scalarCond && l.lanes > 1);
+    return;
+  }
+  case I::GetElementPtr: {
+    auto &gep = llvm::cast<llvm::GetElementPtrInst>(i);
+    if (gep.getType()->isVectorTy())
+      unsupported("a vector of pointers: " + describe(i));
+    uint32_t cur = slot(gep.getPointerOperand());
+    int64_t pending = 0;
+    auto flush = [&](bool last) {
+      if (pending == 0 && !last)
+        return;
+      uint32_t out = last ? slot(&i) : alloc(8);
+      if (pending >= INT32_MIN && pending <= INT32_MAX)
+        emit(Op::PtrAddConst, Type::Ptr, 1, out, cur, 0, 0, uint32_t(int32_t(pending)));
+      else
+        emit(Op::PtrAdd, Type::Ptr, 1, out, cur, i64Const(pending), 0, 1);
+      cur = out;
+      pending = 0;
+    };
+    for (auto it = llvm::gep_type_begin(gep), end = llvm::gep_type_end(gep); it != end; ++it) {
+      const llvm::Value *idx = it.getOperand();
+      if (llvm::StructType *st = it.getStructTypeOrNull()) {
+        unsigned field = unsigned(llvm::cast<llvm::ConstantInt>(idx)->getZExtValue());
+        pending += int64_t(dl_.getStructLayout(st)->getElementOffset(field));
+        continue;
+      }
+      int64_t scale = int64_t(it.getSequentialElementStride(dl_));
+      if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(idx)) {
+        pending += ci->getSExtValue() * scale;
+        continue;
+      }
+      if (scale > INT32_MAX)
+        unsupported("a GEP stride of " + std::to_string(scale) + " bytes");
+      flush(false);
+      uint32_t out = alloc(8);
+      emit(Op::PtrAdd, Type::Ptr, 1, out, cur, asI64(idx, true), 0, uint32_t(int32_t(scale)));
+      cur = out;
+    }
+    flush(true);
+    return;
+  }
+  case I::Load: {
+    auto &ld = llvm::cast<llvm::LoadInst>(i);
+    Layout l = layoutOf(ld.getType());
+    if (l.type == Type::I8 && ld.getType()->isStructTy())
+      unsupported("a load of a struct");
+    emit(Op::Load, l.type, l.lanes, slot(&i), operand(0), 0, 0,
+         space(ld.getPointerAddressSpace(), i));
+    return;
+  }
+  case I::Store: {
+    auto &st = llvm::cast<llvm::StoreInst>(i);
+    Layout l = layoutOf(st.getValueOperand()->getType());
+    if (l.type == Type::I8 && st.getValueOperand()->getType()->isStructTy())
+      unsupported("a store of a struct");
+    emit(Op::Store, l.type, l.lanes, 0, operand(1), operand(0), 0,
+         space(st.getPointerAddressSpace(), i));
+    return;
+  }
+  case I::AtomicRMW: {
+    auto &rmw = llvm::cast<llvm::AtomicRMWInst>(i);
+    Layout l = layoutOf(rmw.getType());
+    if (l.lanes != 1)
+      unsupported("a vector atomic: " + describe(i));
+    emit(Op::AtomicRmw, l.type, 1, slot(&i), operand(0), operand(1), 0,
+         space(rmw.getPointerAddressSpace(), i),
+         uint8_t(rmwKind(rmw.getOperation(), describe(i), this)));
+    return;
+  }
+  case I::AtomicCmpXchg: {
+    auto &cx = llvm::cast<llvm::AtomicCmpXchgInst>(i);
+    Layout l = layoutOf(cx.getCompareOperand()->getType());
+    if (l.lanes != 1 || isFloatType(l.type))
+      unsupported("the compare-exchange " + describe(i));
+    emit(Op::CmpXchg, l.type, 1, slot(&i), operand(0), operand(1), operand(2),
+         space(cx.getPointerAddressSpace(), i));
+    return;
+  }
+  case I::Fence:
+    return; // the emulator's memory is sequentially consistent within a workgroup
+  case I::ExtractElement: {
+    Layout l = layoutOf(i.getType());
+    Layout src = layoutOf(i.getOperand(0)->getType());
+    emit(Op::Extract, l.type, 1, slot(&i), operand(0), asI64(i.getOperand(1), false), 0, 0,
+         uint8_t(src.lanes));
+    return;
+  }
+  case I::InsertElement: {
+    Layout l = layoutOf(i.getType());
+    emit(Op::Insert, l.type, l.lanes, slot(&i), operand(0), operand(1),
+         asI64(i.getOperand(2), false));
+    return;
+  }
+  case I::ShuffleVector: {
+    auto &sv = llvm::cast<llvm::ShuffleVectorInst>(i);
+    Layout l = layoutOf(i.getType());
+    Layout src = layoutOf(sv.getOperand(0)->getType());
+    uint32_t at = uint32_t(extra.size());
+    extra.push_back(src.lanes);
+    for (int m : sv.getShuffleMask())
+      extra.push_back(uint32_t(m));
+    emit(Op::Shuffle, l.type, l.lanes, slot(&i), operand(0), operand(1), 0, at);
+    return;
+  }
+  case I::ExtractValue: {
+    auto &ev = llvm::cast<llvm::ExtractValueInst>(i);
+    llvm::Type *t = ev.getAggregateOperand()->getType();
+    uint32_t off = 0;
+    for (unsigned idx : ev.indices()) {
+      auto *st = llvm::dyn_cast<llvm::StructType>(t);
+      if (!st)
+        unsupported("an extractvalue from an array: " + describe(i));
+      off += fieldOffset(st, idx);
+      t = st->getElementType(idx);
+    }
+    emit(Op::Copy, Type::I8, 1, slot(&i), operand(0) + off, 0, 0, layoutOf(i.getType()).bytes);
+    return;
+  }
+  case I::InsertValue: {
+    auto &iv = llvm::cast<llvm::InsertValueInst>(i);
+    llvm::Type *t = iv.getType();
+    uint32_t off = 0;
+    for (unsigned idx : iv.indices()) {
+      auto *st = llvm::dyn_cast<llvm::StructType>(t);
+      if (!st)
+        unsupported("an insertvalue into an array: " + describe(i));
+      off += fieldOffset(st, idx);
+      t = st->getElementType(idx);
+    }
+    uint32_t out = slot(&i);
+    emit(Op::Copy, Type::I8, 1, out, operand(0), 0, 0, layoutOf(iv.getType()).bytes);
+    emit(Op::Copy, Type::I8, 1, out + off, operand(1), 0, 0, layoutOf(t).bytes);
+    return;
+  }
+  case I::PHI:
+    slot(&i);
+    return;
+  case I::Call:
+    translateCall(llvm::cast<llvm::CallInst>(i));
+    return;
+  case I::Ret:
+    emit(Op::Ret, Type::I8, 1);
+    return;
+  case I::Unreachable:
+    emit(Op::Trap, Type::I8, 1);
+    return;
+  case I::Br: {
+    auto &br = llvm::cast<llvm::BranchInst>(i);
+    if (br.isUnconditional()) {
+      emitPhiCopies(br.getParent(), br.getSuccessor(0));
+      branchTo(nullptr, br.getSuccessor(0), emit(Op::Br, Type::I8, 1), 0);
+      return;
+    }
+    size_t at = emit(Op::CondBr, Type::I8, 1, 0, operand(0));
+    branchTo(br.getParent(), br.getSuccessor(0), at, 1);
+    branchTo(br.getParent(), br.getSuccessor(1), at, 2);
+    return;
+  }
+  case I::Switch: {
+    auto &sw = llvm::cast<llvm::SwitchInst>(i);
+    Layout l = layoutOf(sw.getCondition()->getType());
+    uint32_t at = uint32_t(extra.size());
+    extra.push_back(sw.getNumCases());
+    extra.push_back(0);
+    size_t inst = emit(Op::Switch, l.type, 1, 0, operand(0), 0, 0, at);
+    extraPcFixups_.push_back({at + 1, fixups_.size()});
+    fixups_.push_back({inst, -1, sw.getDefaultDest(), sw.getParent()});
+    for (auto &c : sw.cases()) {
+      uint64_t v = c.getCaseValue()->getZExtValue();
+      extra.push_back(uint32_t(v));
+      extra.push_back(uint32_t(v >> 32));
+      extra.push_back(0);
+      extraPcFixups_.push_back({extra.size() - 1, fixups_.size()});
+      fixups_.push_back({inst, -1, c.getCaseSuccessor(), sw.getParent()});
+    }
+    return;
+  }
+  default:
+    break;
+  }
+  unsupported("the instruction " + describe(i));
+}
+
+void FunctionTranslator::run() {
+  // Arguments: the packed buffer at natural alignment (kernel_abi.h).
+  uint32_t offset = 0;
+  for (const llvm::Argument &a : f_.args()) {
+    llvm::Type *t = a.getType();
+    uint32_t size = uint32_t(dl_.getTypeAllocSize(t));
+    uint32_t align = uint32_t(dl_.getABITypeAlign(t).value());
+    offset = (offset + align - 1) / align * align;
+    args.push_back({slot(&a), offset, size});
+    if (t->isPointerTy() && t->getPointerAddressSpace() == 3)
+      unsupported("a shared-memory pointer argument");
+    offset += size;
+  }
+  for (const llvm::BasicBlock &bb : f_) {
+    blockPc_[&bb] = uint32_t(insts.size());
+    for (const llvm::Instruction &i : bb)
+      translate(i);
+  }
+  // Resolve branches; an edge into a block with phis from a conditional branch goes through a
+  // trampoline: the phi copies, then a jump.
+  std::map<std::pair<const llvm::BasicBlock *, const llvm::BasicBlock *>, uint32_t> trampolines;
+  std::vector<uint32_t> resolved(fixups_.size());
+  for (size_t n = 0; n < fixups_.size(); ++n) {
+    const Fixup &fx = fixups_[n];
+    uint32_t pc = blockPc_.at(fx.target);
+    if (fx.from && !fx.target->phis().empty()) {
+      auto key = std::make_pair(fx.from, fx.target);
+      auto it = trampolines.find(key);
+      if (it == trampolines.end()) {
+        uint32_t start = uint32_t(insts.size());
+        curLoc_ = 0;
+        emitPhiCopies(fx.from, fx.target);
+        emit(Op::Br, Type::I8, 1, 0, pc);
+        it = trampolines.emplace(key, start).first;
+      }
+      pc = it->second;
+    }
+    resolved[n] = pc;
+    if (fx.field == 0)
+      insts[fx.inst].a = pc;
+    else if (fx.field == 1)
+      insts[fx.inst].b = pc;
+    else if (fx.field == 2)
+      insts[fx.inst].c = pc;
+  }
+  for (const auto &[e, n] : extraPcFixups_)
+    extra[e] = resolved[n];
+  if (insts.empty())
+    emit(Op::Ret, Type::I8, 1);
+  frameBytes = (frameBytes + 7) & ~7u;
+}
+
+void put32(std::string &out, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out += char((v >> (8 * i)) & 0xff);
+}
+void putStr(std::string &out, const std::string &s) {
+  put32(out, uint32_t(s.size()));
+  out += s;
+}
+
+} // namespace
+
+bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
+                         const TargetInfo &target, std::string &image, std::string &error) {
+  const llvm::DataLayout &dl = module.getDataLayout();
+  ModuleState ms;
+  try {
+    // Shared memory: every addrspace(3) global gets an offset; zero-sized (extern) ones are the
+    // dynamic shared memory and start after the static part.
+    std::vector<const llvm::GlobalVariable *> dynamic;
+    for (const llvm::GlobalVariable &g : module.globals()) {
+      if (g.getAddressSpace() != 3)
+        continue;
+      uint64_t size = dl.getTypeAllocSize(g.getValueType());
+      if (size == 0) {
+        dynamic.push_back(&g);
+        continue;
+      }
+      uint64_t align = std::max<uint64_t>(g.getAlign() ? g.getAlign()->value() : 1, 16);
+      uint64_t at = (ms.ldsBytes + align - 1) / align * align;
+      if (at + size > (1u << 24))
+        throw Unsupported{"more than 16 MiB of shared memory"};
+      ms.ldsOffsets[&g] = uint32_t(at);
+      ms.ldsBytes = uint32_t(at + size);
+    }
+    ms.ldsBytes = (ms.ldsBytes + 15) & ~15u;
+    for (const llvm::GlobalVariable *g : dynamic)
+      ms.ldsOffsets[g] = ms.ldsBytes;
+
+    std::string body;
+    for (const CodegenKernel &ck : kernels) {
+      const std::string &name = ck.kernel->name;
+      const llvm::Function *f = module.getFunction(name);
+      if (!f || f->isDeclaration())
+        throw Unsupported{"kernel " + name + " has no function in the module"};
+      FunctionTranslator t(*f, dl, ms, Type::Ptr);
+      try {
+        t.run();
+      } catch (Unsupported &u) {
+        throw Unsupported{u.what + " (in kernel " + name + ")"};
+      }
+      putStr(body, name);
+      for (int a = 0; a < 3; ++a)
+        put32(body, ck.dist->block[a]);
+      put32(body, ms.ldsBytes);
+      put32(body, t.frameBytes);
+      put32(body, uint32_t(t.args.size()));
+      for (const auto &a : t.args) {
+        put32(body, a.slot);
+        put32(body, a.offset);
+        put32(body, a.size);
+      }
+      putStr(body, t.init);
+      put32(body, uint32_t(t.insts.size()));
+      body.append(reinterpret_cast<const char *>(t.insts.data()), t.insts.size() * sizeof(Inst));
+      put32(body, uint32_t(t.extra.size()));
+      for (uint32_t w : t.extra)
+        put32(body, w);
+      put32(body, uint32_t(t.locs_.size()));
+      for (const auto &l : t.locs_) {
+        put32(body, l.file);
+        put32(body, l.line);
+        put32(body, l.col);
+      }
+    }
+    image.assign(emu::kImageMagic, sizeof emu::kImageMagic);
+    put32(image, emu::kImageVersion);
+    putStr(image, target.name);
+    unsigned wave = kernels.empty() ? target.defaultWaveSize() : kernels.front().dist->waveSize;
+    put32(image, wave);
+    put32(image, uint32_t(ms.strings.size()));
+    for (const auto &s : ms.strings)
+      putStr(image, s);
+    put32(image, uint32_t(kernels.size()));
+    image += body;
+    return true;
+  } catch (const Unsupported &u) {
+    error = u.what;
+    return false;
+  }
+}
+
+} // namespace wave

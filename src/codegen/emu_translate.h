@@ -1,0 +1,23 @@
+// The emulator image of a compiled module: the final target LLVM module (after LLVM's
+// optimization pipeline, right before instruction selection) translated into the bytecode of
+// runtime/src/emu/emu_image.h, which the runtime's `emu` device interprets.
+#pragma once
+
+#include "codegen/codegen_api.h"
+
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+}
+
+namespace wave {
+
+// Translates the kernels of `module` (compiled for `target`) into an emulator image in `image`.
+// Returns false with `error` naming the first instruction or intrinsic the emulator does not
+// support (and where it comes from) when the module cannot be translated.
+bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
+                         const TargetInfo &target, std::string &image, std::string &error);
+
+} // namespace wave
