@@ -28,7 +28,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -353,6 +355,7 @@ struct DeviceRun {
   wave_device_t dev = nullptr;
   wave_module_t module = nullptr;
   std::vector<void *> buffers;
+  std::function<void()> launch; // one synchronized launch of the loaded kernel
   ~DeviceRun() {
     for (void *b : buffers)
       if (b)
@@ -428,7 +431,7 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     }
     }
   }
-  uint32_t grid[3], block[3];
+  std::array<uint32_t, 3> grid, block;
   bool empty = false;
   for (int i = 0; i < 3; ++i) {
     auto g = dist.grid[i].evaluate(symbols);
@@ -438,41 +441,45 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     block[i] = dist.block[i];
     empty |= *g == 0;
   }
-  auto launch = [&] {
+  // Kept for --bench, so it owns copies of everything it uses.
+  run.launch = [dev = run.dev, k, grid, block, empty, packed] {
     if (!empty)
-      check(wave_launch(run.dev, nullptr, k, grid, block, 0, packed.data(), packed.size()),
+      check(wave_launch(dev, nullptr, k, grid.data(), block.data(), 0, packed.data(),
+                        packed.size()),
             "wave_launch");
-    check(wave_device_synchronize(run.dev), "wave_device_synchronize");
+    check(wave_device_synchronize(dev), "wave_device_synchronize");
   };
   upload();
-  launch();
+  run.launch();
   for (size_t p = 0; p < args.size(); ++p)
     if (kernel.params[p].isOutput && !args[p].data.empty())
       check(wave_memcpy_dtoh(run.dev, args[p].data.data(), run.buffers[p], args[p].data.size()),
             "wave_memcpy_dtoh");
+}
 
-  if (o.bench) {
-    const unsigned warm = std::max(1u, o.bench / 10);
-    for (unsigned i = 0; i < warm; ++i)
-      launch();
-    std::vector<double> times;
-    for (unsigned i = 0; i < o.bench; ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      launch();
-      times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(times.begin(), times.end());
-    double median = times[times.size() / 2];
-    double bytes = 0;
-    for (size_t p = 0; p < args.size(); ++p)
-      if (kernel.params[p].value->type.isMemory())
-        bytes += static_cast<double>(args[p].data.size()) *
-                 ((isRead(kernel, kernel.params[p].value) ? 1 : 0) + (kernel.params[p].isOutput ? 1 : 0));
-    std::printf("bench %s on %s: %u runs after %u warm-up, median %.3f us, min %.3f us, "
-                "%.2f GB/s (%.0f bytes read + written per run)\n",
-                kernel.name.c_str(), o.device.c_str(), o.bench, warm, median * 1e6, times[0] * 1e6,
-                median > 0 ? bytes / median / 1e9 : 0.0, bytes);
+// --bench: a warm-up, then N timed launches (each synchronized); prints the median.
+void bench(const Options &o, DeviceRun &run, const ir::Kernel &kernel,
+           const std::vector<HostTensor> &args) {
+  const unsigned warm = std::max(1u, o.bench / 10);
+  for (unsigned i = 0; i < warm; ++i)
+    run.launch();
+  std::vector<double> times;
+  for (unsigned i = 0; i < o.bench; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    run.launch();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  std::sort(times.begin(), times.end());
+  double median = times[times.size() / 2];
+  double bytes = 0;
+  for (size_t p = 0; p < args.size(); ++p)
+    if (kernel.params[p].value->type.isMemory())
+      bytes += static_cast<double>(args[p].data.size()) *
+               ((isRead(kernel, kernel.params[p].value) ? 1 : 0) + (kernel.params[p].isOutput ? 1 : 0));
+  std::printf("bench %s on %s: %u runs after %u warm-up, median %.3f us, min %.3f us, "
+              "%.2f GB/s (%.0f bytes read + written per run)\n",
+              kernel.name.c_str(), o.device.c_str(), o.bench, warm, median * 1e6, times[0] * 1e6,
+              median > 0 ? bytes / median / 1e9 : 0.0, bytes);
 }
 
 int runMain(const Options &o) {
@@ -667,6 +674,8 @@ int runMain(const Options &o) {
         die(kFailed, error);
     }
   }
+  if (o.bench && !o.reference)
+    bench(o, run, k, result);
   if (!o.check && o.expects.empty() && !o.bench)
     std::printf("wave-run: %s ran on %s\n", k.name.c_str(),
                 o.reference ? "the reference evaluator" : o.device.c_str());

@@ -154,6 +154,23 @@ with tempfile.TemporaryDirectory() as d:
     print(("ok   " if ok else "FAIL ") + f"emu device (rc {out.returncode})")
     if not ok:
         failures.append("emu device: " + out.stdout + out.stderr)
+    if out.returncode == 0:
+        # The check can fail: a code object compiled from a subtly different kernel of the same
+        # signature (x * 3 instead of x * 2) is launched in place of the right one.
+        wavec = os.path.join(os.path.dirname(os.path.abspath(WAVE_RUN)), "wavec")
+        wrong = os.path.join(d, "wrong.wave")
+        open(wrong, "w").write(COPY.replace("read(a) * 2.0", "read(a) * 3.0"))
+        obj = os.path.join(d, "wrong.wemu")
+        subprocess.run([wavec, wrong, "--kernel", "copy", "--emit=emu", "-o", obj], check=True)
+        run([src, "--kernel", "copy", "--device", "emu", "--check", "--object", obj,
+             "--size", "M=3", "--size", "N=70"], 1, "210 mismatches", "FAIL",
+            name="--check catches a wrong device result")
+        dev_out = os.path.join(d, "dev_out")
+        run([src, "--kernel", "copy", "--device", "emu:sm_90", "--input", f"a={a}",
+             "--output-dir", dev_out], 0, "copy ran on emu:sm_90", name="device run writes outputs")
+        _, got = read_floats(os.path.join(dev_out, "b.npy"))
+        if got != [2 * v for v in vals]:
+            failures.append(f"device output b.npy: {got}")
 
 if failures:
     print("\n".join(failures))
