@@ -610,6 +610,12 @@ int runMain(const Options &o) {
     std::string error;
     if (!ref::paramShape(k, p, symbols, shape, error))
       die(kBadInput, error);
+    double bytes = ref::elementBytes(k.params[p].value->type.dtype);
+    for (int64_t d : shape)
+      bytes *= static_cast<double>(d);
+    if (bytes > 64.0 * (1ull << 30))
+      die(kBadInput, fmt::format("parameter '{}' of shape [{}] would take {:.3g} GiB: too large",
+                                 k.params[p].name, fmt::join(shape, ", "), bytes / (1ull << 30)));
     args[p] = HostTensor::zeros(k.params[p].value->type.dtype, shape);
     if (k.params[p].isOutput && !isRead(k, k.params[p].value)) {
       poison(args[p]);

@@ -1107,8 +1107,15 @@ bool evaluate(const ir::Kernel &kernel, std::map<std::string, int64_t> symbols,
               std::vector<HostTensor> &args, std::string &error) {
   if (!bindShapes(kernel, args, symbols, error))
     return false;
-  Evaluator ev(kernel, std::move(symbols), error);
-  return ev.run(args);
+  try {
+    Evaluator ev(kernel, std::move(symbols), error);
+    return ev.run(args);
+  } catch (const std::bad_alloc &) {
+    error = fmt::format("kernel '{}': out of host memory for the reference evaluation (its "
+                        "values take 16 bytes per element)",
+                        kernel.name);
+    return false;
+  }
 }
 
 } // namespace wave::ref

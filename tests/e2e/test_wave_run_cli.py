@@ -131,6 +131,8 @@ with tempfile.TemporaryDirectory() as d:
         "kernel 'copy' has no parameter 'x' (it has a, b)", name="unknown parameter")
     run([src, "--kernel", "copy", "--reference"], 2,
         "the size of dynamic symbol 'M' is unknown", name="dynamic size missing")
+    run([src, "--kernel", "copy", "--reference", "--size", "M=4000000", "--size", "N=4000000"], 2,
+        "parameter 'a' of shape [4000000, 4000000] would take", name="huge shape")
     run([src, "--kernel", "copy", "--reference", "--size", "Q=3"], 2,
         "'Q' is not a dynamic symbol", name="unknown --size symbol")
     run([src, "--kernel", "copy", "--device", "nosuch://0", "--size", "M=2", "--size", "N=2"], 2,

@@ -574,3 +574,60 @@ kernel k(a: Memory[M, N, global, f32], t: Memory[N, M, global, f32], ia: Memory[
       }
   }
 }
+
+TEST(Reference, NegationAndBatchedIntegerMma) {
+  // A batched i8 GEMM with i32 accumulation, K = 5 in one tile of 32, and a negated result.
+  auto b = build(R"(
+symbol B, M, N, K;
+kernel k(a: Memory[B, M, K, global, i8], b: Memory[B, N, K, global, i8], c: Memory[B, M, N, global, i32]) {
+  constraints {
+    workgroup(M, 16, dim = 0); workgroup(N, 16, dim = 1); workgroup(B, 1, dim = 2); tiling(K, 32);
+    wave(M, 16); wave(N, 16); hardware(threads_per_wave = 64, mma = I32_16x16x32_I8, vector_shapes = {B: 0});
+  }
+  r = iterate K (acc = Register[B, M, N, i32](1)) {
+    yield mma(read(a), read(b), acc);
+  }
+  write(-r, c);
+}
+)");
+  ASSERT_TRUE(b);
+  const int64_t B = 2, M = 2, N = 3, K = 5;
+  std::vector<double> av(B * M * K), bv(B * N * K);
+  for (size_t i = 0; i < av.size(); ++i)
+    av[i] = static_cast<double>(static_cast<int>(i * 37 % 255) - 127);
+  for (size_t i = 0; i < bv.size(); ++i)
+    bv[i] = static_cast<double>(static_cast<int>(i * 91 % 255) - 127);
+  std::vector<HostTensor> args{tensor(ScalarType::I8, {B, M, K}, av), tensor(ScalarType::I8, {B, N, K}, bv),
+                               HostTensor::zeros(ScalarType::I32, {B, M, N})};
+  eval(*b, args);
+  auto c = values(args[2]);
+  for (int64_t bb = 0; bb < B; ++bb)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double want = 1;
+        for (int64_t kk = 0; kk < K; ++kk)
+          want += av[(bb * M + m) * K + kk] * bv[(bb * N + n) * K + kk];
+        EXPECT_EQ(c[(bb * M + m) * N + n], -want);
+      }
+}
+
+TEST(Reference, ValueFromOutsideTheLoopIsSlicedToTheTile) {
+  // w (dim K) is read before the loop; inside, w * read(a) is the current tile of both.
+  auto b = build(R"(
+symbol M, K;
+kernel k(a: Memory[M, K, global, f32], w: Memory[K, global, f32], out: Memory[M, global, f32]) {
+  constraints { workgroup(M, 1, dim = 0); wave(M, 1); tiling(K, 3); hardware(vector_shapes = {M: 1, K: 3}); }
+  wk = read(w);
+  s = iterate K (acc = Register[M, f32](0.0)) {
+    yield acc + sum(read(a) * broadcast(wk, [M, K]), dim = K);
+  }
+  write(s, out);
+}
+)");
+  ASSERT_TRUE(b);
+  std::vector<HostTensor> args{tensor(ScalarType::F32, {2, 7}, {1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 1}),
+                               tensor(ScalarType::F32, {7}, {1, 10, 100, 1000, 1e4, 1e5, 1e6}),
+                               HostTensor::zeros(ScalarType::F32, {2})};
+  eval(*b, args);
+  EXPECT_EQ(values(args[2]), (std::vector<double>{7654321, 1e6}));
+}
