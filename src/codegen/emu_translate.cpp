@@ -942,6 +942,17 @@ void putStr(std::string &out, const std::string &s) {
 
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
                          const TargetInfo &target, std::string &image, std::string &error) {
+  std::vector<EmuKernelInfo> infos;
+  for (const CodegenKernel &ck : kernels)
+    infos.push_back({ck.kernel->name,
+                     {ck.dist->block[0], ck.dist->block[1], ck.dist->block[2]},
+                     ck.dist->waveSize});
+  return translateToEmuImage(module, infos, target.name, target.defaultWaveSize(), image, error);
+}
+
+bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernelInfo> &kernels,
+                         const std::string &targetName, unsigned defaultWaveSize,
+                         std::string &image, std::string &error) {
   const llvm::DataLayout &dl = module.getDataLayout();
   ModuleState ms;
   try {
@@ -968,8 +979,8 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKe
       ms.ldsOffsets[g] = ms.ldsBytes;
 
     std::string body;
-    for (const CodegenKernel &ck : kernels) {
-      const std::string &name = ck.kernel->name;
+    for (const EmuKernelInfo &ck : kernels) {
+      const std::string &name = ck.name;
       const llvm::Function *f = module.getFunction(name);
       if (!f || f->isDeclaration())
         throw Unsupported{"kernel " + name + " has no function in the module"};
@@ -981,7 +992,7 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKe
       }
       putStr(body, name);
       for (int a = 0; a < 3; ++a)
-        put32(body, ck.dist->block[a]);
+        put32(body, ck.block[a]);
       put32(body, ms.ldsBytes);
       put32(body, t.frameBytes);
       put32(body, uint32_t(t.args.size()));
@@ -1005,8 +1016,8 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKe
     }
     image.assign(emu::kImageMagic, sizeof emu::kImageMagic);
     put32(image, emu::kImageVersion);
-    putStr(image, target.name);
-    unsigned wave = kernels.empty() ? target.defaultWaveSize() : kernels.front().dist->waveSize;
+    putStr(image, targetName);
+    unsigned wave = kernels.empty() ? defaultWaveSize : kernels.front().waveSize;
     put32(image, wave);
     put32(image, uint32_t(ms.strings.size()));
     for (const auto &s : ms.strings)

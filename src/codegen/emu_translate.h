@@ -20,4 +20,14 @@ namespace wave {
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
                          const TargetInfo &target, std::string &image, std::string &error);
 
+// The same for kernels described by name, block and wave size alone (what the image needs).
+struct EmuKernelInfo {
+  std::string name;
+  unsigned block[3];
+  unsigned waveSize;
+};
+bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernelInfo> &kernels,
+                         const std::string &targetName, unsigned defaultWaveSize,
+                         std::string &image, std::string &error);
+
 } // namespace wave

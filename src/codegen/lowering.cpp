@@ -28,6 +28,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -209,6 +210,13 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
       mlir::parseSourceString<mlir::ModuleOp>(mlirText, &ctx);
   if (!module)
     return fail(diags, target, "the emitted MLIR does not parse (a wavec bug):\n" + mlirErrors);
+  // Ops the emitter gave no `.wave` location keep none (not a line of the MLIR text): only
+  // source locations become line info.
+  module->walk([&](mlir::Operation *op) {
+    auto file = mlir::dyn_cast<mlir::FileLineColLoc>(op->getLoc());
+    if (file && !file.getFilename().getValue().ends_with(".wave"))
+      op->setLoc(mlir::UnknownLoc::get(&ctx));
+  });
 
   // 1. clean up the emitted text.
   {
@@ -244,6 +252,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
       g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
     }
     g.addPass(mlir::createReconcileUnrealizedCastsPass());
+    // A DISubprogram on each llvm.func, so the `.wave` locations become DILocations.
+    pm.addPass(mlir::LLVM::createDIScopeForLLVMFuncOpPass());
     if (mlir::failed(pm.run(*module)))
       return fail(diags, target, "lowering to the LLVM dialect failed:\n" + mlirErrors);
   }

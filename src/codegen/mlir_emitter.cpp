@@ -90,7 +90,22 @@ private:
 
   // ---- text helpers ----
   std::string fresh() { return "%v" + std::to_string(next_++); }
-  void line(const std::string &s) { body_ << indent_ << s << "\n"; }
+  // Each emitted op carries the `.wave` location of the op it implements (loc_), which survives
+  // into LLVM IR as line info (lowering.cpp) and into the emulator image. Lines that open or
+  // close a region take none.
+  void line(const std::string &s) {
+    bool bare = loc_.empty() || s.empty() || s.back() == '{' || s.front() == '}';
+    body_ << indent_ << s << (bare ? "" : " " + loc_) << "\n";
+  }
+  std::string locOf(SourceRange r) const {
+    if (!r.valid() || !diags_.file())
+      return "";
+    std::string name = diags_.file()->name(), quoted;
+    for (char c : name.substr(name.rfind('/') + 1))
+      quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return "loc(\"" + quoted + "\":" + std::to_string(r.begin.line) + ":" +
+           std::to_string(r.begin.col) + ")";
+  }
   std::string constIndex(int64_t v) {
     auto it = indexConsts_.find(v);
     if (it != indexConsts_.end())
@@ -183,6 +198,7 @@ private:
   bool failed_ = false;
   unsigned next_ = 0;
   std::string indent_ = "      ";
+  std::string loc_; // loc(...) of the op being emitted
   std::ostringstream head_, body_;
   std::map<int64_t, std::string> indexConsts_;
   std::map<std::string, std::string> symbols_;   // IndexExpr symbol -> index SSA
@@ -1010,6 +1026,12 @@ std::string floatLiteral(double v, ScalarType t) {
 }
 
 bool KernelEmitter::emitOp(const ir::Op &op) {
+  std::string outerLoc = locOf(op.loc);
+  std::swap(loc_, outerLoc);
+  struct Restore {
+    std::string &loc, saved;
+    ~Restore() { loc = saved; }
+  } restore{loc_, outerLoc};
   switch (op.kind) {
   case ir::OpKind::Read: return emitRead(op);
   case ir::OpKind::Write: return emitWrite(op);
@@ -1102,7 +1124,8 @@ bool KernelEmitter::emit(std::ostream &os) {
      << "array<i32: " << blk << ">";
   if (target_.vendor == Vendor::NVIDIA)
     os << ", nvvm.maxntid = array<i32: " << blk << ">";
-  os << "} {\n" << head_.str() << body_.str() << "      gpu.return\n    }\n";
+  os << "} {\n" << head_.str() << body_.str() << "      gpu.return\n    } " << locOf(k_.loc)
+     << "\n";
   return true;
 }
 

@@ -36,6 +36,19 @@ template <class T> inline T rd(const uint8_t *p) {
 }
 template <class T> inline void wr(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
 
+// Small copies dominate (scalars, short vectors): fixed sizes avoid a libc call. The ranges
+// never overlap partially (distinct slots, or one slot onto itself).
+inline void copyBytes(uint8_t *d, const uint8_t *s, size_t n) {
+  switch (n) {
+  case 1: *d = *s; return;
+  case 2: { uint16_t v; std::memcpy(&v, s, 2); std::memcpy(d, &v, 2); return; }
+  case 4: { uint32_t v; std::memcpy(&v, s, 4); std::memcpy(d, &v, 4); return; }
+  case 8: { uint64_t v; std::memcpy(&v, s, 8); std::memcpy(d, &v, 8); return; }
+  case 16: { uint64_t v[2]; std::memcpy(v, s, 16); std::memcpy(d, v, 16); return; }
+  default: std::memmove(d, s, n);
+  }
+}
+
 // ---- typed element access -------------------------------------------------------------------
 
 inline uint64_t getU(Type t, const uint8_t *p) {
@@ -48,11 +61,12 @@ inline uint64_t getU(Type t, const uint8_t *p) {
   }
 }
 inline int64_t getS(Type t, const uint8_t *p) {
-  switch (t) {
-  case Type::I1: return (p[0] & 1) ? -1 : 0;
-  case Type::I8: return int8_t(p[0]);
-  case Type::I16: return rd<int16_t>(p);
-  case Type::I32: return rd<int32_t>(p);
+  if (t == Type::I1)
+    return (p[0] & 1) ? -1 : 0;
+  switch (typeSize(t)) {
+  case 1: return int8_t(p[0]);
+  case 2: return rd<int16_t>(p);
+  case 4: return rd<int32_t>(p);
   default: return rd<int64_t>(p);
   }
 }
@@ -196,7 +210,7 @@ bool fcmp(uint32_t pred, double a, double b) {
   }
 }
 
-bool icmp(uint32_t pred, uint64_t a, uint64_t b, int64_t sa, int64_t sb) {
+inline bool icmp(uint32_t pred, uint64_t a, uint64_t b, int64_t sa, int64_t sb) {
   switch (pred) {
   case 32: return a == b;
   case 33: return a != b;
@@ -330,6 +344,27 @@ private:
   uint64_t maxSteps_;
   size_t heapHint_ = 0;
   bool faulted_ = false;
+  bool framesReady_ = false;
+  // The first read of unwritten shared memory in this epoch. It is reported when the epoch ends
+  // (or another fault comes first), unless another thread writes the byte in the same epoch:
+  // then the missing barrier is reported as the race it is.
+  struct PendingRead {
+    bool set = false;
+    Lane lane;
+    const Inst *in = nullptr;
+    uint64_t byte = 0;
+    std::string what;
+  } pending_;
+
+  bool reportPending() {
+    if (!pending_.set)
+      return true;
+    pending_.set = false;
+    return fault(pending_.lane, *pending_.in,
+                 "read of uninitialized shared memory by a " + pending_.what,
+                 "byte " + std::to_string(pending_.byte) +
+                     " was never written in this workgroup");
+  }
 
   void run(Lane &lane);
   bool collective(uint32_t firstLane, uint32_t count);
@@ -342,7 +377,9 @@ private:
     return p_.strings[l.file] + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
   }
   bool fault(const Lane &lane, const Inst &in, const std::string &what,
-             const std::string &detail) {
+             const std::string &detail, bool pendingFirst = true) {
+    if (pendingFirst && pending_.set && !faulted_)
+      return reportPending();
     if (!faulted_) {
       char buf[160];
       std::snprintf(buf, sizeof buf, " in workgroup (%u,%u,%u) thread (%u,%u,%u)", wg_[0], wg_[1],
@@ -379,6 +416,9 @@ private:
       if (addr < end)
         detail = "the access at " + hex(addr) + " ends " + std::to_string(addr + bytes - end) +
                  " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
+      else if (addr == end)
+        detail = "address " + hex(addr) + " is just past the end of a " +
+                 std::to_string(h.size) + "-byte allocation";
       else
         detail = "address " + hex(addr) + " is " + std::to_string(addr - end) +
                  " bytes past the end of a " + std::to_string(h.size) + "-byte allocation";
@@ -404,11 +444,15 @@ private:
     for (uint32_t i = 0; i < bytes; ++i) {
       Shadow &s = shadow_[off + i];
       if (read) {
-        if (s.writeStamp < wgStart_ || s.writer == kNobody)
-          return fault(lane, in, std::string("read of uninitialized shared memory by a ") + what,
-                       "byte " + std::to_string(off + i) +
-                           " was never written in this workgroup");
-        if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
+        if (s.writeStamp < wgStart_ || s.writer == kNobody) {
+          if (!pending_.set) {
+            pending_.set = true;
+            pending_.lane = lane;
+            pending_.in = &in;
+            pending_.byte = off + i;
+            pending_.what = what;
+          }
+        } else if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
           return race(lane, in, what, off + i, s.writer, "written");
         if (!atomic) {
           if (s.readStamp == stamp_ && s.reader != me)
@@ -450,7 +494,8 @@ private:
     }
     return fault(lane, in, std::string("shared-memory race on a ") + what,
                  "byte " + std::to_string(byte) + " was " + how + " by " + who +
-                     " with no barrier in between");
+                     " with no barrier in between",
+                 /*pendingFirst=*/false);
   }
 };
 
@@ -543,7 +588,7 @@ void Runner::run(Lane &L) {
       break;
     }
     case Op::Copy:
-      std::memmove(f + in.dst, f + in.a, in.imm);
+      copyBytes(f + in.dst, f + in.a, in.imm);
       break;
     case Op::Special: {
       uint64_t v = 0;
@@ -571,8 +616,29 @@ void Runner::run(Lane &L) {
     case Op::SRem: case Op::Shl: case Op::LShr: case Op::AShr: case Op::And: case Op::Or:
     case Op::Xor: case Op::SMin: case Op::SMax: case Op::UMin: case Op::UMax: {
       uint32_t es = typeSize(t);
-      if (in.lanes == 1 && t == Type::I64 && Op(in.op) == Op::Add) { // the index fast path
-        wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) + rd<uint64_t>(f + in.b));
+      if (in.lanes == 1 && t == Type::I64) { // index arithmetic: the common case
+        uint64_t a = rd<uint64_t>(f + in.a), b = rd<uint64_t>(f + in.b), r;
+        switch (Op(in.op)) {
+        case Op::Add: r = a + b; break;
+        case Op::Sub: r = a - b; break;
+        case Op::Mul: r = a * b; break;
+        case Op::And: r = a & b; break;
+        case Op::Or: r = a | b; break;
+        case Op::Xor: r = a ^ b; break;
+        case Op::Shl: r = b >= 64 ? 0 : a << b; break;
+        default: r = intBinary(Op(in.op), t, f + in.a, f + in.b); break;
+        }
+        wr<uint64_t>(f + in.dst, r);
+        break;
+      }
+      if (in.lanes == 1 && t == Type::I1) {
+        uint8_t a = f[in.a] & 1, b = f[in.b] & 1;
+        switch (Op(in.op)) {
+        case Op::And: f[in.dst] = a & b; break;
+        case Op::Or: f[in.dst] = a | b; break;
+        case Op::Xor: f[in.dst] = a ^ b; break;
+        default: f[in.dst] = uint8_t(intBinary(Op(in.op), t, f + in.a, f + in.b) & 1); break;
+        }
         break;
       }
       for (uint32_t l = 0; l < in.lanes; ++l)
@@ -631,7 +697,7 @@ void Runner::run(Lane &L) {
     case Op::Select: {
       uint32_t es = typeSize(t);
       if (in.lanes == 1 || in.aux) {
-        std::memmove(f + in.dst, (f[in.a] & 1) ? f + in.b : f + in.c, size_t(es) * in.lanes);
+        copyBytes(f + in.dst, (f[in.a] & 1) ? f + in.b : f + in.c, size_t(es) * in.lanes);
         break;
       }
       for (uint32_t l = 0; l < in.lanes; ++l)
@@ -642,6 +708,11 @@ void Runner::run(Lane &L) {
     case Op::ICmp: {
       Type st = Type(in.aux);
       uint32_t es = typeSize(st);
+      if (in.lanes == 1 && st == Type::I64) {
+        uint64_t a = rd<uint64_t>(f + in.a), b = rd<uint64_t>(f + in.b);
+        f[in.dst] = icmp(in.imm, a, b, int64_t(a), int64_t(b));
+        break;
+      }
       for (uint32_t l = 0; l < in.lanes; ++l) {
         const uint8_t *a = f + in.a + l * es, *b = f + in.b + l * es;
         f[in.dst + l] = icmp(in.imm, getU(st, a), getU(st, b), getS(st, a), getS(st, b));
@@ -668,7 +739,7 @@ void Runner::run(Lane &L) {
       uint64_t i = rd<uint64_t>(f + in.b);
       uint32_t es = typeSize(t);
       if (i < in.aux)
-        std::memcpy(f + in.dst, f + in.a + i * es, es);
+        copyBytes(f + in.dst, f + in.a + i * es, es);
       else
         std::memset(f + in.dst, 0, es);
       break;
@@ -676,11 +747,12 @@ void Runner::run(Lane &L) {
     case Op::Insert: {
       uint64_t i = rd<uint64_t>(f + in.c);
       uint32_t es = typeSize(t);
-      uint8_t tmp[8];
-      std::memcpy(tmp, f + in.b, es);
-      std::memmove(f + in.dst, f + in.a, size_t(es) * in.lanes);
+      uint8_t tmp[16];
+      copyBytes(tmp, f + in.b, es);
+      if (in.dst != in.a)
+        copyBytes(f + in.dst, f + in.a, size_t(es) * in.lanes);
       if (i < in.lanes)
-        std::memcpy(f + in.dst + i * es, tmp, es);
+        copyBytes(f + in.dst + i * es, tmp, es);
       break;
     }
     case Op::Shuffle: {
@@ -729,7 +801,7 @@ void Runner::run(Lane &L) {
             L.state = Done;
             return;
           }
-          std::memcpy(d, reinterpret_cast<const void *>(uintptr_t(at)), n);
+          copyBytes(d, reinterpret_cast<const uint8_t *>(uintptr_t(at)), n);
         }
       }
       break;
@@ -757,7 +829,7 @@ void Runner::run(Lane &L) {
             L.state = Done;
             return;
           }
-          std::memcpy(reinterpret_cast<void *>(uintptr_t(at)), s, n);
+          copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(at)), s, n);
         }
       }
       break;
@@ -890,8 +962,9 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
     return;
   }
   const uint32_t full = typeSize(t) * in.lanes;
-  std::vector<uint8_t> out(size_t(wave_) * 64);
-  auto result = [&](uint32_t l) { return out.data() + size_t(l) * 64; };
+  constexpr size_t kStride = 8 * kMaxLanes + 8; // the widest value plus a predicate
+  std::vector<uint8_t> out(size_t(wave_) * kStride);
+  auto result = [&](uint32_t l) { return out.data() + size_t(l) * kStride; };
   switch (WaveOp(in.aux)) {
   case WaveOp::Bpermute:
     for (uint32_t l = 0; l < wave_; ++l)
@@ -1020,6 +1093,7 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   std::memcpy(wg_, wg, sizeof wg_);
   faulted_ = false;
   wgStart_ = ++stamp_;
+  pending_.set = false;
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)
@@ -1028,20 +1102,26 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         Lane &l = lanes_[linear];
         l = Lane{};
         l.frame = frames_.data() + size_t(linear) * frameStride_;
-        std::memcpy(l.frame, k_.init.data(), k_.init.size());
-        std::memset(l.frame + k_.init.size(), 0, k_.frameBytes - k_.init.size());
-        for (const auto &a : k_.args)
-          std::memcpy(l.frame + a.slot, args + a.offset, a.size);
+        // Constants and arguments are written once per frame (framesReady_): the code never
+        // writes their slots, and every other slot is written before it is read (SSA).
+        if (!framesReady_) {
+          std::memcpy(l.frame, k_.init.data(), k_.init.size());
+          for (const auto &a : k_.args)
+            std::memcpy(l.frame + a.slot, args + a.offset, a.size);
+        }
         l.tid[0] = x;
         l.tid[1] = y;
         l.tid[2] = z;
         l.linear = linear;
         l.lane = linear % wave_;
       }
+  framesReady_ = true;
   for (;;) {
     for (uint32_t w = 0; w < threads_; w += wave_)
       if (!collective(w, std::min(wave_, threads_ - w)))
         return false;
+    if (!reportPending())
+      return false;
     bool waiting = false;
     for (Lane &l : lanes_)
       if (l.state == AtBarrier) {

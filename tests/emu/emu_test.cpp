@@ -1,0 +1,771 @@
+// Unit tests of the CPU emulator (runtime/src/emu/): the matrix instructions against a plain
+// matrix product on random data, lane exchanges, narrow-float conversions, atomics, the
+// detectors (out-of-bounds global access with its .wave location, shared-memory races, reads of
+// unwritten shared memory) and the image validator. Images are either hand-built here (a small
+// assembler over emu_image.h) or compiled from samples/copy/copy.wave by wavec at build time.
+#include "emu/emu.h"
+#include "emu/numeric.h"
+#include "wave/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <functional>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace wave::emu;
+
+namespace {
+
+bool contains(const std::string &s, const std::string &part) {
+  return s.find(part) != std::string::npos;
+}
+
+// ---- a tiny assembler for hand-made images -----------------------------------------------------
+
+struct KernelBuilder {
+  std::string name;
+  uint32_t block[3] = {64, 1, 1};
+  uint32_t shared = 0;
+  uint32_t frame = 0;
+  std::vector<std::array<uint32_t, 3>> args; // slot, offset, size
+  std::vector<uint8_t> init;
+  std::vector<Inst> code;
+  std::vector<uint32_t> extra;
+
+  uint32_t slot(uint32_t bytes) {
+    uint32_t s = (frame + 7) & ~7u;
+    frame = s + bytes;
+    return s;
+  }
+  template <class T> uint32_t constant(T v) {
+    uint32_t s = slot(sizeof(T));
+    if (init.size() < s + sizeof(T))
+      init.resize(s + sizeof(T));
+    std::memcpy(&init[s], &v, sizeof(T));
+    return s;
+  }
+  uint32_t arg(uint32_t offset, uint32_t size) {
+    uint32_t s = slot(size);
+    args.push_back({s, offset, size});
+    return s;
+  }
+  size_t op(Op o, Type t, uint32_t lanes, uint32_t dst = 0, uint32_t a = 0, uint32_t b = 0,
+            uint32_t c = 0, uint32_t imm = 0, uint8_t aux = 0) {
+    Inst i{};
+    i.op = uint16_t(o);
+    i.type = uint8_t(t);
+    i.aux = aux;
+    i.lanes = lanes;
+    i.dst = dst;
+    i.a = a;
+    i.b = b;
+    i.c = c;
+    i.imm = imm;
+    code.push_back(i);
+    return code.size() - 1;
+  }
+  // dst (i64) = the thread's linear id in x (ZExt of the i32 special register).
+  uint32_t tid64() {
+    uint32_t t32 = slot(4), t64 = slot(8);
+    op(Op::Special, Type::I32, 1, t32, 0, 0, 0, uint32_t(Special::TidX));
+    op(Op::ZExt, Type::I64, 1, t64, t32, 0, 0, 0, uint8_t(Type::I32));
+    return t64;
+  }
+};
+
+void put32(std::string &o, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    o += char(v >> (8 * i));
+}
+void putStr(std::string &o, const std::string &s) {
+  put32(o, uint32_t(s.size()));
+  o += s;
+}
+
+std::string assemble(const std::string &target, uint32_t wave,
+                     const std::vector<KernelBuilder> &kernels) {
+  std::string o(kImageMagic, 8);
+  put32(o, kImageVersion);
+  putStr(o, target);
+  put32(o, wave);
+  put32(o, 1);
+  putStr(o, "handmade.wave");
+  put32(o, uint32_t(kernels.size()));
+  for (const auto &k : kernels) {
+    putStr(o, k.name);
+    for (uint32_t b : k.block)
+      put32(o, b);
+    put32(o, k.shared);
+    put32(o, (k.frame + 7) & ~7u);
+    put32(o, uint32_t(k.args.size()));
+    for (const auto &a : k.args)
+      for (uint32_t w : a)
+        put32(o, w);
+    put32(o, uint32_t(k.init.size()));
+    o.append(k.init.begin(), k.init.end());
+    put32(o, uint32_t(k.code.size()));
+    o.append(reinterpret_cast<const char *>(k.code.data()), k.code.size() * sizeof(Inst));
+    put32(o, uint32_t(k.extra.size()));
+    for (uint32_t w : k.extra)
+      put32(o, w);
+    // Location 0 unknown, location 1 handmade.wave:7:3 (every instruction points at it).
+    put32(o, 2);
+    put32(o, kNoString);
+    put32(o, 0);
+    put32(o, 0);
+    put32(o, 0);
+    put32(o, 7);
+    put32(o, 3);
+  }
+  return o;
+}
+
+// Sets every instruction's location to 1 (handmade.wave:7:3).
+void locate(KernelBuilder &k) {
+  for (auto &i : k.code)
+    i.loc = 1;
+}
+
+struct Device {
+  wave_device_t dev = nullptr;
+  explicit Device(const char *uri) { EXPECT_EQ(wave_device_open(uri, &dev), WAVE_SUCCESS) << wave_last_error(); }
+  ~Device() { wave_device_close(dev); }
+};
+
+// Loads `image` on `uri`, launches `kernel` with the packed `args`; returns the status.
+wave_status_t launch(wave_device_t dev, const std::string &image, const char *kernel,
+                     uint32_t grid, uint32_t block, const std::vector<uint8_t> &args) {
+  wave_module_t m = nullptr;
+  if (wave_status_t s = wave_module_load_data(dev, image.data(), image.size(), &m))
+    return s;
+  wave_kernel_t k = nullptr;
+  wave_status_t s = wave_module_get_kernel(m, kernel, &k);
+  if (s == WAVE_SUCCESS) {
+    uint32_t g[3] = {grid, 1, 1}, b[3] = {block, 1, 1};
+    s = wave_launch(dev, nullptr, k, g, b, 0, args.data(), args.size());
+  }
+  wave_module_unload(m);
+  return s;
+}
+
+template <class T> void pack(std::vector<uint8_t> &buf, size_t offset, T v) {
+  if (buf.size() < offset + sizeof(T))
+    buf.resize(offset + sizeof(T));
+  std::memcpy(buf.data() + offset, &v, sizeof(T));
+}
+
+// ---- matrix instructions ---------------------------------------------------------------------
+
+// The per-lane layouts written out again from wave-facts.md section 3 (independently of
+// matrix.cpp): element g of lane l of A is A[m][k], of B is B[k][n], of C/D is C[m][n].
+struct TestLayout {
+  uint32_t aElems, bElems, cElems;
+  std::function<std::pair<int, int>(int, int)> a, b, c; // -> (row, col)
+  int operandLanes;
+};
+
+TestLayout testLayout(Mma kind) {
+  const MmaShape &s = mmaShape(kind);
+  if (s.name[0] == 'm' && s.name[1] == 'f') { // MFMA
+    int M = int(s.m), kp = int(s.k) * M / 64; // K elements spread over 64 / M lane groups
+    int cElems = M == 16 ? 4 : 16;
+    auto c = M == 16 ? std::function<std::pair<int, int>(int, int)>(
+                           [](int l, int g) { return std::make_pair(4 * (l / 16) + g, l % 16); })
+                     : [](int l, int g) {
+                         return std::make_pair(8 * (g / 4) + 4 * (l / 32) + g % 4, l % 32);
+                       };
+    return {uint32_t(kp), uint32_t(kp), uint32_t(cElems),
+            [=](int l, int g) { return std::make_pair(l % M, kp * (l / M) + g); },
+            [=](int l, int g) { return std::make_pair(kp * (l / M) + g, l % M); }, c, 64};
+  }
+  if (s.name[0] == 'w') // WMMA gfx1100
+    return {16, 16, 8, [](int l, int g) { return std::make_pair(l % 16, g); },
+            [](int l, int g) { return std::make_pair(g, l % 16); },
+            [](int l, int g) { return std::make_pair(2 * g + l / 16, l % 16); }, 32};
+  auto cmap = [](int l, int i) { return std::make_pair(l / 4 + 8 * (i >> 1), 2 * (l % 4) + (i & 1)); };
+  if (s.k == 16)
+    return {8, 4, 4,
+            [](int l, int i) {
+              return std::make_pair(l / 4 + 8 * ((i >> 1) & 1), 2 * (l % 4) + (i & 1) + 8 * (i >> 2));
+            },
+            [](int l, int i) { return std::make_pair(2 * (l % 4) + (i & 1) + 8 * (i >> 1), l / 4); },
+            cmap, 32};
+  return {4, 2, 4, [](int l, int i) { return std::make_pair(l / 4 + 8 * (i >> 1), 2 * (l % 4) + (i & 1)); },
+          [](int l, int i) { return std::make_pair(2 * (l % 4) + i, l / 4); }, cmap, 32};
+}
+
+enum class In { F16, BF16, Fp8, I8 };
+In inputOf(Mma kind) {
+  switch (kind) {
+  case Mma::Mfma16x16x16BF16: case Mma::Mfma32x32x8BF16: case Mma::Wmma16x16x16BF16:
+  case Mma::Mma16x8x16BF16:
+    return In::BF16;
+  case Mma::Mfma16x16x32Fp8: case Mma::Mfma32x32x16Fp8:
+    return In::Fp8;
+  case Mma::Mfma16x16x16I8: case Mma::Mfma32x32x8I8: case Mma::Mfma16x16x32I8:
+  case Mma::Mfma32x32x16I8:
+    return In::I8;
+  default:
+    return In::F16;
+  }
+}
+
+class MatrixTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MatrixTest, MatchesAPlainProductOnRandomData) {
+  const Mma kind = Mma(GetParam());
+  const MmaShape &s = mmaShape(kind);
+  const TestLayout L = testLayout(kind);
+  const In in = inputOf(kind);
+  const bool intAcc = in == In::I8;
+  const size_t esize = in == In::F16 || in == In::BF16 ? 2 : 1;
+  std::mt19937 rng(1234 + GetParam());
+  std::uniform_int_distribution<int> small(-8, 8);
+  const int M = int(s.m), N = int(s.n), K = int(s.k);
+  // Random exactly representable inputs (small integers / 8, or small integers for i8).
+  std::vector<double> A(M * K), B(K * N), C(M * N);
+  std::vector<uint8_t> aBits(M * K * esize), bBits(K * N * esize);
+  auto encode = [&](double v, uint8_t *out) {
+    if (in == In::F16) {
+      uint16_t h = floatToHalf(float(v));
+      std::memcpy(out, &h, 2);
+    } else if (in == In::BF16) {
+      uint16_t h = floatToBf16(float(v));
+      std::memcpy(out, &h, 2);
+    } else if (in == In::Fp8) {
+      *out = floatToFp8(float(v), false);
+    } else {
+      *out = uint8_t(int8_t(v));
+    }
+  };
+  for (int i = 0; i < M * K; ++i) {
+    A[i] = intAcc ? small(rng) * 15 : small(rng) / 8.0;
+    encode(A[i], &aBits[i * esize]);
+  }
+  for (int i = 0; i < K * N; ++i) {
+    B[i] = intAcc ? small(rng) * 15 : small(rng) / 8.0;
+    encode(B[i], &bBits[i * esize]);
+  }
+  for (auto &c : C)
+    c = small(rng) * 3;
+  // Distribute to lanes.
+  const uint32_t W = s.waveSize;
+  std::vector<std::vector<uint8_t>> la(W, std::vector<uint8_t>(s.aBytes)),
+      lb(W, std::vector<uint8_t>(s.bBytes)), lc(W, std::vector<uint8_t>(s.cBytes)),
+      ld(W, std::vector<uint8_t>(s.cBytes, 0xcd));
+  for (uint32_t l = 0; l < W; ++l) {
+    for (uint32_t g = 0; g < L.aElems; ++g) {
+      auto [m, k] = L.a(int(l), int(g));
+      std::memcpy(&la[l][g * esize], &aBits[(m * K + k) * esize], esize);
+    }
+    for (uint32_t g = 0; g < L.bElems; ++g) {
+      auto [k, n] = L.b(int(l), int(g));
+      std::memcpy(&lb[l][g * esize], &bBits[(k * N + n) * esize], esize);
+    }
+    for (uint32_t g = 0; g < L.cElems; ++g) {
+      auto [m, n] = L.c(int(l), int(g));
+      if (intAcc) {
+        int32_t v = int32_t(C[m * N + n]);
+        std::memcpy(&lc[l][4 * g], &v, 4);
+      } else {
+        float v = float(C[m * N + n]);
+        std::memcpy(&lc[l][4 * g], &v, 4);
+      }
+    }
+  }
+  std::vector<const uint8_t *> pa(W), pb(W), pc(W);
+  std::vector<uint8_t *> pd(W);
+  for (uint32_t l = 0; l < W; ++l) {
+    pa[l] = la[l].data();
+    pb[l] = lb[l].data();
+    pc[l] = lc[l].data();
+    pd[l] = ld[l].data();
+  }
+  executeMma(kind, W, pa.data(), pb.data(), pc.data(), pd.data());
+  int checked = 0;
+  for (uint32_t l = 0; l < W; ++l)
+    for (uint32_t g = 0; g < L.cElems; ++g) {
+      auto [m, n] = L.c(int(l), int(g));
+      double want = C[m * N + n];
+      for (int k = 0; k < K; ++k)
+        want += A[m * K + k] * B[k * N + n];
+      double got;
+      if (intAcc) {
+        int32_t v;
+        std::memcpy(&v, &ld[l][4 * g], 4);
+        got = v;
+      } else {
+        float v;
+        std::memcpy(&v, &ld[l][4 * g], 4);
+        got = v;
+      }
+      ASSERT_NEAR(got, want, 1e-3) << s.name << " lane " << l << " element " << g << " (m " << m
+                                   << ", n " << n << ")";
+      ++checked;
+    }
+  EXPECT_EQ(checked, int(W * L.cElems));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, MatrixTest, ::testing::Range(0, int(Mma::Count)),
+                         [](const ::testing::TestParamInfo<int> &info) {
+                           std::string n = mmaShape(Mma(info.param)).name;
+                           for (char &c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           return n;
+                         });
+
+// ---- lane exchanges -----------------------------------------------------------------------------
+
+TEST(EmuShuffle, ShflSyncFollowsThePtxRules) {
+  bool in = false;
+  for (uint32_t l = 0; l < 32; ++l) {
+    // Full-warp butterfly, down, up and idx (c = 0x1f for all but up, which takes c = 0).
+    EXPECT_EQ(shflSource(WaveOp::ShflBfly, l, 5, 0x1f, &in), l ^ 5);
+    EXPECT_TRUE(in);
+    uint32_t down = shflSource(WaveOp::ShflDown, l, 3, 0x1f, &in);
+    EXPECT_EQ(in, l + 3 < 32);
+    EXPECT_EQ(down, l + 3 < 32 ? l + 3 : l);
+    uint32_t up = shflSource(WaveOp::ShflUp, l, 4, 0, &in);
+    EXPECT_EQ(in, l >= 4);
+    EXPECT_EQ(up, l >= 4 ? l - 4 : l);
+    EXPECT_EQ(shflSource(WaveOp::ShflIdx, l, 9, 0x1f, &in), 9u);
+    // Width 8: c = ((32 - 8) << 8) | 0x1f; idx 3 reads lane 3 of the lane's own segment.
+    EXPECT_EQ(shflSource(WaveOp::ShflIdx, l, 3, (24u << 8) | 0x1f, &in), (l & ~7u) | 3u);
+    uint32_t d8 = shflSource(WaveOp::ShflDown, l, 2, (24u << 8) | 0x1f, &in);
+    EXPECT_EQ(d8, (l % 8) + 2 < 8 ? l + 2 : l);
+  }
+}
+
+// Lane exchanges through whole images: ds_bpermute (gfx942, wave64, two waves per block) and
+// shfl.sync.bfly (sm_90).
+TEST(EmuShuffle, BpermuteAndShflInImages) {
+  for (bool nvidia : {false, true}) {
+    KernelBuilder k;
+    k.name = "xchg";
+    k.block[0] = 128;
+    uint32_t out = k.arg(0, 8);
+    uint32_t t32 = k.slot(4), t64 = k.slot(8), lane = k.slot(4), data = k.slot(4),
+             res = k.slot(8), addr = k.slot(4), p = k.slot(8);
+    k.op(Op::Special, Type::I32, 1, t32, 0, 0, 0, uint32_t(Special::TidX));
+    k.op(Op::ZExt, Type::I64, 1, t64, t32, 0, 0, 0, uint8_t(Type::I32));
+    k.op(Op::Mul, Type::I32, 1, data, t32, k.constant<uint32_t>(10));
+    if (!nvidia) {
+      // addr = (63 - lane) * 4 where lane = tid % 64
+      k.op(Op::And, Type::I32, 1, lane, t32, k.constant<uint32_t>(63));
+      k.op(Op::Sub, Type::I32, 1, addr, k.constant<uint32_t>(63), lane);
+      k.op(Op::Shl, Type::I32, 1, addr, addr, k.constant<uint32_t>(2));
+      k.op(Op::Wave, Type::I32, 1, res, addr, data, 0, 0, uint8_t(WaveOp::Bpermute));
+    } else {
+      k.op(Op::Wave, Type::I32, 1, res, data, k.constant<uint32_t>(6), k.constant<uint32_t>(0x1f),
+           0, uint8_t(WaveOp::ShflBfly));
+    }
+    k.op(Op::PtrAdd, Type::Ptr, 1, p, out, t64, 0, 4);
+    k.op(Op::Store, Type::I32, 1, 0, p, res, 0, uint32_t(Space::Global));
+    k.op(Op::Ret, Type::I8, 1);
+    std::string image = assemble(nvidia ? "sm_90" : "gfx942", nvidia ? 32 : 64, {k});
+    Device d(nvidia ? "emu:sm_90" : "emu:gfx942");
+    void *buf = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, 128 * 4, &buf), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, buf);
+    ASSERT_EQ(launch(d.dev, image, "xchg", 1, 128, args), WAVE_SUCCESS) << wave_last_error();
+    std::vector<uint32_t> got(128);
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, got.data(), buf, 128 * 4), WAVE_SUCCESS);
+    for (uint32_t t = 0; t < 128; ++t) {
+      uint32_t src = nvidia ? t ^ 6 : (t & ~63u) + (63 - t % 64);
+      EXPECT_EQ(got[t], src * 10) << (nvidia ? "shfl" : "bpermute") << " thread " << t;
+    }
+    wave_free(d.dev, buf);
+  }
+}
+
+// ---- conversions --------------------------------------------------------------------------------
+
+TEST(EmuNumeric, HalfAndBf16RoundTripAndRoundToNearestEven) {
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    float f = halfToFloat(uint16_t(bits));
+    if (!std::isnan(f)) {
+      ASSERT_EQ(floatToHalf(f), bits) << std::hex << bits;
+    }
+    float b = bf16ToFloat(uint16_t(bits));
+    if (!std::isnan(b)) {
+      ASSERT_EQ(floatToBf16(b), bits) << std::hex << bits;
+    }
+  }
+  // Ties go to even: 1 + 2^-11 is halfway between 1 and 1 + 2^-10.
+  EXPECT_EQ(floatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3c00);
+  EXPECT_EQ(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00); // rounds up to infinity
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(std::ldexp(1.0f, -25)), 0x0000); // tie below the smallest subnormal
+  EXPECT_EQ(floatToHalf(std::ldexp(1.5f, -25)), 0x0001);
+  EXPECT_EQ(floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(floatToBf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+}
+
+TEST(EmuNumeric, Fp8FnuzRoundTripAndLimits) {
+  for (bool e5m2 : {false, true})
+    for (uint32_t b = 0; b < 256; ++b) {
+      float f = fp8ToFloat(uint8_t(b), e5m2);
+      if (b == 0x80) {
+        EXPECT_TRUE(std::isnan(f));
+        continue;
+      }
+      EXPECT_EQ(floatToFp8(f, e5m2), b) << e5m2 << " " << b << " " << f;
+    }
+  EXPECT_EQ(fp8ToFloat(0x7f, false), 240.0f);
+  EXPECT_EQ(fp8ToFloat(0x7f, true), 57344.0f);
+  EXPECT_EQ(floatToFp8(1000.0f, false), 0x80); // no infinity: out of range is NaN
+  EXPECT_EQ(floatToFp8(-0.0f, false), 0x00);   // no negative zero
+  EXPECT_EQ(floatToFp8(1.0625f, false), floatToFp8(1.0f, false)); // tie to even (1.0)
+  EXPECT_EQ(floatToFp8(1.1875f, false), floatToFp8(1.25f, false)); // tie to even (1.25)
+}
+
+// ---- atomics ------------------------------------------------------------------------------------
+
+TEST(EmuAtomics, GlobalAndSharedIntAndFloat) {
+  KernelBuilder k;
+  k.name = "atomics";
+  k.block[0] = 256;
+  k.shared = 16;
+  uint32_t counter = k.arg(0, 8), fsum = k.arg(8, 8), maxOut = k.arg(16, 8), sharedOut = k.arg(24, 8);
+  uint32_t t64 = k.tid64();
+  uint32_t old = k.slot(8), isZero = k.slot(1), sh = k.constant<uint64_t>(0), v = k.slot(4);
+  k.op(Op::AtomicRmw, Type::I32, 1, old, counter, k.constant<uint32_t>(1), 0,
+       uint32_t(Space::Global), uint8_t(Rmw::Add));
+  k.op(Op::AtomicRmw, Type::F32, 1, old, fsum, k.constant<float>(0.5f), 0,
+       uint32_t(Space::Global), uint8_t(Rmw::FAdd));
+  k.op(Op::AtomicRmw, Type::I64, 1, old, maxOut, t64, 0, uint32_t(Space::Global),
+       uint8_t(Rmw::Max));
+  // Shared: thread 0 zeroes, barrier, everyone adds 2, barrier, thread 0 publishes.
+  k.op(Op::ICmp, Type::I1, 1, isZero, t64, k.constant<uint64_t>(0), 0, 32, uint8_t(Type::I64));
+  size_t br1 = k.op(Op::CondBr, Type::I8, 1, 0, isZero);
+  size_t zero = k.op(Op::Store, Type::I32, 1, 0, sh, k.constant<uint32_t>(0), 0, uint32_t(Space::Shared));
+  size_t join1 = k.op(Op::Barrier, Type::I8, 1);
+  k.code[br1].b = uint32_t(zero);
+  k.code[br1].c = uint32_t(join1);
+  k.op(Op::AtomicRmw, Type::I32, 1, old, sh, k.constant<uint32_t>(2), 0, uint32_t(Space::Shared),
+       uint8_t(Rmw::Add));
+  k.op(Op::Barrier, Type::I8, 1);
+  size_t br2 = k.op(Op::CondBr, Type::I8, 1, 0, isZero);
+  size_t pub = k.op(Op::Load, Type::I32, 1, v, sh, 0, 0, uint32_t(Space::Shared));
+  k.op(Op::Store, Type::I32, 1, 0, sharedOut, v, 0, uint32_t(Space::Global));
+  size_t end = k.op(Op::Ret, Type::I8, 1);
+  k.code[br2].b = uint32_t(pub);
+  k.code[br2].c = uint32_t(end);
+  std::string image = assemble("gfx942", 64, {k});
+  Device d("emu:gfx942");
+  void *buf = nullptr;
+  ASSERT_EQ(wave_malloc(d.dev, 64, &buf), WAVE_SUCCESS);
+  ASSERT_EQ(wave_memset(d.dev, buf, 0, 64), WAVE_SUCCESS);
+  char *base = static_cast<char *>(buf);
+  std::vector<uint8_t> args;
+  pack(args, 0, base);
+  pack(args, 8, base + 8);
+  pack(args, 16, base + 16);
+  pack(args, 24, base + 24);
+  ASSERT_EQ(launch(d.dev, image, "atomics", 10, 256, args), WAVE_SUCCESS) << wave_last_error();
+  uint8_t host[64];
+  ASSERT_EQ(wave_memcpy_dtoh(d.dev, host, buf, 64), WAVE_SUCCESS);
+  uint32_t count;
+  float sum;
+  int64_t max;
+  uint32_t sharedSum;
+  std::memcpy(&count, host, 4);
+  std::memcpy(&sum, host + 8, 4);
+  std::memcpy(&max, host + 16, 8);
+  std::memcpy(&sharedSum, host + 24, 4);
+  EXPECT_EQ(count, 2560u);
+  EXPECT_EQ(sum, 1280.0f);
+  EXPECT_EQ(max, 255);
+  EXPECT_EQ(sharedSum, 512u);
+  wave_free(d.dev, buf);
+}
+
+// ---- detectors ----------------------------------------------------------------------------------
+
+// Every thread stores to the same shared word: a write-write race between threads 0 and 1.
+TEST(EmuDetectors, SharedRaceIsReportedWithLocationWorkgroupAndThread) {
+  KernelBuilder k;
+  k.name = "racy";
+  k.shared = 64;
+  k.op(Op::Store, Type::I32, 1, 0, k.constant<uint64_t>(8), k.constant<uint32_t>(7), 0,
+       uint32_t(Space::Shared));
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  Device d("emu");
+  wave_status_t s = launch(d.dev, assemble("gfx942", 64, {k}), "racy", 3, 64, {});
+  std::string msg = wave_last_error();
+  EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(msg, "racy: shared-memory race on a store at handmade.wave:7:3 in "
+                            "workgroup (0,0,0) thread (1,0,0)"))
+      << msg;
+  EXPECT_TRUE(contains(msg, "written by thread (0,0,0) with no barrier in between")) << msg;
+}
+
+// The same exchange with a barrier between the writes and the reads is clean; without it, it is
+// a race (a read of another thread's write in the same barrier epoch).
+TEST(EmuDetectors, BarrierSeparatesWritesFromReads) {
+  for (bool withBarrier : {true, false}) {
+    KernelBuilder k;
+    k.name = "exchange";
+    k.shared = 256;
+    uint32_t out = k.arg(0, 8);
+    uint32_t t64 = k.tid64();
+    uint32_t mine = k.slot(8), next = k.slot(8), theirs = k.slot(8), v = k.slot(4), p = k.slot(8);
+    uint32_t t32 = k.slot(4);
+    k.op(Op::TruncI, Type::I32, 1, t32, t64, 0, 0, 0, uint8_t(Type::I64));
+    k.op(Op::PtrAdd, Type::Ptr, 1, mine, k.constant<uint64_t>(0), t64, 0, 4);
+    k.op(Op::Store, Type::I32, 1, 0, mine, t32, 0, uint32_t(Space::Shared));
+    if (withBarrier)
+      k.op(Op::Barrier, Type::I8, 1);
+    k.op(Op::Add, Type::I64, 1, next, t64, k.constant<uint64_t>(1));
+    k.op(Op::URem, Type::I64, 1, next, next, k.constant<uint64_t>(64));
+    k.op(Op::PtrAdd, Type::Ptr, 1, theirs, k.constant<uint64_t>(0), next, 0, 4);
+    k.op(Op::Load, Type::I32, 1, v, theirs, 0, 0, uint32_t(Space::Shared));
+    k.op(Op::PtrAdd, Type::Ptr, 1, p, out, t64, 0, 4);
+    k.op(Op::Store, Type::I32, 1, 0, p, v, 0, uint32_t(Space::Global));
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    Device d("emu");
+    void *buf = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, 256, &buf), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, buf);
+    wave_status_t s = launch(d.dev, assemble("gfx942", 64, {k}), "exchange", 1, 64, args);
+    if (withBarrier) {
+      ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+      std::vector<uint32_t> got(64);
+      ASSERT_EQ(wave_memcpy_dtoh(d.dev, got.data(), buf, 256), WAVE_SUCCESS);
+      for (uint32_t t = 0; t < 64; ++t)
+        EXPECT_EQ(got[t], (t + 1) % 64);
+    } else {
+      EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+      // Thread 0 reads thread 1's word before thread 1 writes it: thread 1's write is the race.
+      EXPECT_TRUE(contains(wave_last_error(), "exchange: shared-memory race on a store at "
+                                              "handmade.wave:7:3 in workgroup (0,0,0) thread "
+                                              "(1,0,0): byte 4 was read by thread (0,0,0)"))
+          << wave_last_error();
+    }
+    wave_free(d.dev, buf);
+  }
+}
+
+TEST(EmuDetectors, ReadOfUnwrittenSharedMemory) {
+  KernelBuilder k;
+  k.name = "uninit";
+  k.block[0] = 32;
+  k.shared = 64;
+  uint32_t v = k.slot(4);
+  k.op(Op::Load, Type::I32, 1, v, k.constant<uint64_t>(12), 0, 0, uint32_t(Space::Shared));
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  Device d("emu:sm_90");
+  EXPECT_EQ(launch(d.dev, assemble("sm_90", 32, {k}), "uninit", 1, 32, {}), WAVE_ERROR_LAUNCH);
+  std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "uninit: read of uninitialized shared memory by a load at "
+                            "handmade.wave:7:3 in workgroup (0,0,0) thread (0,0,0): byte 12 was "
+                            "never written in this workgroup"))
+      << msg;
+}
+
+TEST(EmuDetectors, SharedOutOfBounds) {
+  KernelBuilder k;
+  k.name = "sharedoob";
+  k.shared = 64;
+  k.op(Op::Store, Type::I32, 1, 0, k.constant<uint64_t>(62), k.constant<uint32_t>(1), 0,
+       uint32_t(Space::Shared));
+  k.op(Op::Ret, Type::I8, 1);
+  Device d("emu");
+  EXPECT_EQ(launch(d.dev, assemble("gfx942", 64, {k}), "sharedoob", 1, 64, {}), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "out-of-bounds shared store of 4 bytes")) << wave_last_error();
+}
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// samples/copy compiled by wavec (--emit=emu) and launched with an output buffer 4 elements too
+// short: the store that leaves the allocation is reported with copy.wave's location.
+TEST(EmuDetectors, OutOfBoundsGlobalStoreOfACompiledKernel) {
+  for (const char *target : {"gfx942", "sm_90"}) {
+    std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/copy_" + target + ".wemu");
+    ASSERT_FALSE(image.empty()) << target;
+    Device d((std::string("emu:") + target).c_str());
+    const int64_t M = 20, N = 300; // 2 x 2 workgroups of 16 x 256
+    void *a = nullptr, *b = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, M * N * 2, &a), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, M * N * 2 - 8, &b), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, a);
+    pack(args, 8, b);
+    pack(args, 16, M);
+    pack(args, 24, N);
+    wave_module_t m = nullptr;
+    ASSERT_EQ(wave_module_load_data(d.dev, image.data(), image.size(), &m), WAVE_SUCCESS)
+        << wave_last_error();
+    wave_kernel_t k = nullptr;
+    ASSERT_EQ(wave_module_get_kernel(m, "copy", &k), WAVE_SUCCESS);
+    uint32_t block = std::string(target) == "gfx942" ? 64 : 32;
+    uint32_t grid[3] = {2, 2, 1}, blk[3] = {block, 1, 1};
+    EXPECT_EQ(wave_launch(d.dev, nullptr, k, grid, blk, 0, args.data(), args.size()),
+              WAVE_ERROR_LAUNCH);
+    std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, "copy: out-of-bounds global store of ")) << msg;
+    EXPECT_TRUE(contains(msg, " at copy.wave:12:3 in workgroup (1,1,0) thread (")) << msg;
+    EXPECT_TRUE(contains(msg, "past the end of a 11992-byte allocation")) << msg;
+    // With room for every element the same launch is clean and copies exactly.
+    void *b2 = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, M * N * 2, &b2), WAVE_SUCCESS);
+    std::vector<uint16_t> in(M * N), out(M * N);
+    for (size_t i = 0; i < in.size(); ++i)
+      in[i] = uint16_t(i * 2654435761u >> 16);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, a, in.data(), M * N * 2), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memset(d.dev, b2, 0xff, M * N * 2), WAVE_SUCCESS);
+    pack(args, 8, b2);
+    ASSERT_EQ(wave_launch(d.dev, nullptr, k, grid, blk, 0, args.data(), args.size()), WAVE_SUCCESS)
+        << wave_last_error();
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, out.data(), b2, M * N * 2), WAVE_SUCCESS);
+    EXPECT_EQ(in, out);
+    wave_module_unload(m);
+    wave_free(d.dev, a);
+    wave_free(d.dev, b);
+    wave_free(d.dev, b2);
+  }
+}
+
+// ---- image validation ---------------------------------------------------------------------------
+
+TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
+  std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/copy_gfx942.wemu");
+  ASSERT_GT(image.size(), 1000u);
+  Program p;
+  ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+  // Truncations.
+  for (size_t n = 0; n < image.size(); n += 1 + n / 7) {
+    Program q;
+    EXPECT_EQ(loadProgram(image.data(), n, q), WAVE_ERROR_INVALID_IMAGE) << n;
+    EXPECT_TRUE(contains(wave_last_error(), "emulator image")) << wave_last_error();
+  }
+  // Trailing garbage, a bad version.
+  std::string longer = image + "x";
+  EXPECT_EQ(loadProgram(longer.data(), longer.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "trailing")) << wave_last_error();
+  std::string v2 = image;
+  v2[8] = 2;
+  EXPECT_EQ(loadProgram(v2.data(), v2.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "version 2")) << wave_last_error();
+  // Random byte damage: each variant is rejected, or loads and then runs without touching
+  // memory outside the emulator's buffers (launch errors are fine).
+  setenv("WAVE_EMU_MAX_STEPS", "10000", 1);
+  std::mt19937 rng(7);
+  Device d("emu:gfx942");
+  void *a = nullptr, *b = nullptr;
+  ASSERT_EQ(wave_malloc(d.dev, 4096, &a), WAVE_SUCCESS);
+  ASSERT_EQ(wave_malloc(d.dev, 4096, &b), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, a);
+  pack(args, 8, b);
+  pack(args, 16, int64_t(4));
+  pack(args, 24, int64_t(500));
+  int rejected = 0, ran = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    std::string bad = image;
+    for (int j = 0; j < 3; ++j)
+      bad[std::uniform_int_distribution<size_t>(8, bad.size() - 1)(rng)] ^=
+          char(1 + rng() % 255);
+    Program q;
+    if (loadProgram(bad.data(), bad.size(), q) != WAVE_SUCCESS) {
+      ++rejected;
+      continue;
+    }
+    ++ran;
+    wave_status_t s = launch(d.dev, bad, "copy", 1, 64, args);
+    EXPECT_TRUE(s == WAVE_SUCCESS || s == WAVE_ERROR_LAUNCH || s == WAVE_ERROR_NOT_FOUND ||
+                s == WAVE_ERROR_INVALID_ARGUMENT || s == WAVE_ERROR_INVALID_IMAGE)
+        << wave_status_name(s);
+  }
+  unsetenv("WAVE_EMU_MAX_STEPS");
+  EXPECT_GT(rejected, 0);
+  EXPECT_GT(ran, 0);
+  // A hand-made image with a branch outside the code and one with a slot outside the frame.
+  KernelBuilder k;
+  k.name = "bad";
+  k.op(Op::Br, Type::I8, 1, 0, 5);
+  EXPECT_EQ(loadProgram(assemble("gfx942", 64, {k}).data(), assemble("gfx942", 64, {k}).size(), p),
+            WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "kernel 'bad', instruction 0")) << wave_last_error();
+  KernelBuilder k2;
+  k2.name = "bad2";
+  k2.op(Op::Copy, Type::I8, 1, 0, 4096, 0, 0, 8);
+  k2.op(Op::Ret, Type::I8, 1);
+  std::string img2 = assemble("gfx942", 64, {k2});
+  EXPECT_EQ(loadProgram(img2.data(), img2.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  // An MFMA in a wave32 image.
+  KernelBuilder k3;
+  k3.name = "bad3";
+  uint32_t s = k3.slot(64);
+  k3.op(Op::Mma, Type::I8, 1, s, s, s, s, uint32_t(Mma::Mfma16x16x16F16));
+  k3.op(Op::Ret, Type::I8, 1);
+  std::string img3 = assemble("sm_90", 32, {k3});
+  EXPECT_EQ(loadProgram(img3.data(), img3.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "needs a wave of 64")) << wave_last_error();
+  // Not an emulator image at all, through the public API; and an image of another target.
+  const char elf[] = "\x7f" "ELF....";
+  wave_module_t m = nullptr;
+  EXPECT_EQ(wave_module_load_data(d.dev, elf, sizeof elf, &m), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "not an emulator image")) << wave_last_error();
+  std::string nv = readFile(std::string(EMU_TEST_IMAGES) + "/copy_sm_90.wemu");
+  EXPECT_EQ(wave_module_load_data(d.dev, nv.data(), nv.size(), &m), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "compiled for sm_90")) << wave_last_error();
+  wave_free(d.dev, a);
+  wave_free(d.dev, b);
+}
+
+} // namespace
+
+// ---- code-object selection (multi-target stubs) ---------------------------------------------------
+
+#include "internal.h"
+
+namespace {
+
+TEST(EmuPick, EachDeviceArchGetsItsOwnCodeObject) {
+  static const unsigned char amd[] = "\x7f" "ELF", ptx[] = "// ptx\n.version 8.0", emu[] = "WAVEEMU1";
+  const wave_code_object_t objects[] = {
+      {"gfx942", amd, sizeof amd, nullptr},    {"emu:gfx942", emu, sizeof emu, nullptr},
+      {"gfx90a", amd, sizeof amd, nullptr},    {"emu:gfx90a", emu, sizeof emu, nullptr},
+      {"sm_80", ptx, sizeof ptx, nullptr},     {"emu:sm_80", emu, sizeof emu, nullptr},
+      {"sm_90a", amd, sizeof amd, nullptr},
+  };
+  const size_t n = sizeof objects / sizeof objects[0];
+  struct Want {
+    const char *arch;
+    int index; // -1: none
+  };
+  for (Want w : {Want{"gfx942", 0}, Want{"emu:gfx942", 1}, Want{"gfx90a", 2},
+                 Want{"emu:gfx90a", 3}, Want{"sm_80", 4}, Want{"emu:sm_80", 5},
+                 Want{"sm_90a", 6}, Want{"sm_90", 6} /* its arch-specific flavour */,
+                 Want{"sm_86", 4} /* the newest older PTX */,
+                 Want{"emu:sm_90", -1}, Want{"gfx1100", -1}, Want{"emu:gfx1100", -1}}) {
+    const wave_code_object_t *got = wave::rt::pickCodeObject(w.arch, objects, n);
+    if (w.index < 0)
+      EXPECT_EQ(got, nullptr) << w.arch;
+    else
+      EXPECT_EQ(got, &objects[w.index]) << w.arch;
+  }
+}
+
+} // namespace

@@ -1,0 +1,347 @@
+// The translator (src/codegen/emu_translate.cpp) on hand-written target LLVM IR, run on the
+// emulator: the intrinsics the code generator emits for lane exchanges, shared memory, barriers,
+// atomics, masked stores, loops with phis, MFMA (gfx942) and ldmatrix + mma.sync (sm_90), each
+// checked against values the test computes itself; and the error for an unsupported intrinsic.
+#include "codegen/emu_translate.h"
+#include "emu/numeric.h"
+#include "wave/runtime.h"
+
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+std::string translate(const char *ir, const wave::EmuKernelInfo &k, const char *target,
+                      std::string *error = nullptr) {
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(ir, diag, ctx);
+  if (!m) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    diag.print("test", os);
+    ADD_FAILURE() << s;
+    return "";
+  }
+  std::string image, why;
+  bool ok = wave::translateToEmuImage(*m, {k}, target, k.waveSize, image, why);
+  if (error)
+    *error = why;
+  else
+    EXPECT_TRUE(ok) << why;
+  return ok ? image : "";
+}
+
+struct Launcher {
+  wave_device_t dev = nullptr;
+  wave_module_t mod = nullptr;
+  wave_kernel_t kernel = nullptr;
+  Launcher(const char *uri, const std::string &image, const char *name) {
+    EXPECT_EQ(wave_device_open(uri, &dev), WAVE_SUCCESS) << wave_last_error();
+    EXPECT_EQ(wave_module_load_data(dev, image.data(), image.size(), &mod), WAVE_SUCCESS)
+        << wave_last_error();
+    EXPECT_EQ(wave_module_get_kernel(mod, name, &kernel), WAVE_SUCCESS) << wave_last_error();
+  }
+  ~Launcher() {
+    wave_module_unload(mod);
+    wave_device_close(dev);
+  }
+  void *alloc(size_t bytes, const void *init = nullptr) {
+    void *p = nullptr;
+    EXPECT_EQ(wave_malloc(dev, bytes, &p), WAVE_SUCCESS);
+    if (init)
+      EXPECT_EQ(wave_memcpy_htod(dev, p, init, bytes), WAVE_SUCCESS);
+    else
+      EXPECT_EQ(wave_memset(dev, p, 0, bytes), WAVE_SUCCESS);
+    return p;
+  }
+  template <class T> std::vector<T> read(void *p, size_t n) {
+    std::vector<T> v(n);
+    EXPECT_EQ(wave_memcpy_dtoh(dev, v.data(), p, n * sizeof(T)), WAVE_SUCCESS);
+    return v;
+  }
+  wave_status_t launch(uint32_t grid, uint32_t block, const std::vector<void *> &args) {
+    uint32_t g[3] = {grid, 1, 1}, b[3] = {block, 1, 1};
+    return wave_launch(dev, nullptr, kernel, g, b, 0, args.data(), args.size() * sizeof(void *));
+  }
+};
+
+const char *kAmd = R"(
+target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:32:32-p7:160:256:256:32-p8:128:128-p9:192:256:256:32-i64:64-v16:16-v24:32-v32:32-v48:64-v96:128-v192:256-v256:256-v512:512-v1024:1024-v2048:2048-n32:64-S32-A5-G1-ni:7:8:9"
+target triple = "amdgcn-amd-amdhsa"
+
+@lds = internal addrspace(3) global [64 x i32] undef, align 16
+
+define amdgpu_kernel void @amd_ops(ptr addrspace(1) %out, ptr addrspace(1) %counter,
+                                   ptr addrspace(1) %a, ptr addrspace(1) %b,
+                                   ptr addrspace(1) %d) {
+entry:
+  %tid = call i32 @llvm.amdgcn.workitem.id.x()
+  %lo = call i32 @llvm.amdgcn.mbcnt.lo(i32 -1, i32 0)
+  %lane = call i32 @llvm.amdgcn.mbcnt.hi(i32 -1, i32 %lo)
+  %rev = sub i32 63, %lane
+  %addr = shl i32 %rev, 2
+  %data = mul i32 %tid, 3
+  %perm = call i32 @llvm.amdgcn.ds.bpermute(i32 %addr, i32 %data)
+  %slot = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %tid
+  store i32 %perm, ptr addrspace(3) %slot, align 4
+  call void @llvm.amdgcn.s.barrier()
+  %n1 = add i32 %tid, 1
+  %n = and i32 %n1, 63
+  %nslot = getelementptr [64 x i32], ptr addrspace(3) @lds, i32 0, i32 %n
+  %v = load i32, ptr addrspace(3) %nslot, align 4
+  %tid64 = zext i32 %tid to i64
+  %o = getelementptr i32, ptr addrspace(1) %out, i64 %tid64
+  store i32 %v, ptr addrspace(1) %o, align 4
+  %old = atomicrmw add ptr addrspace(1) %counter, i32 1 syncscope("agent") monotonic, align 4
+  %c1 = getelementptr i32, ptr addrspace(1) %counter, i64 1
+  %oldmax = atomicrmw max ptr addrspace(1) %c1, i32 %tid syncscope("agent") monotonic, align 4
+  %c2 = getelementptr i32, ptr addrspace(1) %counter, i64 2
+  %cx = cmpxchg ptr addrspace(1) %c2, i32 0, i32 %n1 monotonic monotonic, align 4
+  %ai = mul i64 %tid64, 4
+  %ap = getelementptr half, ptr addrspace(1) %a, i64 %ai
+  %av = load <4 x half>, ptr addrspace(1) %ap, align 8
+  %bp = getelementptr half, ptr addrspace(1) %b, i64 %ai
+  %bv = load <4 x half>, ptr addrspace(1) %bp, align 8
+  %acc = call <4 x float> @llvm.amdgcn.mfma.f32.16x16x16f16(<4 x half> %av, <4 x half> %bv, <4 x float> zeroinitializer, i32 0, i32 0, i32 0)
+  %dp = getelementptr float, ptr addrspace(1) %d, i64 %ai
+  store <4 x float> %acc, ptr addrspace(1) %dp, align 16
+  %mo = add i64 %ai, 64
+  %mp = getelementptr i32, ptr addrspace(1) %out, i64 %mo
+  call void @llvm.masked.store.v4i32.p1(<4 x i32> <i32 1, i32 2, i32 3, i32 4>, ptr addrspace(1) %mp, i32 4, <4 x i1> <i1 true, i1 false, i1 true, i1 false>)
+  br label %loop
+
+loop:
+  %i = phi i32 [ 0, %entry ], [ %inext, %loop ]
+  %x = phi i32 [ 10, %entry ], [ %y, %loop ]
+  %y = phi i32 [ 20, %entry ], [ %x, %loop ]
+  %inext = add i32 %i, 1
+  %more = icmp ult i32 %inext, %tid
+  br i1 %more, label %loop, label %done
+
+done:
+  %sw = sub i32 %x, %y
+  %lp = add i64 %tid64, 320
+  %lo2 = getelementptr i32, ptr addrspace(1) %out, i64 %lp
+  store i32 %sw, ptr addrspace(1) %lo2, align 4
+  ret void
+}
+
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare i32 @llvm.amdgcn.mbcnt.lo(i32, i32)
+declare i32 @llvm.amdgcn.mbcnt.hi(i32, i32)
+declare i32 @llvm.amdgcn.ds.bpermute(i32, i32)
+declare void @llvm.amdgcn.s.barrier()
+declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x16f16(<4 x half>, <4 x half>, <4 x float>, i32, i32, i32)
+declare void @llvm.masked.store.v4i32.p1(<4 x i32>, ptr addrspace(1), i32, <4 x i1>)
+)";
+
+TEST(EmuTranslate, AmdLaneExchangeSharedAtomicsMfmaMaskedPhis) {
+  std::string image = translate(kAmd, {"amd_ops", {64, 1, 1}, 64}, "gfx942");
+  ASSERT_FALSE(image.empty());
+  Launcher r("emu:gfx942", image, "amd_ops");
+  std::mt19937 rng(99);
+  std::vector<uint16_t> a(256), b(256);
+  std::vector<float> af(256), bf(256);
+  for (int i = 0; i < 256; ++i) {
+    af[i] = float(int(rng() % 17) - 8) / 4;
+    bf[i] = float(int(rng() % 17) - 8) / 4;
+    a[i] = wave::emu::floatToHalf(af[i]);
+    b[i] = wave::emu::floatToHalf(bf[i]);
+  }
+  void *out = r.alloc(4 * 384), *counter = r.alloc(12), *da = r.alloc(512, a.data()),
+       *db = r.alloc(512, b.data()), *dd = r.alloc(1024);
+  const uint32_t grid = 3;
+  ASSERT_EQ(r.launch(grid, 64, {out, counter, da, db, dd}), WAVE_SUCCESS) << wave_last_error();
+  auto o = r.read<int32_t>(out, 384);
+  for (int t = 0; t < 64; ++t) {
+    EXPECT_EQ(o[t], 3 * (63 - (t + 1) % 64)) << "bpermute + shared, thread " << t;
+    int x = 10, y = 20;
+    for (int i = 1; i < std::max(t, 1); ++i)
+      std::swap(x, y);
+    EXPECT_EQ(o[320 + t], x - y) << "phi swap, thread " << t;
+    EXPECT_EQ(o[64 + 4 * t], 1);
+    EXPECT_EQ(o[64 + 4 * t + 1], 0);
+    EXPECT_EQ(o[64 + 4 * t + 2], 3);
+    EXPECT_EQ(o[64 + 4 * t + 3], 0);
+  }
+  auto c = r.read<int32_t>(counter, 3);
+  EXPECT_EQ(c[0], int(64 * grid));
+  EXPECT_EQ(c[1], 63);
+  EXPECT_EQ(c[2], 1); // only thread 0 of the first workgroup finds 0
+  // MFMA 16x16x16: lane l holds A[l%16][4(l/16)+g], B[4(l/16)+g][l%16], D[4(l/16)+g][l%16].
+  float A[16][16], B[16][16];
+  for (int l = 0; l < 64; ++l)
+    for (int g = 0; g < 4; ++g) {
+      A[l % 16][4 * (l / 16) + g] = af[4 * l + g];
+      B[4 * (l / 16) + g][l % 16] = bf[4 * l + g];
+    }
+  auto d = r.read<float>(dd, 256);
+  for (int l = 0; l < 64; ++l)
+    for (int g = 0; g < 4; ++g) {
+      int m = 4 * (l / 16) + g, n = l % 16;
+      float want = 0;
+      for (int k = 0; k < 16; ++k)
+        want += A[m][k] * B[k][n];
+      EXPECT_EQ(d[4 * l + g], want) << "lane " << l << " g " << g;
+    }
+}
+
+const char *kNvidia = R"(
+target datalayout = "e-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+
+@smem = internal addrspace(3) global [256 x half] undef, align 16
+
+define void @nv_ops(ptr addrspace(1) %in, ptr addrspace(1) %bt, ptr addrspace(1) %out,
+                    ptr addrspace(1) %dout) {
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %t64 = zext i32 %tid to i64
+  %base = mul i64 %t64, 8
+  %ip = getelementptr half, ptr addrspace(1) %in, i64 %base
+  %iv = load <8 x half>, ptr addrspace(1) %ip, align 16
+  %sp = getelementptr half, ptr addrspace(3) @smem, i64 %base
+  store <8 x half> %iv, ptr addrspace(3) %sp, align 16
+  call void @llvm.nvvm.barrier0()
+  ; lane l -> row l%16, column 8*(l/16) of the 16x16 tile
+  %row = and i64 %t64, 15
+  %hi = lshr i64 %t64, 4
+  %r16 = mul i64 %row, 16
+  %c8 = mul i64 %hi, 8
+  %off = add i64 %r16, %c8
+  %lp = getelementptr half, ptr addrspace(3) @smem, i64 %off
+  %lm = call { i32, i32, i32, i32 } @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3) %lp)
+  %lt = call { i32, i32, i32, i32 } @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16(ptr addrspace(3) %lp)
+  %t0 = extractvalue { i32, i32, i32, i32 } %lt, 0
+  %t1 = extractvalue { i32, i32, i32, i32 } %lt, 1
+  %t2 = extractvalue { i32, i32, i32, i32 } %lt, 2
+  %t3 = extractvalue { i32, i32, i32, i32 } %lt, 3
+  %o4 = mul i64 %t64, 4
+  %op = getelementptr i32, ptr addrspace(1) %out, i64 %o4
+  %tv0 = insertelement <4 x i32> undef, i32 %t0, i32 0
+  %tv1 = insertelement <4 x i32> %tv0, i32 %t1, i32 1
+  %tv2 = insertelement <4 x i32> %tv1, i32 %t2, i32 2
+  %tv3 = insertelement <4 x i32> %tv2, i32 %t3, i32 3
+  store <4 x i32> %tv3, ptr addrspace(1) %op, align 16
+  %sh = call i32 @llvm.nvvm.shfl.sync.bfly.i32(i32 -1, i32 %tid, i32 5, i32 31)
+  %odd = trunc i32 %tid to i1
+  %bal = call i32 @llvm.nvvm.vote.ballot.sync(i32 -1, i1 %odd)
+  %sx = xor i32 %sh, %bal
+  %so = add i64 %t64, 128
+  %sop = getelementptr i32, ptr addrspace(1) %out, i64 %so
+  store i32 %sx, ptr addrspace(1) %sop, align 4
+  ; mma.sync m16n8k16: A from ldmatrix, B pairs from bt (N x K row-major), C zero
+  %a0 = extractvalue { i32, i32, i32, i32 } %lm, 0
+  %a1 = extractvalue { i32, i32, i32, i32 } %lm, 1
+  %a2 = extractvalue { i32, i32, i32, i32 } %lm, 2
+  %a3 = extractvalue { i32, i32, i32, i32 } %lm, 3
+  %h0 = bitcast i32 %a0 to <2 x half>
+  %h1 = bitcast i32 %a1 to <2 x half>
+  %h2 = bitcast i32 %a2 to <2 x half>
+  %h3 = bitcast i32 %a3 to <2 x half>
+  %grp = lshr i64 %t64, 2
+  %tig = and i64 %t64, 3
+  %g16 = mul i64 %grp, 16
+  %k2 = mul i64 %tig, 2
+  %bo = add i64 %g16, %k2
+  %bp0 = getelementptr half, ptr addrspace(1) %bt, i64 %bo
+  %b0 = load <2 x half>, ptr addrspace(1) %bp0, align 4
+  %bp1 = getelementptr half, ptr addrspace(1) %bp0, i64 8
+  %b1 = load <2 x half>, ptr addrspace(1) %bp1, align 4
+  %mma = call { float, float, float, float } @llvm.nvvm.mma.m16n8k16.row.col.f32.f32(<2 x half> %h0, <2 x half> %h1, <2 x half> %h2, <2 x half> %h3, <2 x half> %b0, <2 x half> %b1, float 0.0, float 0.0, float 0.0, float 0.0)
+  %d0 = extractvalue { float, float, float, float } %mma, 0
+  %d1 = extractvalue { float, float, float, float } %mma, 1
+  %d2 = extractvalue { float, float, float, float } %mma, 2
+  %d3 = extractvalue { float, float, float, float } %mma, 3
+  %dp = getelementptr float, ptr addrspace(1) %dout, i64 %o4
+  store float %d0, ptr addrspace(1) %dp, align 4
+  %dp1 = getelementptr float, ptr addrspace(1) %dp, i64 1
+  store float %d1, ptr addrspace(1) %dp1, align 4
+  %dp2 = getelementptr float, ptr addrspace(1) %dp, i64 2
+  store float %d2, ptr addrspace(1) %dp2, align 4
+  %dp3 = getelementptr float, ptr addrspace(1) %dp, i64 3
+  store float %d3, ptr addrspace(1) %dp3, align 4
+  ret void
+}
+
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @llvm.nvvm.barrier0()
+declare { i32, i32, i32, i32 } @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16(ptr addrspace(3))
+declare { i32, i32, i32, i32 } @llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16(ptr addrspace(3))
+declare i32 @llvm.nvvm.shfl.sync.bfly.i32(i32, i32, i32, i32)
+declare i32 @llvm.nvvm.vote.ballot.sync(i32, i1)
+declare { float, float, float, float } @llvm.nvvm.mma.m16n8k16.row.col.f32.f32(<2 x half>, <2 x half>, <2 x half>, <2 x half>, <2 x half>, <2 x half>, float, float, float, float)
+)";
+
+TEST(EmuTranslate, NvidiaLdmatrixMmaSyncShflBallot) {
+  std::string image = translate(kNvidia, {"nv_ops", {32, 1, 1}, 32}, "sm_90");
+  ASSERT_FALSE(image.empty());
+  Launcher r("emu:sm_90", image, "nv_ops");
+  std::mt19937 rng(5);
+  std::vector<float> af(256), btf(128);
+  std::vector<uint16_t> a(256), bt(128);
+  for (int i = 0; i < 256; ++i) {
+    af[i] = float(int(rng() % 9) - 4) / 2;
+    a[i] = wave::emu::floatToHalf(af[i]);
+  }
+  for (int i = 0; i < 128; ++i) {
+    btf[i] = float(int(rng() % 9) - 4) / 2;
+    bt[i] = wave::emu::floatToHalf(btf[i]);
+  }
+  void *din = r.alloc(512, a.data()), *dbt = r.alloc(256, bt.data()), *out = r.alloc(4 * 160),
+       *dout = r.alloc(4 * 128);
+  ASSERT_EQ(r.launch(1, 32, {din, dbt, out, dout}), WAVE_SUCCESS) << wave_last_error();
+  auto o = r.read<uint32_t>(out, 160);
+  // ldmatrix .trans: matrix j's row r comes from the address of lane 8j + r; lane l's register j
+  // holds (rows 2(l%4), 2(l%4)+1; column l/4) of matrix j.
+  auto rowAddr = [](int lane) { return (lane % 16) * 16 + 8 * (lane / 16); };
+  for (int l = 0; l < 32; ++l)
+    for (int j = 0; j < 4; ++j) {
+      uint16_t lo = a[rowAddr(8 * j + 2 * (l % 4)) + l / 4];
+      uint16_t hi = a[rowAddr(8 * j + 2 * (l % 4) + 1) + l / 4];
+      EXPECT_EQ(o[4 * l + j], uint32_t(lo) | (uint32_t(hi) << 16)) << "trans lane " << l << " reg " << j;
+    }
+  uint32_t ballot = 0xaaaaaaaau;
+  for (uint32_t l = 0; l < 32; ++l)
+    EXPECT_EQ(o[128 + l], (l ^ 5) ^ ballot) << "shfl/ballot lane " << l;
+  // D = A (16x16, row-major in `in`) * B (K x N with B[k][n] = bt[n][k]).
+  auto d = r.read<float>(dout, 128);
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < 4; ++i) {
+      int row = l / 4 + 8 * (i >> 1), col = 2 * (l % 4) + (i & 1);
+      float want = 0;
+      for (int k = 0; k < 16; ++k)
+        want += af[row * 16 + k] * btf[col * 16 + k];
+      EXPECT_EQ(d[4 * l + i], want) << "mma lane " << l << " element " << i;
+    }
+}
+
+TEST(EmuTranslate, UnsupportedIntrinsicIsNamed) {
+  const char *ir = R"(
+target triple = "amdgcn-amd-amdhsa"
+define amdgpu_kernel void @k(ptr addrspace(1) %out) {
+  %p = call ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
+  %v = load i32, ptr addrspace(4) %p, align 4
+  store i32 %v, ptr addrspace(1) %out, align 4
+  ret void
+}
+declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
+)";
+  std::string error;
+  std::string image = translate(ir, {"k", {64, 1, 1}, 64}, "gfx942", &error);
+  EXPECT_TRUE(image.empty());
+  EXPECT_NE(error.find("the target intrinsic llvm.amdgcn.implicitarg.ptr (in kernel k)"),
+            std::string::npos)
+      << error;
+}
+
+} // namespace
