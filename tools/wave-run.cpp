@@ -639,10 +639,11 @@ int runMain(const Options &o) {
 
   // Reference run (for --reference, and as the oracle of --check).
   std::vector<HostTensor> refArgs;
+  std::vector<int64_t> written;
   if (o.reference || o.check) {
     refArgs = args;
     std::string error;
-    if (!ref::evaluate(k, symbols, refArgs, error))
+    if (!ref::evaluate(k, symbols, refArgs, error, &written))
       die(kFailed, fmt::format("{}: reference evaluation of kernel '{}' failed: {}", o.file,
                                k.name, error));
   }
@@ -685,6 +686,11 @@ int runMain(const Options &o) {
   if (!o.check && o.expects.empty() && !o.bench)
     std::printf("wave-run: %s ran on %s\n", k.name.c_str(),
                 o.reference ? "the reference evaluator" : o.device.c_str());
+  if (o.reference)
+    for (size_t p = 0; p < k.params.size(); ++p)
+      if (k.params[p].isOutput)
+        std::printf("output %s: the kernel wrote %lld of %lld elements\n", k.params[p].name.c_str(),
+                    static_cast<long long>(written[p]), static_cast<long long>(args[p].numel()));
   return pass ? kOk : kFailed;
 }
 

@@ -199,7 +199,7 @@ public:
   Evaluator(const ir::Kernel &k, std::map<std::string, int64_t> symbols, std::string &error)
       : k_(k), symbols_(std::move(symbols)), error_(error) {}
 
-  bool run(std::vector<HostTensor> &args);
+  bool run(std::vector<HostTensor> &args, std::vector<int64_t> *written);
 
 private:
   const ir::Kernel &k_;
@@ -980,7 +980,7 @@ bool Evaluator::region(const ir::Region &r, std::vector<TensorPtr> *yielded) {
   return true;
 }
 
-bool Evaluator::run(std::vector<HostTensor> &args) {
+bool Evaluator::run(std::vector<HostTensor> &args, std::vector<int64_t> *written) {
   if (args.size() != k_.params.size())
     return fail(fmt::format("kernel '{}' takes {} arguments, {} given", k_.name, k_.params.size(),
                             args.size()));
@@ -1017,9 +1017,13 @@ bool Evaluator::run(std::vector<HostTensor> &args) {
   }
   if (!region(k_.body, nullptr))
     return false;
+  if (written)
+    written->assign(args.size(), 0);
   for (size_t p = 0; p < args.size(); ++p) {
     const Tensor &t = *mems[p];
     const bool fl = isFloat(t.dtype);
+    if (written)
+      (*written)[p] = std::count(t.written.begin(), t.written.end(), uint8_t(1));
     for (size_t e = 0; e < t.size(); ++e)
       if (t.written[e]) {
         if (fl)
@@ -1104,12 +1108,12 @@ bool bindShapes(const ir::Kernel &kernel, const std::vector<HostTensor> &args,
 }
 
 bool evaluate(const ir::Kernel &kernel, std::map<std::string, int64_t> symbols,
-              std::vector<HostTensor> &args, std::string &error) {
+              std::vector<HostTensor> &args, std::string &error, std::vector<int64_t> *written) {
   if (!bindShapes(kernel, args, symbols, error))
     return false;
   try {
     Evaluator ev(kernel, std::move(symbols), error);
-    return ev.run(args);
+    return ev.run(args, written);
   } catch (const std::bad_alloc &) {
     error = fmt::format("kernel '{}': out of host memory for the reference evaluation (its "
                         "values take 16 bytes per element)",

@@ -65,7 +65,9 @@ bool paramShape(const ir::Kernel &kernel, size_t param, const std::map<std::stri
 // Evaluates `kernel` on `args` (one per parameter, in order). Output parameters are updated in
 // place (only the elements the kernel writes). `symbols` as for bindShapes. Returns false with
 // a message (naming the op's source line:col) on a shape mismatch or an evaluation error.
+// `written`, when given, receives per parameter how many distinct elements the kernel wrote.
 bool evaluate(const ir::Kernel &kernel, std::map<std::string, int64_t> symbols,
-              std::vector<HostTensor> &args, std::string &error);
+              std::vector<HostTensor> &args, std::string &error,
+              std::vector<int64_t> *written = nullptr);
 
 } // namespace wave::ref

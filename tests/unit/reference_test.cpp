@@ -454,7 +454,10 @@ kernel k(a: Memory[M, N, global, i32], hist: Memory[ONE, N, global, i32],
                                tensor(ScalarType::I32, {1, 2}, {10, 20}),
                                tensor(ScalarType::I32, {1, 2}, {2, 2}),
                                HostTensor::zeros(ScalarType::I32, {3, 2})};
-  eval(*b, args);
+  std::string error;
+  std::vector<int64_t> written;
+  ASSERT_TRUE(ref::evaluate(b->kernel(), {}, args, error, &written)) << error;
+  EXPECT_EQ(written, (std::vector<int64_t>{0, 2, 2, 6})); // distinct elements per parameter
   EXPECT_EQ(values(args[1]), (std::vector<double>{19, 24}));
   EXPECT_EQ(values(args[2]), (std::vector<double>{1, -4}));
   EXPECT_EQ(values(args[3]), (std::vector<double>{10, 20, 11, 22, 14, 18}));
