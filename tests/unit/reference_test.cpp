@@ -634,3 +634,63 @@ kernel k(a: Memory[M, K, global, f32], w: Memory[K, global, f32], out: Memory[M,
   eval(*b, args);
   EXPECT_EQ(values(args[2]), (std::vector<double>{7654321, 1e6}));
 }
+
+// The implicit-GEMM convolution of language.md section 3.2 (im2col mapping, iterate over a
+// ragged K = 9 * C, mma) against a direct loop over the same index formulas.
+TEST(Reference, Im2colConvolutionMatchesDirectLoop) {
+  const char *text = R"(
+symbol N, C, H, W, NF, HF, WF, STRIDE = 1;
+symbol H_OUT = (H - HF) // STRIDE + 1, W_OUT = (W - WF) // STRIDE + 1;
+symbol SZ_OUT = H_OUT * W_OUT;
+symbol M = SZ_OUT * N, K = HF * WF * C;
+mapping im2col(i, j) {
+  inputs  { N: i // SZ_OUT, C: j % C,
+            H: (i % SZ_OUT) % W_OUT * STRIDE + (j // C) % WF,
+            W: (i % SZ_OUT) // W_OUT * STRIDE + (j // C) // WF }
+  outputs { M: i, K: j }
+}
+mapping wmap(i, j) {
+  inputs  { NF: i % NF, C: j % C, HF: (j // C) % WF, WF: (j // C) // WF }
+  outputs { NF: i, K: j }
+}
+kernel conv(x: Memory[N, C, H, W, global, f16], we: Memory[NF, C, HF, WF, global, f16],
+            out: Memory[M, NF, global, f32]) {
+  constraints {
+    workgroup(M, 64, dim = 0); workgroup(NF, 64, dim = 1); tiling(K, 32); wave(M, 32); wave(NF, 32);
+  }
+  res = iterate K (acc = Register[M, NF, f32](0.0)) {
+    yield mma(read(x, mapping = im2col), read(we, mapping = wmap), acc);
+  }
+  write(res, out);
+}
+)";
+  const int64_t N = 2, C = 5, H = 6, W = 7, NF = 4, F = 3, S = 1;
+  auto b = build(text, {{"N", "2"}, {"C", "5"}, {"H", "6"}, {"W", "7"}, {"NF", "4"}, {"HF", "3"},
+                        {"WF", "3"}});
+  ASSERT_TRUE(b);
+  const int64_t HO = (H - F) / S + 1, WO = (W - F) / S + 1, SZ = HO * WO, M = SZ * N, K = F * F * C;
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> small(-4, 4);
+  std::vector<double> x(N * C * H * W), w(NF * C * F * F);
+  for (double &v : x)
+    v = small(rng) * 0.25;
+  for (double &v : w)
+    v = small(rng) * 0.5;
+  std::vector<HostTensor> args{tensor(ScalarType::F16, {N, C, H, W}, x),
+                               tensor(ScalarType::F16, {NF, C, F, F}, w),
+                               HostTensor::zeros(ScalarType::F32, {M, NF})};
+  eval(*b, args);
+  auto out = values(args[2]);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t f = 0; f < NF; ++f) {
+      double want = 0;
+      for (int64_t j = 0; j < K; ++j) {
+        int64_t n = i / SZ, c = j % C, pos = i % SZ;
+        int64_t h = pos % WO * S + (j / C) % F, ww = pos / WO * S + (j / C) / F;
+        if (h >= H || ww >= W)
+          continue; // outside the image: the masked read gives 0
+        want += x[((n * C + c) * H + h) * W + ww] * w[((f * C + c) * F + (j / C) % F) * F + (j / C) / F];
+      }
+      ASSERT_EQ(out[i * NF + f], want) << i << "," << f;
+    }
+}
