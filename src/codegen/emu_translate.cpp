@@ -105,7 +105,14 @@ private:
   std::vector<Fixup> fixups_;
   std::vector<std::pair<size_t, size_t>> extraPcFixups_; // (extra index, fixup index)
 
-  [[noreturn]] void unsupported(const std::string &what) { throw Unsupported{what}; }
+  // Names the construct and, when the instruction has one, the .wave location it comes from.
+  [[noreturn]] void unsupported(const std::string &what) {
+    if (curLoc_ == 0)
+      throw Unsupported{what};
+    const Loc &l = locs_[curLoc_];
+    throw Unsupported{what + " (from " + ms_.strings[l.file] + ":" + std::to_string(l.line) +
+                      ":" + std::to_string(l.col) + ")"};
+  }
 
   Layout layoutOf(llvm::Type *t) {
     Layout l;
@@ -310,7 +317,7 @@ private:
     if (!dl || dl->getLine() == 0)
       return;
     std::string file = dl->getFilename().str();
-    if (file.size() < 5 || file.compare(file.size() - 5, 5, ".wave") != 0)
+    if (file.empty() || file == "<unknown>" || file == "<wavec-mlir>")
       return;
     auto key = std::make_tuple(ms_.str(file), dl->getLine(), dl->getColumn());
     auto it = locIds_.find(key);
@@ -349,12 +356,8 @@ void FunctionTranslator::emitPhiCopies(const llvm::BasicBlock *from, const llvm:
 
 void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   const llvm::Function *callee = call.getCalledFunction();
-  if (!callee || !callee->isIntrinsic()) {
-    if (callee && callee->getName().starts_with("llvm."))
-      ; // an intrinsic LLVM does not know by ID (target ones are known); fall through
-    else
-      unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
-  }
+  if (!callee || !callee->getName().starts_with("llvm."))
+    unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
   std::string name = callee->getName().str();
   auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
   auto arg = [&](unsigned i) { return call.getArgOperand(i); };
@@ -458,6 +461,31 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   if (starts("llvm.ctlz.") || starts("llvm.cttz.")) {
     emit(starts("llvm.ctlz.") ? Op::Ctlz : Op::Cttz, rl.type, rl.lanes, dst(), slot(arg(0)));
     return;
+  }
+
+  // Vector reductions.
+  if (starts("llvm.vector.reduce.")) {
+    static const std::pair<const char *, emu::Reduce> kinds[] = {
+        {"add.", emu::Reduce::Add},   {"mul.", emu::Reduce::Mul},
+        {"and.", emu::Reduce::And},   {"or.", emu::Reduce::Or},
+        {"xor.", emu::Reduce::Xor},   {"smax.", emu::Reduce::SMax},
+        {"smin.", emu::Reduce::SMin}, {"umax.", emu::Reduce::UMax},
+        {"umin.", emu::Reduce::UMin}, {"fadd.", emu::Reduce::FAdd},
+        {"fmul.", emu::Reduce::FMul}, {"fmax.", emu::Reduce::FMax},
+        {"fmin.", emu::Reduce::FMin}, {"fmaximum.", emu::Reduce::FMaximum},
+        {"fminimum.", emu::Reduce::FMinimum}};
+    std::string rest = name.substr(std::strlen("llvm.vector.reduce."));
+    for (const auto &[k, kind] : kinds)
+      if (rest.rfind(k, 0) == 0) {
+        bool ordered = kind == emu::Reduce::FAdd || kind == emu::Reduce::FMul;
+        const llvm::Value *vec = arg(ordered ? 1 : 0);
+        Layout vl = layoutOf(vec->getType());
+        if (vl.type == Type::I1)
+          unsupported("a reduction of an i1 vector: " + name);
+        emit(Op::Reduce, rl.type, 1, dst(), slot(vec), ordered ? slot(arg(0)) : 0, 0,
+             uint32_t(kind), uint8_t(vl.lanes));
+        return;
+      }
   }
 
   // Masked memory.
@@ -604,8 +632,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
 }
 
 // Predicates and atomic kinds use LLVM's numbering; see emu_image.h.
-emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text,
-                 FunctionTranslator *) {
+emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text) {
   using B = llvm::AtomicRMWInst;
   switch (op) {
   case B::Xchg: return emu::Rmw::Xchg;
@@ -760,7 +787,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("a vector atomic: " + describe(i));
     emit(Op::AtomicRmw, l.type, 1, slot(&i), operand(0), operand(1), 0,
          space(rmw.getPointerAddressSpace(), i),
-         uint8_t(rmwKind(rmw.getOperation(), describe(i), this)));
+         uint8_t(rmwKind(rmw.getOperation(), describe(i))));
     return;
   }
   case I::AtomicCmpXchg: {

@@ -80,6 +80,9 @@ namespace wave {
 
 namespace {
 
+// The name of the emitted MLIR text as a buffer: locations in it are not source locations.
+constexpr const char *kMlirBufferName = "<wavec-mlir>";
+
 bool fail(DiagnosticEngine &diags, const TargetInfo &target, const std::string &message) {
   diags.report(DiagId::CodegenFailed, {}, {target.name, message});
   return false;
@@ -207,14 +210,14 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   });
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(mlirText, &ctx);
+      mlir::parseSourceString<mlir::ModuleOp>(mlirText, &ctx, kMlirBufferName);
   if (!module)
     return fail(diags, target, "the emitted MLIR does not parse (a wavec bug):\n" + mlirErrors);
   // Ops the emitter gave no `.wave` location keep none (not a line of the MLIR text): only
   // source locations become line info.
   module->walk([&](mlir::Operation *op) {
     auto file = mlir::dyn_cast<mlir::FileLineColLoc>(op->getLoc());
-    if (file && !file.getFilename().getValue().ends_with(".wave"))
+    if (file && file.getFilename().getValue() == kMlirBufferName)
       op->setLoc(mlir::UnknownLoc::get(&ctx));
   });
 

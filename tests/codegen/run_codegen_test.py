@@ -48,6 +48,12 @@ def test_hsaco_metadata(a, tmp):
     check(re.search(r"\.max_flat_workgroup_size:\s+64\b", text), "max flat workgroup size = block",
           text)
     check("amdgcn-amd-amdhsa--gfx942" in text, "target gfx942", text)
+    # The .wave locations feed the emulator image; without -g no debug info reaches the HSACO.
+    sections = run([a.readelf, "-S", out]).stdout.decode()
+    check(".text" in sections and ".debug" not in sections, "no .debug_* sections", sections)
+    ptx = run([a.wavec, a.copy, "--target=sm_90", "--emit=ptx"]).stdout.decode()
+    check(".version" in ptx and ".loc" not in ptx and ".file" not in ptx, "no line info in PTX",
+          ptx[:2000])
     # gfx1100 runs wave32 by default and wave64 when the kernel asks for it.
     for src, wave in ((a.copy, 32),
                       (os.path.join(a.source_dir, "tests", "codegen", "inputs", "copy_wave64.wave"), 64)):

@@ -33,4 +33,18 @@ if "$wavec" copy.wave --target=gfx942,sm_90 -o x.hsaco --header y.h --stub y.c 2
 fi
 grep -q "several targets" err.txt
 test ! -e x.hsaco && test ! -e y.h
+# --emit=emu and the .wemu extension write an emulator image (magic WAVEEMU1).
+"$wavec" copy.wave --target=sm_90 --emit=emu -o a.img
+"$wavec" copy.wave --target=gfx1100 -o b.wemu
+for f in a.img b.wemu; do
+  test "$(head -c 8 "$f")" = "WAVEEMU1" || { echo "FAIL: $f is not an emulator image"; exit 1; }
+done
+# Without -o, --emit=emu writes FILE's stem + .wemu.
+"$wavec" copy.wave --emit=emu
+test "$(head -c 8 copy.wemu)" = "WAVEEMU1"
+# An image does not go into --header/--stub alone.
+if "$wavec" copy.wave --emit=emu -o c.wemu --header c.h --stub c.c 2>/dev/null; then
+  echo "FAIL: --emit=emu with --header/--stub was accepted"
+  exit 1
+fi
 echo "multi-target: OK"

@@ -769,3 +769,134 @@ TEST(EmuPick, EachDeviceArchGetsItsOwnCodeObject) {
 }
 
 } // namespace
+
+namespace {
+
+// samples/elementwise (c = a * alpha + broadcast(b)) compiled by wavec for gfx942 and sm_90 and
+// run on the emulator at an unaligned shape: every element against the host's float result,
+// outputs poisoned first.
+TEST(EmuSamples, ElementwiseMatchesTheHost) {
+  for (const char *target : {"gfx942", "sm_90"}) {
+    std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/elementwise_" + target + ".wemu");
+    ASSERT_FALSE(image.empty());
+    Device d((std::string("emu:") + target).c_str());
+    const int64_t M = 37, N = 1000;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-2, 2);
+    std::vector<float> a(M * N), b(N), c(M * N);
+    for (auto &x : a)
+      x = u(rng);
+    for (auto &x : b)
+      x = u(rng);
+    const float alpha = 0.75f;
+    void *da, *db, *dc;
+    ASSERT_EQ(wave_malloc(d.dev, a.size() * 4, &da), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, b.size() * 4, &db), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, c.size() * 4, &dc), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 4), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 4), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memset(d.dev, dc, 0xff, c.size() * 4), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, da);
+    pack(args, 8, db);
+    pack(args, 16, alpha);
+    pack(args, 24, dc);
+    pack(args, 32, M);
+    pack(args, 40, N);
+    wave_module_t m = nullptr;
+    ASSERT_EQ(wave_module_load_data(d.dev, image.data(), image.size(), &m), WAVE_SUCCESS);
+    wave_kernel_t k = nullptr;
+    ASSERT_EQ(wave_module_get_kernel(m, "elementwise", &k), WAVE_SUCCESS);
+    uint32_t grid[3] = {uint32_t((N + 255) / 256), uint32_t((M + 3) / 4), 1};
+    uint32_t block[3] = {std::string(target) == "gfx942" ? 64u : 32u, 1, 1};
+    ASSERT_EQ(wave_launch(d.dev, nullptr, k, grid, block, 0, args.data(), args.size()),
+              WAVE_SUCCESS)
+        << wave_last_error();
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
+    size_t wrong = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        float p = a[i * N + j] * alpha;
+        float want = p + b[j];
+        wrong += std::fabs(c[i * N + j] - want) > 1e-6f * (1 + std::fabs(want));
+      }
+    EXPECT_EQ(wrong, 0u) << target;
+    wave_module_unload(m);
+    wave_free(d.dev, da);
+    wave_free(d.dev, db);
+    wave_free(d.dev, dc);
+  }
+}
+
+} // namespace
+
+namespace {
+
+// gfx1100 WMMA through an image: lanes load A and B rows from global memory; with lanes 16-31
+// repeating lanes 0-15 the product is right, without it the launch fails naming the lane.
+TEST(EmuMatrix, WmmaInAnImageAndItsReplicationRule) {
+  for (bool replicated : {true, false}) {
+    KernelBuilder k;
+    k.name = "wmma";
+    k.block[0] = 32;
+    uint32_t pa = k.arg(0, 8), pb = k.arg(8, 8), pd = k.arg(16, 8);
+    uint32_t t64 = k.tid64();
+    uint32_t row = k.slot(8), ap = k.slot(8), bp = k.slot(8), dp = k.slot(8);
+    uint32_t av = k.slot(32), bv = k.slot(32), c = k.slot(32), d = k.slot(32);
+    if (replicated)
+      k.op(Op::And, Type::I64, 1, row, t64, k.constant<uint64_t>(15));
+    else
+      k.op(Op::Copy, Type::I8, 1, row, t64, 0, 0, 8);
+    k.op(Op::PtrAdd, Type::Ptr, 1, ap, pa, row, 0, 32);
+    k.op(Op::PtrAdd, Type::Ptr, 1, bp, pb, row, 0, 32);
+    k.op(Op::Load, Type::F16, 16, av, ap, 0, 0, uint32_t(Space::Global));
+    k.op(Op::Load, Type::F16, 16, bv, bp, 0, 0, uint32_t(Space::Global));
+    k.op(Op::Mma, Type::I8, 1, d, av, bv, c, uint32_t(Mma::Wmma16x16x16F16));
+    k.op(Op::PtrAdd, Type::Ptr, 1, dp, pd, t64, 0, 32);
+    k.op(Op::Store, Type::F32, 8, 0, dp, d, 0, uint32_t(Space::Global));
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    Device dev("emu:gfx1100");
+    std::vector<uint16_t> a(32 * 16), b(32 * 16);
+    std::vector<float> af(32 * 16), bf(32 * 16);
+    for (int i = 0; i < 32 * 16; ++i) {
+      af[i] = float((i * 7) % 9 - 4) / 4;
+      bf[i] = float((i * 5) % 7 - 3) / 2;
+      a[i] = floatToHalf(af[i]);
+      b[i] = floatToHalf(bf[i]);
+    }
+    void *da, *db, *dd;
+    ASSERT_EQ(wave_malloc(dev.dev, 1024, &da), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(dev.dev, 1024, &db), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(dev.dev, 1024, &dd), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(dev.dev, da, a.data(), 1024), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(dev.dev, db, b.data(), 1024), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, da);
+    pack(args, 8, db);
+    pack(args, 16, dd);
+    wave_status_t s = launch(dev.dev, assemble("gfx1100", 32, {k}), "wmma", 1, 32, args);
+    if (!replicated) {
+      EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+      EXPECT_TRUE(contains(wave_last_error(), "WMMA operand A not replicated at handmade.wave:7:3 "
+                                              "in workgroup (0,0,0) thread (16,0,0): lane 16 "
+                                              "differs from lane 0"))
+          << wave_last_error();
+      continue;
+    }
+    ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+    std::vector<float> got(256);
+    ASSERT_EQ(wave_memcpy_dtoh(dev.dev, got.data(), dd, 1024), WAVE_SUCCESS);
+    // Lane l: A row l%16 (k = g), B column l%16 (k = g), D rows 2g + l/16 of column l%16.
+    for (int l = 0; l < 32; ++l)
+      for (int g = 0; g < 8; ++g) {
+        int m = 2 * g + l / 16, n = l % 16;
+        float want = 0;
+        for (int kk = 0; kk < 16; ++kk)
+          want += af[m * 16 + kk] * bf[n * 16 + kk];
+        EXPECT_EQ(got[l * 8 + g], want) << "lane " << l << " g " << g;
+      }
+  }
+}
+
+} // namespace

@@ -129,6 +129,18 @@ loop:
   br i1 %more, label %loop, label %done
 
 done:
+  %rv = insertelement <4 x i32> <i32 5, i32 -7, i32 9, i32 0>, i32 %tid, i32 3
+  %rmax = call i32 @llvm.vector.reduce.smax.v4i32(<4 x i32> %rv)
+  %rsum = call i32 @llvm.vector.reduce.add.v4i32(<4 x i32> %rv)
+  %rf = call float @llvm.vector.reduce.fadd.v4f32(float 0.5, <4 x float> <float 1.0, float 2.0, float 3.0, float 4.0>)
+  %rfi = fptosi float %rf to i32
+  %r1 = mul i32 %rmax, 1000
+  %r2 = add i32 %r1, %rsum
+  %r3 = mul i32 %r2, 100
+  %r4 = add i32 %r3, %rfi
+  %rp = add i64 %tid64, 384
+  %rpp = getelementptr i32, ptr addrspace(1) %out, i64 %rp
+  store i32 %r4, ptr addrspace(1) %rpp, align 4
   %sw = sub i32 %x, %y
   %lp = add i64 %tid64, 320
   %lo2 = getelementptr i32, ptr addrspace(1) %out, i64 %lp
@@ -143,6 +155,9 @@ declare i32 @llvm.amdgcn.ds.bpermute(i32, i32)
 declare void @llvm.amdgcn.s.barrier()
 declare <4 x float> @llvm.amdgcn.mfma.f32.16x16x16f16(<4 x half>, <4 x half>, <4 x float>, i32, i32, i32)
 declare void @llvm.masked.store.v4i32.p1(<4 x i32>, ptr addrspace(1), i32, <4 x i1>)
+declare i32 @llvm.vector.reduce.smax.v4i32(<4 x i32>)
+declare i32 @llvm.vector.reduce.add.v4i32(<4 x i32>)
+declare float @llvm.vector.reduce.fadd.v4f32(float, <4 x float>)
 )";
 
 TEST(EmuTranslate, AmdLaneExchangeSharedAtomicsMfmaMaskedPhis) {
@@ -158,12 +173,14 @@ TEST(EmuTranslate, AmdLaneExchangeSharedAtomicsMfmaMaskedPhis) {
     a[i] = wave::emu::floatToHalf(af[i]);
     b[i] = wave::emu::floatToHalf(bf[i]);
   }
-  void *out = r.alloc(4 * 384), *counter = r.alloc(12), *da = r.alloc(512, a.data()),
+  void *out = r.alloc(4 * 448), *counter = r.alloc(12), *da = r.alloc(512, a.data()),
        *db = r.alloc(512, b.data()), *dd = r.alloc(1024);
   const uint32_t grid = 3;
   ASSERT_EQ(r.launch(grid, 64, {out, counter, da, db, dd}), WAVE_SUCCESS) << wave_last_error();
-  auto o = r.read<int32_t>(out, 384);
+  auto o = r.read<int32_t>(out, 448);
   for (int t = 0; t < 64; ++t) {
+    int rmax = std::max(9, t), rsum = 5 - 7 + 9 + t;
+    EXPECT_EQ(o[384 + t], (rmax * 1000 + rsum) * 100 + 10) << "reductions, thread " << t;
     EXPECT_EQ(o[t], 3 * (63 - (t + 1) % 64)) << "bpermute + shared, thread " << t;
     int x = 10, y = 20;
     for (int i = 1; i < std::max(t, 1); ++i)

@@ -139,8 +139,14 @@ enum class Op : uint16_t {
   // wave-collective (the thread stops until its wave reaches the instruction)
   Wave,        // aux WaveOp; a, b, c, imm as per WaveOp
   Mma,         // imm Mma kind; dst D <- A (a) * B (b) + C (c), each contiguous per lane
+  // vector reductions (llvm.vector.reduce.*): dst scalar `type` <- reduce of a (aux lanes);
+  // imm Reduce kind; FAdd/FMul start from b (ordered, like LLVM without reassoc)
+  Reduce,
   Count
 };
+
+enum class Reduce : uint8_t { Add, Mul, And, Or, Xor, SMax, SMin, UMax, UMin, FAdd, FMul, FMax,
+                              FMin, FMaximum, FMinimum, Count };
 
 struct Inst {
   uint16_t op;

@@ -926,6 +926,42 @@ void Runner::run(Lane &L) {
       wr<uint32_t>(f + in.dst, r);
       break;
     }
+    case Op::Reduce: {
+      uint32_t es = typeSize(t);
+      const uint8_t *v = f + in.a;
+      Reduce kind = Reduce(in.imm);
+      if (kind >= Reduce::FAdd) {
+        double acc = kind == Reduce::FAdd || kind == Reduce::FMul ? getF(t, f + in.b)
+                                                                  : getF(t, v);
+        for (uint32_t l = kind == Reduce::FAdd || kind == Reduce::FMul ? 0 : 1; l < in.aux; ++l) {
+          double x = getF(t, v + l * es);
+          // Ordered sums round to the element type at every step, as the sequence of fadds does.
+          auto rounded = [&](double r) {
+            uint8_t tmp[8];
+            putF(t, tmp, r);
+            return getF(t, tmp);
+          };
+          switch (kind) {
+          case Reduce::FAdd: acc = rounded(acc + x); break;
+          case Reduce::FMul: acc = rounded(acc * x); break;
+          case Reduce::FMax: acc = std::fmax(acc, x); break;
+          case Reduce::FMin: acc = std::fmin(acc, x); break;
+          case Reduce::FMaximum: acc = floatBinary(Op::Maximum, acc, x); break;
+          default: acc = floatBinary(Op::Minimum, acc, x); break;
+          }
+        }
+        putF(t, f + in.dst, acc);
+      } else {
+        static const Op ops[] = {Op::Add, Op::Mul, Op::And, Op::Or, Op::Xor,
+                                 Op::SMax, Op::SMin, Op::UMax, Op::UMin};
+        uint8_t acc[16];
+        copyBytes(acc, v, es);
+        for (uint32_t l = 1; l < in.aux; ++l)
+          putU(t, acc, intBinary(ops[unsigned(kind)], t, acc, v + l * es) & widthMask(t));
+        copyBytes(f + in.dst, acc, es);
+      }
+      break;
+    }
     default:
       fault(L, in, "unsupported instruction", "opcode " + std::to_string(in.op));
       L.state = Done;
@@ -945,6 +981,24 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
     const uint8_t *a[64] = {}, *b[64] = {}, *c[64] = {};
     uint8_t *d[64] = {};
     const MmaShape &s = mmaShape(Mma(in.imm));
+    // RDNA3 WMMA reads A and B from lanes 0-15 only and requires lanes 16-31 to hold the same
+    // registers; on the GPU anything else is undefined, so a layout bug that the emulator's
+    // matrix product would hide is reported here.
+    if (Mma(in.imm) == Mma::Wmma16x16x16F16 || Mma(in.imm) == Mma::Wmma16x16x16BF16)
+      for (uint32_t l = 16; l < 32; ++l) {
+        const Lane *hi = byLane[l], *lo = byLane[l - 16];
+        if (!hi || !lo)
+          continue;
+        for (int op = 0; op < 2; ++op) {
+          uint32_t slot = op ? in.b : in.a;
+          if (std::memcmp(hi->frame + slot, lo->frame + slot, op ? s.bBytes : s.aBytes) != 0) {
+            fault(*hi, in, std::string("WMMA operand ") + (op ? "B" : "A") + " not replicated",
+                  "lane " + std::to_string(l) + " differs from lane " + std::to_string(l - 16) +
+                      " (RDNA3 WMMA needs lanes 16-31 to repeat lanes 0-15)");
+            return;
+          }
+        }
+      }
     // Operands are gathered first: D may alias A, B or C of another lane only through the
     // copies, which executeMma reads completely before writing.
     std::vector<uint8_t> out(size_t(s.cBytes) * wave_);

@@ -245,6 +245,13 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
          slot(in.dst, s.cBytes);
     break;
   }
+  case Op::Reduce:
+    if (in.imm >= uint32_t(Reduce::Count) || in.aux == 0 || in.aux > kMaxLanes || in.lanes != 1)
+      return "bad vector reduction";
+    ok = slot(in.dst, elem) && slot(in.a, bytesOf(in.type, in.aux)) &&
+         (in.imm != uint32_t(Reduce::FAdd) && in.imm != uint32_t(Reduce::FMul) ? true
+                                                                               : slot(in.b, elem));
+    break;
   default: // elementwise unary and binary arithmetic
     if (op >= Op::Add && op <= Op::Pow)
       ok = slot(in.dst, full) && slot(in.a, full) && slot(in.b, full);
