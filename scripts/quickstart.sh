@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's first command: installs every dependency, builds wavec, and runs the main job on
 # the samples: check each one, print the GEMM sample's distribution (grid, block and the index
-# every thread uses), and compile the copy sample into an AMD code object plus its C API.
+# every thread uses), compile the copy sample into an AMD code object plus its C API, and run it
+# on the CPU emulator (gfx942) at an unaligned shape, checked against the reference evaluator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,3 +20,7 @@ echo "wavec samples/copy/copy.wave -o copy.hsaco --header copy.h --stub copy.c:"
 /usr/lib/llvm-19/bin/llvm-readelf --symbols "$out/copy.hsaco" | grep -E " copy(\.kd)?$"
 grep -E "_launch\(" "$out/copy.h"
 rm -rf "$out"
+
+echo
+echo "wave-run samples/copy/copy.wave --device emu:gfx942 --check --size M=100 --size N=300:"
+./build/wave-run samples/copy/copy.wave --device emu:gfx942 --check --size M=100 --size N=300
