@@ -37,6 +37,8 @@ struct CodegenOptions {
   CodegenOutput output = CodegenOutput::HSACO;
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
+  // --time-passes: when set, the generator appends (step, milliseconds) for each of its steps.
+  std::vector<std::pair<std::string, double>> *timings = nullptr;
 };
 
 // One kernel to compile: its graph and its distribution (both owned by the driver).
