@@ -8,9 +8,26 @@ namespace wave {
 
 namespace {
 
-// Bytes of shared memory the kernel allocates (every `allocate`, tile × element size).
+// Bytes of shared memory the kernel needs, unpadded: every parameter in the shared address space
+// is staged one block tile at a time (its dims' workgroup or tiling tiles × element size), and
+// every `allocate` takes its tile × element size.
 uint64_t sharedBytes(const ir::Kernel &k) {
   uint64_t bytes = 0;
+  for (const auto &p : k.params) {
+    const ir::Type &t = p.value->type;
+    if (!t.isMemory() || t.space != AddressSpace::Shared)
+      continue;
+    uint64_t n = bitWidth(t.dtype) / 8;
+    for (const auto &dim : t.shape) {
+      if (const auto *w = k.workgroupFor(dim))
+        n *= static_cast<uint64_t>(w->tile);
+      else if (const auto *tl = k.tilingFor(dim))
+        n *= static_cast<uint64_t>(tl->tile);
+      else if (auto size = dim.size.asInteger())
+        n *= static_cast<uint64_t>(*size);
+    }
+    bytes += n;
+  }
   ir::walk(k.body, [&](const ir::Op &op) {
     if (op.kind != ir::OpKind::Allocate || op.results.empty())
       return;

@@ -2,7 +2,7 @@
 // the distribution alone (no code generation): target, per kernel the block, waves, grid
 // formulas in the dynamic symbols, shared memory (LDS) bytes, the assumptions, and the argument
 // table with offsets and sizes (the same table the generated NAME_info() returns).
-// The schema is docs/metadata.schema.json.
+// The schema is docs/schemas/metadata.schema.json.
 #pragma once
 
 #include "codegen/host_api.h"

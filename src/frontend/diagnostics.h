@@ -41,7 +41,7 @@ struct Diagnostic {
 
 enum class ColorMode { Auto, Always, Never };
 // --diagnostics-format: clang-style text; JSON Lines (one object per diagnostic, schema in
-// tests/diagnostics/diagnostic.schema.json); one SARIF 2.1.0 log.
+// docs/schemas/diagnostic.schema.json); one SARIF 2.1.0 log.
 enum class DiagnosticFormat { Text, Json, Sarif };
 
 class DiagnosticEngine {
