@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <unistd.h>
 
@@ -286,6 +287,19 @@ std::string DiagnosticEngine::renderJson() const {
   return out;
 }
 
+// A file path as a SARIF artifact URI: absolute paths become file:// URIs, and every byte
+// outside RFC 3986's unreserved set and '/' is percent-encoded.
+static std::string artifactUri(const std::string &path) {
+  std::string out = !path.empty() && path[0] == '/' ? "file://" : "";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
 // One SARIF 2.1.0 log with one run: the rules are the ids used, each result points at its rule
 // by id and index, notes become relatedLocations (with their messages).
 std::string DiagnosticEngine::renderSarif(const std::string &toolVersion) const {
@@ -302,7 +316,7 @@ std::string DiagnosticEngine::renderSarif(const std::string &toolVersion) const 
   };
   auto location = [&](const Diagnostic &d, bool withMessage) {
     std::string loc = "{\"physicalLocation\":{\"artifactLocation\":{\"uri\":" +
-                      jsonString(file_ ? file_->name() : "") + "}";
+                      jsonString(artifactUri(file_ ? file_->name() : "")) + "}";
     if (d.range.valid()) {
       uint32_t endLine = d.range.end.valid() ? d.range.end.line : d.range.begin.line;
       uint32_t endCol = d.range.end.valid() ? d.range.end.col : d.range.begin.col + 1;
@@ -343,7 +357,8 @@ std::string DiagnosticEngine::renderSarif(const std::string &toolVersion) const 
                     "\"version\":" +
                     jsonString(toolVersion) + ",\"rules\":[" + ruleText + "]}}";
   if (file_)
-    out += ",\"artifacts\":[{\"location\":{\"uri\":" + jsonString(file_->name()) + "}}]";
+    out += ",\"artifacts\":[{\"location\":{\"uri\":" + jsonString(artifactUri(file_->name())) +
+           "}}]";
   out += ",\"results\":[" + results + "]}]}\n";
   return out;
 }

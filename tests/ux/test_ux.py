@@ -188,6 +188,11 @@ spaced = os.path.join(tmp, "dir with space#1")
 os.mkdir(spaced)
 src = os.path.join(spaced, "k$.wave")
 open(src, "w").write(open(COPY).read())
+p = run([src, "--check", "-DNOPE=1", "--diagnostics-format=sarif"])
+uris = re.findall(r'"uri":"([^"]*)"', p.stderr)
+expect("SARIF artifact URIs are percent-encoded file:// URIs",
+       uris and all(re.fullmatch(r"file:///[A-Za-z0-9\-._~/%]+", u) for u in uris) and "%20" in uris[0]
+       and "%23" in uris[0] and "%24" in uris[0], p)
 p = run([src, "--emit=ir", "-o", "out.txt", "-MD"], cwd=d)
 dep = open(os.path.join(d, "out.d")).read() if p.returncode == 0 else ""
 expect("depfile paths escape spaces, # and $ for make",
