@@ -481,7 +481,8 @@ int main(int argc, char **argv) {
     // The output kind follows -o's extension.
     static const std::pair<const char *, EmitKind> extensions[] = {
         {".hsaco", EmitKind::HSACO}, {".ptx", EmitKind::PTX}, {".cubin", EmitKind::Cubin},
-        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR}};
+        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR},
+        {".json", EmitKind::Metadata}};
     for (const auto &[ext, kind] : extensions) {
       const std::string e = ext;
       if (opts.output.size() > e.size() &&
