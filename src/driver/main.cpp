@@ -358,7 +358,18 @@ int main(int argc, char **argv) {
       return 0;
     case FlagId::PrintTargets: printTargets = true; break;
     case FlagId::Output: opts.output = value; break;
-    case FlagId::Target: opts.targets.push_back(value); break;
+    case FlagId::Target: {
+      // Repeated or comma-separated: --target=gfx942,sm_90 --target=gfx90a.
+      size_t start = 0;
+      while (true) {
+        size_t comma = value.find(',', start);
+        opts.targets.push_back(value.substr(start, comma - start));
+        if (comma == std::string::npos)
+          break;
+        start = comma + 1;
+      }
+      break;
+    }
     case FlagId::Emit: emit = value; break;
     case FlagId::Header: opts.header = value; break;
     case FlagId::Stub: opts.stub = value; break;
@@ -455,13 +466,14 @@ int main(int argc, char **argv) {
   opts.input = positional[0];
   if (opts.targets.empty())
     opts.targets.push_back(opts.target);
-  for (const auto &t : opts.targets)
+  for (const auto &t : opts.targets) {
     if (!findTarget(t))
       return usageError("unknown target '" + t + "'" + didYouMean(t, targetNames()) +
                         " (wavec --print-targets lists them)");
+    if (std::count(opts.targets.begin(), opts.targets.end(), t) > 1)
+      return usageError("--target=" + t + " is given twice");
+  }
   opts.target = opts.targets.front();
-  if (opts.targets.size() > 1)
-    return usageError("several --target values in one invocation are not supported yet");
 
   static const std::pair<const char *, EmitKind> emitKinds[] = {
       {"ast", EmitKind::AST},     {"ir", EmitKind::IR},         {"distribution", EmitKind::Distribution},
@@ -492,6 +504,15 @@ int main(int argc, char **argv) {
   }
   if (opts.check && opts.emit != EmitKind::Default)
     return usageError("--check and --emit cannot be combined");
+  if (opts.targets.size() > 1 && !opts.check &&
+      (opts.header.empty() || opts.stub.empty() || !opts.output.empty() ||
+       opts.emit != EmitKind::Default))
+    return usageError("several targets make one header and stub carrying every code object: "
+                      "give --header and --stub, and neither -o nor --emit");
+  // The multi-target pipeline (one stub carrying every code object) comes with the emulator
+  // branch; until then only the checks above and --check accept several targets.
+  if (opts.targets.size() > 1 && !opts.check)
+    return usageError("several targets in one invocation are not supported by this build");
   if (!opts.depfile && (!opts.depTargets.empty() || opts.depPhony))
     return usageError("-MT and -MP need -MD or -MF");
   if (opts.depfile && opts.check)

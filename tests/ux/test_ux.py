@@ -299,6 +299,12 @@ expect("the man page lists every flag of --help", sorted(help_flags) == sorted(m
 guide = open(os.path.join(ROOT, "docs", "user-guide.md")).read()
 missing = [f for f in help_flags if f not in guide]
 expect(f"docs/user-guide.md describes every flag of --help (missing: {missing})", not missing)
+p = run([COPY, "--check", "--target=gfx942,sm_90", "--target", "gfx90a"])
+expect("--target repeated and comma-separated checks every target", p.returncode == 0, p)
+p = run([COPY, "--check", "--target=gfx942,sm_90", "--target=gfx942"])
+expect("a target given twice is a usage error", p.returncode == 2 and "twice" in p.stderr, p)
+p = run([COPY, "--target=gfx942,sm_90", "-o", os.path.join(tmp, "x.hsaco")])
+expect("several targets without --header/--stub (or with -o) is a usage error", p.returncode == 2, p)
 p = run([COPY, "--emitt=ir"])
 expect("an unknown flag is a usage error with a hint", p.returncode == 2 and "did you mean '--emit'" in p.stderr, p)
 p = run([COPY, "-o"])
