@@ -17,8 +17,13 @@ import tempfile
 try:
     import jsonschema
 except ImportError:
-    print("FAIL: python3-jsonschema is missing (scripts/install-deps.sh installs it)")
-    sys.exit(1)
+    # Debian's python3-jsonschema, when the interpreter running this is not Debian's python3.
+    sys.path.append("/usr/lib/python3/dist-packages")
+    try:
+        import jsonschema
+    except ImportError:
+        print("FAIL: python3-jsonschema is missing (scripts/install-deps.sh installs it)")
+        sys.exit(1)
 
 WAVEC, ROOT = sys.argv[1], sys.argv[2]
 SCHEMAS = os.path.join(ROOT, "docs", "schemas")
