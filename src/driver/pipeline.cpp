@@ -200,7 +200,8 @@ std::string fileIdentity(const std::string &path) {
          std::to_string(st.st_mtim.tv_nsec);
 }
 
-// Everything a code-generator output depends on (cache.h).
+// Everything a code-generator output depends on (cache.h). Every CodegenOptions field that
+// changes the output must be part of it.
 std::string cacheKey(const DriverOptions &opts, const std::string &source, CodegenOutput output) {
   std::string k = "wavec-cache-key 1\n";
   k += "version " WAVEC_VERSION "\n";
@@ -213,6 +214,8 @@ std::string cacheKey(const DriverOptions &opts, const std::string &source, Codeg
   k += "opt " + std::to_string(opts.optLevel) + "\n";
   k += "cov " + std::to_string(opts.codeObjectVersion) + "\n";
   k += "kernel " + opts.kernel + "\n";
+  if (output == CodegenOutput::Cubin) // made by the installed ptxas
+    k += "ptxas " + fileIdentity("/usr/local/cuda/bin/ptxas") + "\n";
   for (const auto &d : opts.defines)
     k += "define " + d.name + "=" + d.value + "\n";
   k += "source " + std::to_string(source.size()) + "\n" + source;
