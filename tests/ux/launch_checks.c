@@ -141,6 +141,13 @@ static void descriptor_checks(wave_stream_t stream, void *pa, void *pb, void *pc
   t = a, t.shape = NULL;
   REFUSED(elementwise_launch_tensors(stream, &t, &b, alpha, &c), WAVE_ERROR_INVALID_ARGUMENT,
           "tensor 'a' has no shape");
+  {
+    /* A negative extent must not be replaced by another tensor's. */
+    const int64_t neg[2] = {-5, N};
+    t = a, t.shape = neg;
+    REFUSED(elementwise_launch_tensors(stream, &t, &b, alpha, &c), WAVE_ERROR_INVALID_ARGUMENT,
+            "dim 0 of 'a' is negative (-5)");
+  }
   t = c, t.shape = m1n;
   REFUSED(elementwise_launch_tensors(stream, &a, &b, alpha, &t), WAVE_ERROR_INVALID_ARGUMENT,
           "dim 0 of 'c'");
