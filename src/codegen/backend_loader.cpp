@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <vector>
 
 namespace wave {
 
@@ -19,15 +20,25 @@ std::string executableDir() {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+std::vector<std::string> candidatePaths() {
+  const std::string dir = executableDir();
+  return {dir + "/libwavec_codegen.so", dir + "/../lib/libwavec_codegen.so"};
+}
+
 } // namespace
+
+std::string codegenBackendPath() {
+  for (const auto &path : candidatePaths())
+    if (::access(path.c_str(), F_OK) == 0)
+      return path;
+  return "";
+}
 
 const WaveCodegenApi *loadCodegenBackend(std::string &error) {
   static const WaveCodegenApi *api = nullptr;
   if (api)
     return api;
-  const std::string dir = executableDir();
-  const std::string candidates[] = {dir + "/libwavec_codegen.so",
-                                    dir + "/../lib/libwavec_codegen.so"};
+  const std::vector<std::string> candidates = candidatePaths();
   std::string tried;
   for (const auto &path : candidates) {
     if (::access(path.c_str(), F_OK) != 0) {

@@ -393,6 +393,13 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
         a.name, n, t.shape.size(), bitWidth(t.dtype) == 1 ? 8 : bitWidth(t.dtype),
         bitWidth(t.dtype) == 8 && isFloat(t.dtype) ? -1 : dlpackCode(t.dtype), t.str(),
         scalarTypeName(t.dtype));
+    if (!t.shape.empty())
+      out += fmt::format("  if (!{0}->shape)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                         "\"{1}_launch_tensors: tensor '{0}' has no shape\");\n"
+                         "  for (int32_t d = 0; d < {2}; ++d)\n    if ({0}->shape[d] < 0)\n"
+                         "      return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, \"{1}_launch_tensors: "
+                         "dim %d of '{0}' is negative (%lld)\", (int)d, (long long){0}->shape[d]);\n",
+                         a.name, n, t.shape.size());
     out += fmt::format("  if (!wave_tensor_is_compact({}))\n    return wave_fail("
                        "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch_tensors: tensor '{}' must be "
                        "compact row-major (strides NULL or dense)\");\n", a.name, n, a.name);

@@ -6,7 +6,9 @@
 //   translate the gpu.module to LLVM IR; triple, data layout, AMD code-object-version flag,
 //   max flat workgroup size = the block; LLVM's O0..O3 pipeline    (--emit=llvm)
 //   AMDGPU/NVPTX code generation: ISA or PTX text                   (--emit=asm, ptx)
-//   AMD: object -> `ld.lld -shared` -> HSACO; NVIDIA: PTX -> `ptxas` -> cubin.
+//   AMD: object -> lld's ELF linker in process (`ld.lld -shared`) -> HSACO;
+//   NVIDIA: PTX -> `ptxas` -> cubin.
+// Each step's wall time goes to options.timings when set (wavec --time-passes).
 //
 // Only the dialects and passes used here are registered (InitAllDialects costs ~50 s to compile
 // and milliseconds at every start).
@@ -46,6 +48,8 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/DebugInfo.h"
+#include "lld/Common/Driver.h"
+
 #include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -59,7 +63,10 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 
+#include <chrono>
 #include <mutex>
+
+LLD_HAS_DRIVER(elf)
 
 extern "C" {
 void LLVMInitializeAMDGPUTargetInfo();
@@ -181,12 +188,53 @@ std::string featuresFor(const TargetInfo &target, const std::vector<CodegenKerne
   return out + "+wavefrontsize" + std::to_string(wave);
 }
 
+// Appends the time since the last lap to options.timings (--time-passes).
+class StepTimer {
+public:
+  explicit StepTimer(const CodegenOptions &o) : out_(o.timings), last_(Clock::now()) {}
+  void lap(const char *step) {
+    auto now = Clock::now();
+    if (out_)
+      out_->push_back({step, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::pair<std::string, double>> *out_;
+  Clock::time_point last_;
+};
+
+// Links one relocatable AMDGPU object into an HSACO with lld's ELF driver, in process (an
+// `ld.lld` subprocess costs more than the rest of a small compilation). lld reports through
+// the given streams and returns; `canRunAgain` false means its state is unusable afterwards.
+bool linkHsaco(const std::string &object, const std::string &hsaco, std::string &message) {
+  static std::mutex lldMutex; // lld keeps global state: one link at a time
+  std::lock_guard<std::mutex> lock(lldMutex);
+  static bool broken = false;
+  if (broken) {
+    message = "lld cannot run again in this process after an earlier failure";
+    return false;
+  }
+  const char *args[] = {"ld.lld", "-shared", "--threads=1", object.c_str(), "-o", hsaco.c_str()};
+  std::string out, err;
+  llvm::raw_string_ostream outOs(out), errOs(err);
+  lld::Result r = lld::lldMain(args, outOs, errOs, {{lld::Gnu, &lld::elf::link}});
+  if (!r.canRunAgain)
+    broken = true;
+  if (r.retCode == 0)
+    return true;
+  message = "lld failed" + (err.empty() ? std::string() : ":\n" + err);
+  return false;
+}
+
 } // namespace
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
                  std::string &out, EmuImageResult *emu) {
   const bool amd = target.vendor == Vendor::AMD;
+  StepTimer timer(options);
   mlir::DialectRegistry registry;
   registry.insert<mlir::arith::ArithDialect, mlir::gpu::GPUDialect, mlir::LLVM::LLVMDialect,
                   mlir::scf::SCFDialect, mlir::vector::VectorDialect, mlir::cf::ControlFlowDialect,
@@ -220,6 +268,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     if (file && file.getFilename().getValue() == kMlirBufferName)
       op->setLoc(mlir::UnknownLoc::get(&ctx));
   });
+  timer.lap("MLIR context and parse");
 
   // 1. clean up the emitted text.
   {
@@ -229,6 +278,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     if (mlir::failed(pm.run(*module)))
       return fail(diags, target, "MLIR canonicalization failed:\n" + mlirErrors);
   }
+  timer.lap("canonicalize, CSE");
   if (options.output == CodegenOutput::MLIR) {
     llvm::raw_string_ostream os(out);
     module->print(os);
@@ -260,6 +310,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     if (mlir::failed(pm.run(*module)))
       return fail(diags, target, "lowering to the LLVM dialect failed:\n" + mlirErrors);
   }
+  timer.lap("lower to LLVM dialect");
   mlir::gpu::GPUModuleOp gpuModule;
   module->walk([&](mlir::gpu::GPUModuleOp m) { gpuModule = m; });
 
@@ -282,6 +333,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   if (!llvmModule)
     return fail(diags, target, "translation to LLVM IR failed:\n" + mlirErrors);
 
+  timer.lap("translate to LLVM IR");
   initTargets(target.vendor);
   std::string error;
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.llvmTriple, error);
@@ -333,8 +385,10 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     unsigned level = std::min(options.optLevel, 3u);
     llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(opt[0])
                                              : pb.buildPerModuleDefaultPipeline(opt[level]);
+    timer.lap("target machine");
     mpm.run(*llvmModule, mam);
   }
+  timer.lap("LLVM optimization");
   // 4b. the emulator image: this very module, right before instruction selection.
   if (options.output == CodegenOutput::Emu) {
     std::string why;
@@ -372,6 +426,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
       return fail(diags, target, "the LLVM target cannot emit this file type");
     pm.run(*llvmModule);
   }
+  timer.lap("LLVM code generation");
   if (!llvmErrors.empty())
     return fail(diags, target, "the LLVM back end failed:\n" + llvmErrors);
   if (options.output == CodegenOutput::Asm || options.output == CodegenOutput::PTX) {
@@ -386,13 +441,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     return fail(diags, target, "cannot write a temporary file");
   std::string message;
   if (amd) {
-    std::string lld = WAVEC_LLVM_TOOLS_DIR "/ld.lld";
-    if (!llvm::sys::fs::can_execute(lld)) {
-      diags.report(DiagId::ToolNotFound, {}, {"an HSACO code object", lld});
-      return false;
-    }
-    if (!runTool(lld, {"-shared", std::string(input.path), "-o", std::string(output.path)},
-                 message))
+    if (!linkHsaco(std::string(input.path), std::string(output.path), message))
       return fail(diags, target, message);
   } else {
     std::string ptxas = "/usr/local/cuda/bin/ptxas";
@@ -412,6 +461,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   if (!readFile(output.path, out))
     return fail(diags, target, "cannot read the linked code object");
+  timer.lap(amd ? "link (lld)" : "assemble (ptxas)");
   return true;
 }
 

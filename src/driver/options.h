@@ -1,4 +1,5 @@
-// The command line of wavec, parsed into one struct (main.cpp fills it with CLI11).
+// The command line of wavec, parsed into one struct (main.cpp fills it from the flag table
+// flags.def).
 #pragma once
 
 #include "frontend/diagnostics.h"
@@ -10,8 +11,12 @@
 namespace wave {
 
 // Default: the target's code object (HSACO on AMD, PTX on NVIDIA), or what -o's extension names.
-// MLIR..Cubin are made by the code generator library (src/codegen/codegen_api.h).
-enum class EmitKind { Default, AST, IR, Distribution, MLIR, LLVM, Asm, HSACO, PTX, Cubin, Emu };
+// MLIR..Cubin and Emu are made by the code generator library (src/codegen/codegen_api.h);
+// Metadata is a JSON description of the kernels from their ABI and distribution (no code
+// generation).
+enum class EmitKind {
+  Default, AST, IR, Distribution, Metadata, MLIR, LLVM, Asm, HSACO, PTX, Cubin, Emu
+};
 
 struct DriverOptions {
   std::string input;
@@ -23,6 +28,7 @@ struct DriverOptions {
   bool check = false;   // --check: diagnose only
   EmitKind emit = EmitKind::Default;
   ColorMode color = ColorMode::Auto;
+  DiagnosticFormat diagnosticsFormat = DiagnosticFormat::Text;
   bool werror = false;
   std::vector<std::pair<std::string, DiagnosticEngine::Override>> warningOverrides;
   unsigned errorLimit = 20;
@@ -32,7 +38,22 @@ struct DriverOptions {
   // The generated host API: a C header and a C stub embedding the code object.
   std::string header; // --header
   std::string stub;   // --stub
+  // Make depfile (-MD, -MF, -MT, -MP).
+  bool depfile = false;
+  std::string depfilePath;
+  std::vector<std::string> depTargets;
+  bool depPhony = false;
+  // Inspection.
+  bool printAfterAll = false;
+  std::vector<std::string> printAfter; // stage names
+  std::string dumpDir;
+  bool timePasses = false;
+  // Compile cache: empty dir = none.
+  std::string cacheDir;
 };
+
+// The stages of the pipeline, as --print-ir-after and --dump-dir name them.
+const std::vector<std::string> &stageNames();
 
 // Runs the whole compilation (pipeline.cpp). Returns the process exit code: 0 success,
 // 1 compile error. Diagnostics are printed to stderr.

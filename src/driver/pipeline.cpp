@@ -9,11 +9,16 @@
 //   6. host API  the generated C header and stub around the code objects (--header, --stub):
 //                for each --target its native code object and its emulator image
 //                (src/codegen/emu_translate.h), so the host program also runs on `emu`
+//   7. write     every output, the depfile (-MD) with them, all or nothing
 //
 // Nothing is written unless every stage succeeded: outputs go to a temporary file that is
-// renamed into place at the end.
+// renamed into place at the end. Around the stages: --print-ir-after / --dump-dir (the program
+// after each stage), --time-passes, the compile cache for the code generator's output
+// (cache.h), and the diagnostics format (text, JSON, SARIF).
 #include "codegen/backend_loader.h"
 #include "codegen/host_api.h"
+#include "driver/cache.h"
+#include "driver/metadata.h"
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
@@ -24,8 +29,10 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 
 namespace wave {
@@ -101,25 +108,166 @@ bool isCodeOutput(EmitKind k) {
          k == EmitKind::Cubin || k == EmitKind::Emu;
 }
 
+std::string stemOf(const std::string &path) {
+  std::string stem = baseName(path);
+  auto dot = stem.rfind('.');
+  return dot == std::string::npos || dot == 0 ? stem : stem.substr(0, dot);
+}
+
+// --time-passes: wall time of each stage, printed at the end.
+class StageTimer {
+public:
+  explicit StageTimer(bool on) : on_(on), last_(Clock::now()) {}
+  void lap(const std::string &stage) {
+    auto now = Clock::now();
+    if (on_)
+      laps_.push_back({stage, std::chrono::duration<double, std::milli>(now - last_).count()});
+    last_ = now;
+  }
+  void add(const std::string &stage, double ms) {
+    if (on_)
+      laps_.push_back({stage, ms});
+  }
+  void print() const {
+    if (!on_)
+      return;
+    double total = 0;
+    std::fprintf(stderr, "wavec: time per stage (ms):\n");
+    for (const auto &[stage, ms] : laps_) {
+      std::fprintf(stderr, "  %-28s %8.2f\n", stage.c_str(), ms);
+      if (stage.rfind("  ", 0) != 0)
+        total += ms;
+    }
+    std::fprintf(stderr, "  %-28s %8.2f\n", "total", total);
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+  bool on_;
+  Clock::time_point last_;
+  std::vector<std::pair<std::string, double>> laps_;
+};
+
+// --print-ir-after(-all) and --dump-dir: the program after a stage.
+class StageDumps {
+public:
+  explicit StageDumps(const DriverOptions &o) : opts_(o) {}
+  bool wants(const std::string &stage) const {
+    return opts_.printAfterAll || !opts_.dumpDir.empty() ||
+           std::find(opts_.printAfter.begin(), opts_.printAfter.end(), stage) !=
+               opts_.printAfter.end();
+  }
+  void after(const std::string &stage, const std::string &text, const char *ext) {
+    const auto &names = stageNames();
+    size_t index = std::find(names.begin(), names.end(), stage) - names.begin();
+    if (opts_.printAfterAll || std::find(opts_.printAfter.begin(), opts_.printAfter.end(),
+                                         stage) != opts_.printAfter.end()) {
+      std::string banner = "// ----- wavec: after " + stage + " -----\n";
+      std::fwrite(banner.data(), 1, banner.size(), stderr);
+      std::fwrite(text.data(), 1, text.size(), stderr);
+    }
+    if (!opts_.dumpDir.empty())
+      files_.push_back({opts_.dumpDir + "/" + stemOf(opts_.input) + "." +
+                            std::to_string(index + 1) + "-" + stage + ext,
+                        text});
+  }
+  // The dump files, written with the outputs (and like them only when the compilation
+  // succeeded... or failed: dumps of the stages that ran are written either way).
+  const std::vector<std::pair<std::string, std::string>> &files() const { return files_; }
+
+private:
+  const DriverOptions &opts_;
+  std::vector<std::pair<std::string, std::string>> files_;
+};
+
+// The code generator's output kind for the requested emit kind.
+CodegenOutput codegenOutput(EmitKind emit, bool amd) {
+  switch (emit) {
+  case EmitKind::MLIR: return CodegenOutput::MLIR;
+  case EmitKind::LLVM: return CodegenOutput::LLVM;
+  case EmitKind::Asm: return amd ? CodegenOutput::Asm : CodegenOutput::PTX;
+  case EmitKind::HSACO: return CodegenOutput::HSACO;
+  case EmitKind::PTX: return CodegenOutput::PTX;
+  case EmitKind::Cubin: return CodegenOutput::Cubin;
+  case EmitKind::Emu: return CodegenOutput::Emu;
+  default: return amd ? CodegenOutput::HSACO : CodegenOutput::PTX;
+  }
+}
+
+// The identity of a file for the cache key: size and modification time (a rebuilt wavec or
+// code generator never reuses the entries of the previous build).
+std::string fileIdentity(const std::string &path) {
+  struct stat st;
+  if (path.empty() || ::stat(path.c_str(), &st) != 0)
+    return path + ":missing";
+  return path + ":" + std::to_string(st.st_size) + ":" + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+// Everything a code-generator output depends on (cache.h). Every CodegenOptions field that
+// changes the output must be part of it.
+std::string cacheKey(const DriverOptions &opts, const std::string &target,
+                     const std::string &source, CodegenOutput output, bool withEmu) {
+  std::string k = "wavec-cache-key 2\n";
+  k += "version " WAVEC_VERSION "\n";
+  char exe[4096];
+  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  k += "wavec " + fileIdentity(n > 0 ? std::string(exe, static_cast<size_t>(n)) : "") + "\n";
+  k += "codegen " + fileIdentity(codegenBackendPath()) + "\n";
+  k += "target " + target + "\n";
+  k += "emu " + std::to_string(withEmu) + "\n";
+  k += "output " + std::to_string(static_cast<int>(output)) + "\n";
+  k += "opt " + std::to_string(opts.optLevel) + "\n";
+  k += "cov " + std::to_string(opts.codeObjectVersion) + "\n";
+  k += "kernel " + opts.kernel + "\n";
+  if (output == CodegenOutput::Cubin) // made by the installed ptxas
+    k += "ptxas " + fileIdentity("/usr/local/cuda/bin/ptxas") + "\n";
+  for (const auto &d : opts.defines)
+    k += "define " + d.name + "=" + d.value + "\n";
+  k += "source " + std::to_string(source.size()) + "\n" + source;
+  return sha256Hex(k);
+}
+
+// A cache entry holds the code output and, when a stub embeds it, the emulator image (or why
+// there is none): three length-prefixed fields.
+std::string packCached(const std::string &code, const EmuImageResult &emu) {
+  std::string out;
+  for (const std::string *field : {&code, &emu.image, &emu.error})
+    out += std::to_string(field->size()) + "\n" + *field;
+  return out;
+}
+
+bool unpackCached(const std::string &entry, std::string &code, EmuImageResult &emu) {
+  size_t pos = 0;
+  for (std::string *field : {&code, &emu.image, &emu.error}) {
+    size_t nl = entry.find('\n', pos);
+    if (nl == std::string::npos || nl == pos || nl - pos > 19)
+      return false;
+    size_t size = 0;
+    for (size_t i = pos; i < nl; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(entry[i])))
+        return false;
+      size = size * 10 + static_cast<size_t>(entry[i] - '0');
+    }
+    if (size > entry.size() - nl - 1)
+      return false;
+    *field = entry.substr(nl + 1, size);
+    pos = nl + 1 + size;
+  }
+  return pos == entry.size();
+}
+
 // Step 5 for code outputs: the code generator library turns the kernels into `out`.
 bool generateCode(const DriverOptions &opts, const Program &program,
-                  const std::vector<CodegenKernel> &kernels, DiagnosticEngine &diags,
-                  std::string &out, EmuImageResult *emu) {
+                  const std::vector<CodegenKernel> &kernels, CodegenOutput output,
+                  DiagnosticEngine &diags, StageTimer &timer, std::string &out,
+                  EmuImageResult *emu) {
   const TargetInfo &target = *program.target;
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
   co.optLevel = opts.optLevel;
   co.codeObjectVersion = opts.codeObjectVersion;
-  switch (opts.emit) {
-  case EmitKind::MLIR: co.output = CodegenOutput::MLIR; break;
-  case EmitKind::LLVM: co.output = CodegenOutput::LLVM; break;
-  case EmitKind::Asm: co.output = amd ? CodegenOutput::Asm : CodegenOutput::PTX; break;
-  case EmitKind::HSACO: co.output = CodegenOutput::HSACO; break;
-  case EmitKind::PTX: co.output = CodegenOutput::PTX; break;
-  case EmitKind::Cubin: co.output = CodegenOutput::Cubin; break;
-  case EmitKind::Emu: co.output = CodegenOutput::Emu; break;
-  default: co.output = amd ? CodegenOutput::HSACO : CodegenOutput::PTX; break;
-  }
+  co.output = output;
   const bool needsAmd = co.output == CodegenOutput::HSACO;
   const bool needsNv = co.output == CodegenOutput::PTX || co.output == CodegenOutput::Cubin;
   if ((needsAmd && !amd) || (needsNv && amd)) {
@@ -130,11 +278,18 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   }
   std::string error;
   const WaveCodegenApi *api = loadCodegenBackend(error);
+  timer.lap("load code generator");
   if (!api) {
     diags.report(DiagId::CodegenUnavailable, {}, {error});
     return false;
   }
-  return api->generate(kernels, target, co, diags, out, emu);
+  std::vector<std::pair<std::string, double>> steps;
+  co.timings = &steps;
+  bool ok = api->generate(kernels, target, co, diags, out, emu);
+  timer.lap("code generation");
+  for (const auto &[step, ms] : steps)
+    timer.add("  " + step, ms);
+  return ok;
 }
 
 // Where a code output goes when -o is absent: binaries next to the input's stem in the current
@@ -150,9 +305,53 @@ std::string defaultOutput(const DriverOptions &opts, const TargetInfo &target) {
                                                                              : nullptr;
   if (!ext)
     return "";
-  std::string stem = opts.input.substr(opts.input.rfind('/') + 1);
-  auto dot = stem.rfind('.');
-  return (dot == std::string::npos ? stem : stem.substr(0, dot)) + ext;
+  return stemOf(opts.input) + ext;
+}
+
+// A path in a make rule: spaces, '#' and '$' escaped.
+std::string makeEscape(const std::string &path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#')
+      out += '\\';
+    if (c == '$')
+      out += '$';
+    out += c;
+  }
+  return out;
+}
+
+// -MD: "targets: deps" (+ "dep:" lines with -MP). The targets are -MT's, else every file
+// written; the dependencies every file the compilation read (the language has no includes: the
+// source alone).
+std::string depfileText(const DriverOptions &opts, const std::vector<std::string> &written,
+                        const std::vector<std::string> &read) {
+  const std::vector<std::string> &targets = opts.depTargets.empty() ? written : opts.depTargets;
+  std::string out;
+  for (size_t i = 0; i < targets.size(); ++i)
+    out += (i ? " " : "") + (opts.depTargets.empty() ? makeEscape(targets[i]) : targets[i]);
+  out += ":";
+  for (const auto &r : read)
+    out += " " + makeEscape(r);
+  out += "\n";
+  if (opts.depPhony)
+    for (const auto &r : read)
+      if (r != opts.input)
+        out += "\n" + makeEscape(r) + ":\n";
+  return out;
+}
+
+std::string depfilePath(const DriverOptions &opts, const std::string &output) {
+  if (!opts.depfilePath.empty())
+    return opts.depfilePath;
+  if (!output.empty() && output != "-") {
+    auto slash = output.rfind('/');
+    auto dot = output.rfind('.');
+    if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1))
+      return output.substr(0, dot) + ".d";
+    return output + ".d";
+  }
+  return stemOf(opts.input) + ".d";
 }
 
 } // namespace
@@ -166,8 +365,20 @@ int compile(const DriverOptions &opts) {
     if (diagIdFromName(name, id))
       diags.setOverride(id, ov);
   }
+  StageTimer timer(opts.timePasses);
+  StageDumps dumps(opts);
   auto finish = [&](int code) {
-    diags.print(stderr, opts.color);
+    // Stage dumps are written whatever happened: they are how a failure is looked at.
+    if (!dumps.files().empty()) {
+      ::mkdir(opts.dumpDir.c_str(), 0777);
+      std::string failed, error;
+      if (!writeOutputs(dumps.files(), failed, error)) {
+        diags.report(DiagId::CannotWriteFile, {}, {failed, error});
+        code = 1;
+      }
+    }
+    diags.print(stderr, opts.color, opts.diagnosticsFormat, WAVEC_VERSION);
+    timer.print();
     return code;
   };
 
@@ -177,24 +388,24 @@ int compile(const DriverOptions &opts) {
     diags.report(DiagId::CannotOpenFile, {}, {opts.input, error});
     return finish(1);
   }
-  SourceFile file(opts.input, std::move(text));
+  const std::vector<std::string> filesRead{opts.input};
+  SourceFile file(opts.input, text);
   diags.setFile(&file);
+  timer.lap("read");
 
   // 2. parse
   std::unique_ptr<ast::Module> module = parseModule(file, diags);
+  timer.lap("parse");
   if (diags.hasErrors() || !module)
     return finish(1);
-  if (opts.emit == EmitKind::AST) {
-    std::string failed;
-    if (!writeOutputs({{opts.output, ast::dump(*module)}}, failed, error)) {
-      diags.report(DiagId::CannotWriteFile, {}, {failed, error});
-      return finish(1);
-    }
-    return finish(0);
+  std::string astText;
+  if (opts.emit == EmitKind::AST || dumps.wants("parse")) {
+    astText = ast::dump(*module);
+    dumps.after("parse", astText, ".ast.txt");
   }
 
   // 3.-5. per target (several with --target=a,b: one header and stub carry every code object):
-  // sema, distribution, code.
+  // sema, distribution, code. Dumps and metadata describe the first target.
   struct Compiled {
     std::unique_ptr<Program> program;
     std::vector<std::unique_ptr<Distribution>> dists;
@@ -204,55 +415,102 @@ int compile(const DriverOptions &opts) {
   };
   const bool hostApi = !opts.header.empty() || !opts.stub.empty();
   std::vector<Compiled> compiled(opts.targets.empty() ? 1 : opts.targets.size());
-  for (size_t ti = 0; ti < compiled.size(); ++ti) {
+  for (size_t ti = 0; ti < compiled.size() && opts.emit != EmitKind::AST; ++ti) {
     Compiled &c = compiled[ti];
+    const bool primary = ti == 0;
     SemaOptions semaOptions;
     semaOptions.target = findTarget(opts.targets.empty() ? opts.target : opts.targets[ti]);
     semaOptions.defines = opts.defines;
     semaOptions.onlyKernel = opts.kernel;
     c.program = analyze(*module, semaOptions, diags);
+    timer.lap("sema");
     if (diags.hasErrors())
       return finish(1);
+    for (const auto &kernel : c.program->kernels)
+      c.irText += ir::print(*kernel);
+    if (primary)
+      dumps.after("sema", c.irText, ".ir.txt");
     for (const auto &kernel : c.program->kernels) {
       auto dist = std::make_unique<Distribution>();
       if (!distribute(*kernel, *c.program->target, diags, *dist))
         continue;
-      c.irText += ir::print(*kernel);
       c.distText += printDistribution(*kernel, *c.program->target, *dist);
       c.kernels.push_back({kernel.get(), dist.get()});
       c.dists.push_back(std::move(dist));
     }
+    timer.lap("distribute");
     if (diags.hasErrors())
       return finish(1);
+    if (primary)
+      dumps.after("distribute", c.distText, ".distribution.txt");
     if (opts.check || !isCodeOutput(opts.emit))
       continue;
+
+    const bool amd = c.program->target->vendor == Vendor::AMD;
+    const CodegenOutput output = codegenOutput(opts.emit, amd);
     // The emulator image rides along whenever a stub embeds the code objects.
-    const bool emuAlongside = hostApi && opts.emit != EmitKind::Emu;
-    if (!generateCode(opts, *c.program, c.kernels, diags, c.code,
-                      emuAlongside ? &c.emu : nullptr))
-      return finish(1);
+    const bool emuAlongside = hostApi && output != CodegenOutput::Emu;
+    CompileCache cache(opts.cacheDir);
+    const std::string key =
+        cache.enabled() ? cacheKey(opts, c.program->target->name, text, output, emuAlongside)
+                        : std::string();
+    std::optional<std::string> cached = cache.load(key);
+    timer.lap("cache lookup");
+    if (!cached || !unpackCached(*cached, c.code, c.emu)) {
+      if (!generateCode(opts, *c.program, c.kernels, output, diags, timer, c.code,
+                        emuAlongside ? &c.emu : nullptr))
+        return finish(1);
+      cache.store(key, packCached(c.code, c.emu));
+      timer.lap("cache store");
+    }
     if (emuAlongside && c.emu.image.empty())
       diags.report(DiagId::EmuUnsupported, {}, {c.program->target->name, c.emu.error});
+    if (!primary)
+      continue;
+    // The intermediate stages, when asked for: each is one more run of the code generator.
+    static const std::tuple<const char *, EmitKind, const char *> stages[] = {
+        {"mlir", EmitKind::MLIR, ".mlir"}, {"llvm", EmitKind::LLVM, ".ll"},
+        {"asm", EmitKind::Asm, ".s"}};
+    for (const auto &[stage, kind, ext] : stages) {
+      if (!dumps.wants(stage))
+        continue;
+      std::string stageText;
+      if (codegenOutput(kind, amd) == output)
+        stageText = c.code;
+      else if (!generateCode(opts, *c.program, c.kernels, codegenOutput(kind, amd), diags, timer,
+                             stageText, nullptr))
+        return finish(1);
+      dumps.after(stage, stageText, ext);
+      if (output == codegenOutput(kind, amd))
+        break; // nothing runs after the requested output
+    }
   }
+
+  // 5. emit
   if (opts.check)
     return finish(0);
   Compiled &first = compiled.front();
-
-  // 5. emit
-  const std::string *outText = nullptr;
-  std::string outPath = opts.output;
-  if (opts.emit == EmitKind::IR)
-    outText = &first.irText;
+  std::vector<HostKernel> hostKernels;
+  for (const CodegenKernel &k : first.kernels)
+    hostKernels.push_back({k.kernel, k.dist});
+  std::string outText, outPath = opts.output;
+  if (opts.emit == EmitKind::AST)
+    outText = astText;
+  else if (opts.emit == EmitKind::IR)
+    outText = first.irText;
   else if (opts.emit == EmitKind::Distribution)
-    outText = &first.distText;
+    outText = first.distText;
+  else if (opts.emit == EmitKind::Metadata)
+    outText = kernelMetadataJson(hostKernels, *first.program->target, baseName(opts.input),
+                                 WAVEC_VERSION);
   else if (isCodeOutput(opts.emit)) {
-    outText = &first.code;
+    outText = first.code;
     if (outPath.empty())
       outPath = defaultOutput(opts, *first.program->target);
   }
   std::vector<std::pair<std::string, std::string>> outputs;
   if (compiled.size() == 1)
-    outputs.push_back({outPath, *outText});
+    outputs.push_back({outPath, outText});
 
   // 6. host API: the header and the stub that embed the code objects just made, and for each
   // target its emulator image (arch "emu:<target>").
@@ -263,9 +521,8 @@ int compile(const DriverOptions &opts) {
       diags.report(DiagId::HostApiNeedsCodeObject, {}, {});
       return finish(1);
     }
-    std::vector<HostKernel> hostKernels;
-    for (size_t k = 0; k < first.kernels.size(); ++k) {
-      HostKernel hk{first.kernels[k].kernel, first.kernels[k].dist};
+    for (size_t k = 0; k < hostKernels.size(); ++k) {
+      HostKernel &hk = hostKernels[k];
       for (const Compiled &c : compiled) {
         if (k >= c.kernels.size() || c.kernels[k].kernel->name != hk.kernel->name) {
           diags.report(DiagId::CodegenFailed, {},
@@ -274,7 +531,6 @@ int compile(const DriverOptions &opts) {
         }
         hk.variants.push_back(c.kernels[k].dist);
       }
-      hostKernels.push_back(std::move(hk));
     }
     HostApiOptions ho;
     ho.sourceName = baseName(opts.input);
@@ -288,12 +544,27 @@ int compile(const DriverOptions &opts) {
     }
     outputs.push_back({opts.header, generateHeader(hostKernels, ho)});
     outputs.push_back({opts.stub, generateStub(hostKernels, ho)});
+    timer.lap("host API");
+  }
+
+  // 7. write, with the depfile.
+  if (opts.depfile) {
+    std::vector<std::string> written;
+    for (const auto &[path, data] : outputs)
+      if (!path.empty() && path != "-")
+        written.push_back(path);
+    if (written.empty() && opts.depTargets.empty()) {
+      diags.report(DiagId::DepfileNoTarget, {}, {});
+      return finish(1);
+    }
+    outputs.push_back({depfilePath(opts, outPath), depfileText(opts, written, filesRead)});
   }
   std::string failed;
   if (!writeOutputs(outputs, failed, error)) {
     diags.report(DiagId::CannotWriteFile, {}, {failed, error});
     return finish(1);
   }
+  timer.lap("write");
   return finish(0);
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <unistd.h>
 
@@ -221,6 +222,153 @@ std::string closestMatch(const std::string &name, const std::vector<std::string>
 std::string didYouMean(const std::string &name, const std::vector<std::string> &candidates) {
   std::string m = closestMatch(name, candidates);
   return m.empty() ? std::string() : "; did you mean '" + m + "'?";
+}
+
+} // namespace wave
+
+// ---- machine-readable formats ------------------------------------------------------------
+namespace wave {
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\t': out += "\\t"; break;
+    case '\r': out += "\\r"; break;
+    default:
+      if (c < 0x20)
+        out += fmt::format("\\u{:04x}", c);
+      else
+        out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+namespace {
+
+const char *severityKey(Severity s) {
+  switch (s) {
+  case Severity::Note: return "note";
+  case Severity::Warning: return "warning";
+  case Severity::Error: return "error";
+  case Severity::Fatal: return "fatal";
+  }
+  return "error";
+}
+
+} // namespace
+
+// {"id", "severity", "message", "file", "line", "column", "end_line", "end_column", "notes"}:
+// line and column are 1-based, 0 when the diagnostic has no location (then file may be null).
+std::string DiagnosticEngine::jsonOne(const Diagnostic &d) const {
+  const bool located = file_ && d.range.valid();
+  std::string out = "{\"id\":" + jsonString(diagInfo(d.id).id);
+  out += ",\"severity\":" + jsonString(severityKey(d.severity));
+  out += ",\"message\":" + jsonString(d.message);
+  out += ",\"file\":" + (file_ ? jsonString(file_->name()) : std::string("null"));
+  out += fmt::format(",\"line\":{},\"column\":{}", located ? d.range.begin.line : 0,
+                     located ? d.range.begin.col : 0);
+  out += fmt::format(",\"end_line\":{},\"end_column\":{}", located ? d.range.end.line : 0,
+                     located ? d.range.end.col : 0);
+  out += ",\"notes\":[";
+  for (size_t i = 0; i < d.notes.size(); ++i)
+    out += (i ? "," : "") + jsonOne(d.notes[i]);
+  return out + "]}";
+}
+
+std::string DiagnosticEngine::renderJson() const {
+  std::string out;
+  for (const auto &d : diags_)
+    out += jsonOne(d) + "\n";
+  return out;
+}
+
+// A file path as a SARIF artifact URI: absolute paths become file:// URIs, and every byte
+// outside RFC 3986's unreserved set and '/' is percent-encoded.
+static std::string artifactUri(const std::string &path) {
+  std::string out = !path.empty() && path[0] == '/' ? "file://" : "";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/')
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+// One SARIF 2.1.0 log with one run: the rules are the ids used, each result points at its rule
+// by id and index, notes become relatedLocations (with their messages).
+std::string DiagnosticEngine::renderSarif(const std::string &toolVersion) const {
+  std::vector<DiagId> rules;
+  auto ruleIndex = [&](DiagId id) {
+    auto it = std::find(rules.begin(), rules.end(), id);
+    if (it != rules.end())
+      return static_cast<size_t>(it - rules.begin());
+    rules.push_back(id);
+    return rules.size() - 1;
+  };
+  auto level = [](Severity s) {
+    return s == Severity::Note ? "note" : s == Severity::Warning ? "warning" : "error";
+  };
+  auto location = [&](const Diagnostic &d, bool withMessage) {
+    std::string loc = "{\"physicalLocation\":{\"artifactLocation\":{\"uri\":" +
+                      jsonString(artifactUri(file_ ? file_->name() : "")) + "}";
+    if (d.range.valid()) {
+      uint32_t endLine = d.range.end.valid() ? d.range.end.line : d.range.begin.line;
+      uint32_t endCol = d.range.end.valid() ? d.range.end.col : d.range.begin.col + 1;
+      loc += fmt::format(",\"region\":{{\"startLine\":{},\"startColumn\":{},\"endLine\":{},"
+                         "\"endColumn\":{}}}",
+                         d.range.begin.line, d.range.begin.col, endLine,
+                         std::max(endCol, d.range.begin.col + (endLine == d.range.begin.line)));
+    }
+    loc += "}";
+    if (withMessage)
+      loc += ",\"message\":{\"text\":" + jsonString(d.message) + "}";
+    return loc + "}";
+  };
+  std::string results;
+  for (const auto &d : diags_) {
+    size_t index = ruleIndex(d.id);
+    std::string r = "{\"ruleId\":" + jsonString(diagInfo(d.id).id) +
+                    fmt::format(",\"ruleIndex\":{}", index) +
+                    ",\"level\":" + jsonString(level(d.severity)) +
+                    ",\"message\":{\"text\":" + jsonString(d.message) + "}";
+    if (file_)
+      r += ",\"locations\":[" + location(d, false) + "]";
+    if (file_ && !d.notes.empty()) {
+      r += ",\"relatedLocations\":[";
+      for (size_t i = 0; i < d.notes.size(); ++i)
+        r += (i ? "," : "") + location(d.notes[i], true);
+      r += "]";
+    }
+    results += (results.empty() ? "" : ",") + r + "}";
+  }
+  std::string ruleText;
+  for (size_t i = 0; i < rules.size(); ++i)
+    ruleText += std::string(i ? "," : "") + "{\"id\":" + jsonString(diagInfo(rules[i]).id) +
+                ",\"defaultConfiguration\":{\"level\":" +
+                jsonString(level(diagInfo(rules[i]).severity)) + "}}";
+  std::string out = "{\"$schema\":\"https://json.schemastore.org/sarif-2.1.0.json\","
+                    "\"version\":\"2.1.0\",\"runs\":[{\"tool\":{\"driver\":{\"name\":\"wavec\","
+                    "\"version\":" +
+                    jsonString(toolVersion) + ",\"rules\":[" + ruleText + "]}}";
+  if (file_)
+    out += ",\"artifacts\":[{\"location\":{\"uri\":" + jsonString(artifactUri(file_->name())) +
+           "}}]";
+  out += ",\"results\":[" + results + "]}]}\n";
+  return out;
+}
+
+void DiagnosticEngine::print(std::FILE *out, ColorMode color, DiagnosticFormat format,
+                             const std::string &toolVersion) const {
+  if (format == DiagnosticFormat::Text)
+    return print(out, color);
+  std::string text = format == DiagnosticFormat::Json ? renderJson() : renderSarif(toolVersion);
+  std::fwrite(text.data(), 1, text.size(), out);
 }
 
 } // namespace wave

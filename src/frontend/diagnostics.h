@@ -40,6 +40,9 @@ struct Diagnostic {
 };
 
 enum class ColorMode { Auto, Always, Never };
+// --diagnostics-format: clang-style text; JSON Lines (one object per diagnostic, schema in
+// docs/schemas/diagnostic.schema.json); one SARIF 2.1.0 log.
+enum class DiagnosticFormat { Text, Json, Sarif };
 
 class DiagnosticEngine {
 public:
@@ -69,9 +72,15 @@ public:
   // were errors or warnings. `color` is resolved against the stream (isatty, NO_COLOR).
   void print(std::FILE *out, ColorMode color) const;
   std::string render(bool color) const;
+  // Prints in `format` (colour applies to text only; `toolVersion` goes into SARIF's driver).
+  void print(std::FILE *out, ColorMode color, DiagnosticFormat format,
+             const std::string &toolVersion) const;
+  std::string renderJson() const;
+  std::string renderSarif(const std::string &toolVersion) const;
 
 private:
   std::string renderOne(const Diagnostic &d, bool color) const;
+  std::string jsonOne(const Diagnostic &d) const;
 
   const SourceFile *file_;
   std::vector<Diagnostic> diags_;
@@ -85,6 +94,9 @@ private:
 
 // Formats a message template with positional string arguments. Bad templates never throw:
 // the raw template is returned.
+// A JSON string literal (quotes included) with every control character escaped.
+std::string jsonString(const std::string &s);
+
 std::string formatTemplate(const char *tmpl, const std::vector<std::string> &args);
 
 // Quotes a string for a message: 'x'.
