@@ -37,6 +37,7 @@ struct CodegenOptions {
   CodegenOutput output = CodegenOutput::HSACO;
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
+  bool insertBarriers = true;     // false: --debug-no-barriers (shows races to the emulator)
 };
 
 // One kernel to compile: its graph and its distribution (both owned by the driver).

@@ -9,7 +9,7 @@ namespace {
 
 bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
               const CodegenOptions &options, DiagnosticEngine &diags, std::string &out) {
-  std::optional<std::string> mlir = emitMlir(kernels, target, diags);
+  std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers);
   if (!mlir)
     return false;
   return lowerModule(*mlir, kernels, target, options, diags, out);

@@ -90,6 +90,9 @@ int main(int argc, char **argv) {
   app.add_option("-W", warnings,
                  "-Werror (warnings are errors), -Werror=<id>, -W<id>, -Wno-<id>");
   app.add_option("--color", color, "colour diagnostics: auto (default), always, never");
+  // Hidden (docs/internals.md): leaves out the shared-memory barriers the analysis places, so
+  // that the emulator's race detector can be shown to catch the races.
+  app.add_flag("--debug-no-barriers", opts.debugNoBarriers)->group("");
   app.add_option("--error-limit", opts.errorLimit,
                  "stop after this many errors (default 20, 0 = no limit)");
 

@@ -106,6 +106,7 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
   co.optLevel = opts.optLevel;
+  co.insertBarriers = !opts.debugNoBarriers;
   co.codeObjectVersion = opts.codeObjectVersion;
   switch (opts.emit) {
   case EmitKind::MLIR: co.output = CodegenOutput::MLIR; break;
