@@ -3,9 +3,11 @@
 //
 // The emitter describes its instruction stream as a list of items: shared-memory reads and
 // writes (each naming the allocation it touches), the begin and end of loops, explicit
-// barriers, and everything else. Two accesses to the same allocation conflict when at least one
-// is a write (there is no address-range disjointness test: the resource is the allocation). A
-// conflict between an access and a later one needs a workgroup barrier between them.
+// barriers, and everything else. Two accesses to the same allocation conflict when one reads
+// and the other writes (there is no address-range disjointness test: the resource is the
+// allocation). Two writes do not conflict: every store phase the emitter produces (a
+// cooperative copy) gives each element of a tile one writer, as in Wave's rule. A conflict
+// between an access and a later one needs a workgroup barrier between them.
 //
 // Placement is the greedy solution of the interval-stabbing problem: walking in program order,
 // a barrier goes right before the first access that conflicts with an access made since the

@@ -111,6 +111,15 @@ private:
     return false;
   }
 
+  // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
+  // (only matrix instructions read them there).
+  std::string mlirType(ScalarType t) const {
+    if (t == ScalarType::BF16 && target_.vendor == Vendor::AMD)
+      return "i16";
+    return wave::mlirType(t);
+  }
+  bool opaque(ScalarType t) const { return mlirType(t) != wave::mlirType(t); }
+
   // ---- text helpers ----
   std::string fresh() { return "%v" + std::to_string(next_++); }
   void line(const std::string &s) {
@@ -555,7 +564,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
          acc.ptr + ", " + ty);
     line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
          " : i64} : " + acc.ptr + " -> " + ty);
-    line(z + " = arith.constant " + std::string(isFloat(acc.dtype) ? "0.0" : "0") + " : " + ty);
+    line(z + " = arith.constant " + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") + " : " + ty);
     line(r + " = arith.select " + cond + ", " + v + ", " + z + " : " + ty);
     return r;
   }
@@ -570,7 +579,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
   line("} else {");
   std::string z = fresh();
   indent_ += "  ";
-  line(z + " = arith.constant " + std::string(isFloat(acc.dtype) ? "0.0" : "0") + " : " + ty);
+  line(z + " = arith.constant " + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") + " : " + ty);
   line("scf.yield " + z + " : " + ty);
   indent_ = saved;
   line("}");
@@ -624,7 +633,7 @@ std::string KernelEmitter::wideLoad(const Access &acc, const CloneAssign &a, boo
   if (e == 1)
     return elementLoad(acc, a, 0, false);
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") +
        "> : " + vty);
   for (const auto &[k0, n] : pieces(acc, a)) {
     IndexExpr off = linearOffset(acc, a, k0);
@@ -674,7 +683,7 @@ std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
   line("} else {");
   indent_ += "  ";
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") +
        "> : " + vty);
   for (int64_t g = 0; g < e; ++g) {
     std::string s = elementLoad(acc, a, g, true, /*branchy=*/false), n = fresh();
@@ -1242,15 +1251,18 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
   out.cloneSyms.erase(kSym);
   const int64_t kCount =
       A.cloneSyms.count(kSym) || B.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
-  for (const auto &a : clonesOver(out.cloneSyms)) {
-    std::string c = operandAt(C, a, out.elems);
-    for (int64_t kk = 0; kk < kCount; ++kk) {
+  // K outermost: consecutive instructions update different accumulators, so none waits for
+  // the previous one's result.
+  const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
+  for (const auto &a : assigns)
+    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(C, a, out.elems);
+  for (int64_t kk = 0; kk < kCount; ++kk)
+    for (const auto &a : assigns) {
       CloneAssign b = a;
       b[kSym] = kk;
+      std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
       c = mmaInstr(k, in, operandAt(A, b, k.a.elements), operandAt(B, b, k.b.elements), c);
     }
-    out.clones[cloneKey(a, out.cloneSyms)] = c;
-  }
   values_[op.results[0]] = std::move(out);
   return !failed_;
 }
@@ -1531,12 +1543,14 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
     return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
            t == ScalarType::F8E5M2FNUZ;
   };
-  if (isF8(out.dtype))
-    return unsupported("arithmetic on fp8 values", op.loc);
+  if (isF8(out.dtype) || opaque(out.dtype))
+    return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
+                           target_.name,
+                       op.loc);
   bool tagged = false, laidOut = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
-    if (mlirType(v.dtype).empty() || isF8(v.dtype))
+    if (mlirType(v.dtype).empty() || isF8(v.dtype) || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     if (!v.tag.empty()) {
       if (!out.tag.empty() && out.tag != v.tag)
@@ -1859,7 +1873,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     RegVal v;
     v.dtype = op.results[0]->type.dtype;
     std::string ty = mlirType(v.dtype);
-    if (ty.empty())
+    if (ty.empty() || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     std::string lit = isFloat(v.dtype)            ? floatLiteral(op.fvalue, v.dtype)
                       : v.dtype == ScalarType::I1 ? (op.ivalue ? "true" : "false")

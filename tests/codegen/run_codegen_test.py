@@ -245,7 +245,7 @@ def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")
     bf16 = os.path.join(tmp, "gemm_bf16.wave")
-    open(bf16, "w").write(open(portable).read().replace("f16,", "bf16,"))
+    open(bf16, "w").write(open(portable).read().replace("f16]", "bf16]"))
     for src in (portable, batched, bf16):
         name = os.path.basename(src)
         asm = run([a.wavec, src, "--target=gfx1100", "--emit=asm"]).stdout.decode()
