@@ -23,11 +23,9 @@ grep -q 'bf16]' "$bf16"
 variants=(
   "t128x128x32_w64x64:$src/samples/gemm/gemm_portable.wave:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
   "t128x128x32_w64x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
-  "t128x128x16_w64x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=128 -DBLOCK_K=16 -DWAVE_M=64 -DWAVE_N=64"
-  "t128x256x16_w64x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=256 -DBLOCK_K=16 -DWAVE_M=64 -DWAVE_N=64"
-  "t256x128x16_w64x64_async:$aligned:-DBLOCK_M=256 -DBLOCK_N=128 -DBLOCK_K=16 -DWAVE_M=64 -DWAVE_N=64"
-  "t256x128x16_w128x32_async:$aligned:-DBLOCK_M=256 -DBLOCK_N=128 -DBLOCK_K=16 -DWAVE_M=128 -DWAVE_N=32"
-  "t128x256x16_w64x64_async_bf16:$bf16:-DBLOCK_M=128 -DBLOCK_N=256 -DBLOCK_K=16 -DWAVE_M=64 -DWAVE_N=64"
+  "t128x128x32_w64x32_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=32"
+  "t64x64x32_w32x32_async:$aligned:"
+  "t128x128x32_w64x64_async_bf16:$bf16:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
 )
 for v in "${variants[@]}"; do
   name=${v%%:*} rest=${v#*:}

@@ -35,6 +35,9 @@ struct SyncItem {
   int stage = -1;
   bool async = false; // a Write completed by a wait (NVIDIA cp.async), not by the barrier
   int stages = 1;     // LoopBegin only
+  // A Read that may run with this many of the newest asynchronous copy groups still in flight
+  // (a pipeline's later tiles); the emitter's wait before a barrier at it keeps them.
+  int inflight = 0;
 };
 
 enum class BarrierPlacement {

@@ -133,6 +133,7 @@ private:
     LdsScope(KernelEmitter &em, int alloc, bool write, int stage = -1, bool async = false)
         : e(em), saved(em.lds_) {
       e.lds_ = {write ? SyncItem::Write : SyncItem::Read, alloc, stage, async};
+      e.lds_.inflight = write ? 0 : e.inflight_;
     }
     ~LdsScope() { e.lds_ = saved; }
   };
@@ -195,11 +196,17 @@ private:
     std::vector<int64_t> tile;    // per memory dim (unpadded)
     std::vector<IndexExpr> strides; // in elements, padded innermost
     std::string base;             // !llvm.ptr<3> SSA in the kernel head
-    int stages = 1;               // buffers (2: the loop's cp.async double buffering)
+    int stages = 1;               // buffers (2 or 3: the loop's cp.async pipeline)
+    int64_t pad = 0;              // elements of padding per innermost row
+    int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated (see relayout)
   };
+  // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
+  // are rotated by the row number so that 8 consecutive rows hit distinct banks.
+  void relayout(LdsAlloc &al, ScalarType t, bool swizzle);
   // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
   IndexExpr stageIndex_ = IndexExpr(0);
   int stageTag_ = -1;
+  int inflight_ = 0; // async copy groups that may stay in flight at the reads emitted now
 
   struct Promotion {
     const ir::Op *op = nullptr;
@@ -245,7 +252,10 @@ private:
     int vecDim = -1;                // the one dim element g runs along, -1 when several/none
     int64_t elems = 1;
     IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
+    int64_t swizzle = 0;            // see LdsAlloc
   };
+  // The offset of element (idx...) of the access's tensor.
+  IndexExpr offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const;
   // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
   std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
   // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
@@ -508,9 +518,26 @@ IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign
 }
 
 IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, int64_t g) {
-  IndexExpr off = acc.extra;
+  std::vector<IndexExpr> idx;
   for (size_t i = 0; i < acc.dims.size(); ++i)
-    off += dimIndex(acc, i, a, g) * acc.strides[i];
+    idx.push_back(dimIndex(acc, i, a, g));
+  return offsetOf(acc, idx);
+}
+
+IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const {
+  IndexExpr off = acc.extra;
+  const size_t n = idx.size();
+  for (size_t i = 0; i < n; ++i)
+    if (!acc.swizzle || i + 2 < n)
+      off += idx[i] * acc.strides[i];
+  if (acc.swizzle && n >= 2) {
+    // Row r, column c of a tile with C columns, in chunks of q elements (16 bytes), rows per
+    // 128-byte bank period p: chunk (c / q + r / p) % (C / q).
+    const int64_t q = acc.swizzle, c = acc.sizes[n - 1].asInteger().value_or(q);
+    const int64_t period = std::max<int64_t>(1, 128 / (c * byteSize(acc.dtype)));
+    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    off += r * c + mod(floorDiv(col, q) + floorDiv(r, period), c / q) * q + mod(col, q);
+  }
   return off;
 }
 
@@ -888,11 +915,32 @@ bool KernelEmitter::promote(const ir::Op &op) {
     stride *= al.tile[i] + (i + 1 == n ? pad : 0);
   }
   al.bytes = stride * bytes; // one buffer; offsets are placed at the end of the kernel
+  al.pad = pad;
   al.base = "%lds_" + std::to_string(allocs_.size());
   p.alloc = static_cast<int>(allocs_.size());
   allocs_.push_back(al);
   promotions_[&op] = p;
   return true;
+}
+
+void KernelEmitter::relayout(LdsAlloc &al, ScalarType t, bool swizzle) {
+  const size_t n = al.tile.size();
+  const int64_t bytes = byteSize(t);
+  al.swizzle = swizzle ? 16 / bytes : 0;
+  int64_t stride = 1;
+  for (size_t i = n; i-- > 0;) {
+    al.strides[i] = IndexExpr(stride);
+    stride *= al.tile[i] + (i + 1 == n && !swizzle ? al.pad : 0);
+  }
+  al.bytes = stride * bytes;
+}
+
+// Rotating 16-byte chunks needs rows of 2, 4 or 8 whole chunks that divide the 128-byte bank
+// period, and 16-byte-aligned accesses (ldmatrix rows, cp.async).
+bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
+  const int64_t rowBytes = tile.back() * (bitWidth(t) / 8);
+  return tile.size() >= 2 && rowBytes % 16 == 0 && rowBytes >= 32 && 128 % rowBytes == 0 &&
+         bitWidth(t) == 16;
 }
 
 KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global, int64_t copy) {
@@ -946,6 +994,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
       acc.sizes.push_back(IndexExpr(t));
     acc.strides = al.strides;
     acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
+    acc.swizzle = al.swizzle;
   }
   return acc;
 }
@@ -1024,6 +1073,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
   acc.ptr = "!llvm.ptr<3>";
   acc.strides = al.strides;
   acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
+  acc.swizzle = al.swizzle;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     acc.dims[i].start = facts_.simplify(zeroed(acc.dims[i].start, isGlobalTerm));
     acc.dims[i].masked = false;
@@ -1069,15 +1119,16 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
       continue;
     }
     const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
-    IndexExpr off = acc.extra;
+    std::vector<IndexExpr> idx;
     for (size_t i = 0; i < acc.dims.size(); ++i) {
       IndexExpr at = laneZero(dimIndex(acc, i, a, 0));
       if (static_cast<int>(i) == rowIdx)
         at = at + layout->ldRow(lane);
       else if (static_cast<int>(i) == colIdx)
         at = at + layout->ldCol(lane);
-      off += at * acc.strides[i];
+      idx.push_back(at);
     }
+    IndexExpr off = offsetOf(acc, idx);
     std::string ptr = gep(acc, facts_.simplify(off));
     const unsigned t = layout->ldTiles;
     std::string sty = "!llvm.struct<(";
@@ -1335,31 +1386,62 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   bool async = !staged.empty();
   for (const ir::Op *o : staged)
     async = async && asyncCopyable(promotions_.at(o));
+  // Pipeline depth: 3 buffers with swizzled (unpadded) rows, else 2 padded ones, whichever fits
+  // the target's shared memory first; 1 (register prefetch) otherwise.
+  int stages = 1;
+  bool swizzle = false;
   for (const ir::Op *o : staged)
     allocs_[promotions_.at(o).alloc].stages = 1;
-  if (async) { // two buffers must fit in the target's shared memory
+  for (auto [s, swz] : {std::pair<int, bool>{4, true}, {3, true}, {2, true}, {2, false}}) {
+    if (!async || stages > 1)
+      break;
+    bool ok = true;
+    for (const ir::Op *o : staged) {
+      LdsAlloc &al = allocs_[promotions_.at(o).alloc];
+      ok = ok && (!swz || swizzlable(al.tile, o->operands[0]->type.dtype));
+    }
+    if (!ok)
+      continue;
     int64_t total = 0;
-    for (const auto &al : allocs_)
+    for (size_t i = 0; i < allocs_.size(); ++i) {
+      LdsAlloc al = allocs_[i];
+      bool mine = false;
+      for (const ir::Op *o : staged)
+        mine |= promotions_.at(o).alloc == static_cast<int>(i);
+      if (mine) {
+        relayout(al, staged.front()->operands[0]->type.dtype, swz);
+        al.stages = s;
+      }
       total += (al.bytes + 15) / 16 * 16 * al.stages;
-    for (const ir::Op *o : staged)
-      total += allocs_[promotions_.at(o).alloc].bytes + 16;
-    async = total <= static_cast<int64_t>(target_.ldsBytes);
+    }
+    if (total <= static_cast<int64_t>(target_.ldsBytes)) {
+      stages = s;
+      swizzle = swz;
+    }
   }
-  for (const ir::Op *o : staged)
-    allocs_[promotions_.at(o).alloc].stages = async ? 2 : 1;
-  // Prologue: tile 0 of every promoted read (into buffer 0).
-  subs_[ivSym] = IndexExpr(0);
-  stageIndex_ = IndexExpr(0);
-  stageTag_ = async ? 0 : -1;
+  if (stages == 1)
+    async = false;
   for (const ir::Op *o : staged) {
-    if (async)
-      cpAsyncCopy(promotions_.at(o));
-    else
-      coopStore(promotions_.at(o), coopLoad(promotions_.at(o)));
+    LdsAlloc &al = allocs_[promotions_.at(o).alloc];
+    relayout(al, o->operands[0]->type.dtype, swizzle);
+    al.stages = stages;
   }
-  if (async)
-    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+  // Prologue: tiles 0 .. stages - 2 into buffers 0 .. stages - 2 (clamped to the last tile).
+  for (int t = 0; t < std::max(1, stages - 1); ++t) {
+    subs_[ivSym] = min(IndexExpr(t), li->tripCount - 1);
+    stageIndex_ = IndexExpr(t);
+    stageTag_ = async ? t : -1;
+    for (const ir::Op *o : staged) {
+      if (async)
+        cpAsyncCopy(promotions_.at(o));
+      else
+        coopStore(promotions_.at(o), coopLoad(promotions_.at(o)));
+    }
+    if (async)
+      line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+  }
   subs_.erase(ivSym);
+  stageIndex_ = IndexExpr(0);
   stageTag_ = -1;
 
   const std::string trips = lowerIndex(li->tripCount);
@@ -1389,7 +1471,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   {
     SyncItem saved = lds_;
     lds_ = {SyncItem::LoopBegin, -1};
-    lds_.stages = async ? 2 : 1;
+    lds_.stages = stages;
     line(head + " {");
     lds_ = saved;
   }
@@ -1409,7 +1491,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   std::vector<std::vector<std::string>> prefetched;
   const std::string nextSym = "$IVnext_" + dim.str();
   if (!staged.empty()) {
-    std::string one = binop("addi", iv, constIndex(1));
+    std::string one = binop("addi", iv, constIndex(async ? stages - 1 : 1));
     std::string last = binop("subi", trips, constIndex(1));
     symbols_[nextSym] = binop("minsi", one, last);
     sym::Range r = facts_.rangeOfSymbol(ivSym);
@@ -1432,19 +1514,21 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     }
     // Reads of a double-buffered tile use buffer IV % 2.
     if (async && staged_.count(o.get())) {
-      stageIndex_ = mod(ivExpr, 2);
+      stageIndex_ = mod(ivExpr, stages);
       stageTag_ = 0;
+      inflight_ = stages - 2; // tiles i + 1 .. i + stages - 2 may still be in flight
     }
     bool ok = emitOp(*o);
     stageIndex_ = IndexExpr(0);
     stageTag_ = -1;
+    inflight_ = 0;
     if (!ok)
       return false;
     if (async && o.get() == lastStaged) {
       // The copy of the next tile into the other buffer, behind this iteration's reads.
       subs_[ivSym] = IndexExpr::symbol(nextSym);
-      stageIndex_ = mod(ivExpr + 1, 2);
-      stageTag_ = 1;
+      stageIndex_ = mod(ivExpr + (stages - 1), stages);
+      stageTag_ = stages - 1;
       for (const ir::Op *st : staged)
         cpAsyncCopy(promotions_.at(st));
       line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
@@ -1990,8 +2074,17 @@ bool KernelEmitter::emit(std::ostream &os) {
   for (size_t i = 0; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
     const std::string ind = t.substr(0, t.find_first_not_of(' '));
-    if (barrier[i] == BarrierPlacement::WaitAndBarrier)
-      os << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()\n";
+    if (barrier[i] == BarrierPlacement::WaitAndBarrier) {
+      // The reads here need their own tile; the newest `inflight` copy groups (later tiles)
+      // may still be in flight.
+      const int keep = items_[i].sync.inflight;
+      if (keep > 0)
+        os << ind << "%wait_" << i << " = llvm.mlir.constant(" << keep << " : i32) : i32\n"
+           << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.group\"(%wait_" << i
+           << ") : (i32) -> ()\n";
+      else
+        os << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()\n";
+    }
     if (barrier[i] != BarrierPlacement::None && insertBarriers_)
       os << ind << "gpu.barrier\n";
     os << items_[i].text << "\n";

@@ -69,6 +69,23 @@ TEST(Barriers, DoubleBufferedAsyncLoopNeedsOneWithWait) {
                                P::None}));
 }
 
+TEST(Barriers, ThreeStagePipelineNeedsOne) {
+  // prologue: copies into buffers 0 and 1; loop { read buffer i; copy into buffer i + 2 }.
+  auto b = placeBarriers({wr(0, 0, true), wr(0, 1, true), loop(3), rd(0, 0), wr(0, 2, true),
+                          end()});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::WaitAndBarrier, P::None, P::None}));
+  // A shallower schedule on three buffers (copy into buffer i + 1): buffer i + 1 was last read
+  // in iteration i - 2, before iteration i's barrier, so one barrier still suffices.
+  auto c = placeBarriers({wr(0, 0, true), loop(3), rd(0, 0), wr(0, 1, true), end()});
+  EXPECT_EQ(count(c), 1);
+}
+
+TEST(Barriers, ReadingTheBufferBeingFilledNeedsASecondBarrier) {
+  // loop { read buffer i; copy into buffer i } is a single buffer in disguise: WAR and RAW.
+  auto b = placeBarriers({wr(0, 0, true), loop(3), rd(0, 0), wr(0, 0, true), end()});
+  EXPECT_EQ(count(b), 2);
+}
+
 TEST(Barriers, DoubleBufferWithoutRenamingWouldConflict) {
   // The same stream with a single buffer needs a second barrier before the copy.
   auto b = placeBarriers({wr(0, -1, true), loop(1), rd(0), wr(0, -1, true), end()});
