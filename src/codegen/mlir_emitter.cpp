@@ -118,7 +118,8 @@ private:
       return "i16";
     return wave::mlirType(t);
   }
-  bool opaque(ScalarType t) const { return mlirType(t) != wave::mlirType(t); }
+  // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
+  bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
 
   // ---- text helpers ----
   std::string fresh() { return "%v" + std::to_string(next_++); }

@@ -176,6 +176,14 @@ def test_unsupported_features(a, tmp):
               f"{sample}: codegen-unsupported ({what})", err)
         check(not os.path.exists(out) and not any(f.startswith("x.hsaco") for f in os.listdir(tmp)),
               f"{sample}: no output file")
+    # Promoted tiles that do not fit the target's shared memory: a located error, no output.
+    out = os.path.join(tmp, "big.hsaco")
+    p = run([a.wavec, os.path.join(a.source_dir, "samples", "gemm", "gemm_portable.wave"),
+             "-DBLOCK_M=256", "-DBLOCK_N=256", "-DBLOCK_K=128", "-DWAVE_M=128", "-DWAVE_N=128",
+             "-o", out, "--color=never"], ok=False)
+    err = p.stderr.decode()
+    check(p.returncode == 1 and "135168 bytes of shared memory" in err and "65536" in err and
+          not os.path.exists(out), "shared memory over the target's limit is a clean error", err)
     # A wavec without its code generator library says so (and --check still works).
     import shutil
     lonely = os.path.join(tmp, "bin")
@@ -239,6 +247,32 @@ def test_gemm_gfx942_isa(a, tmp):
         meta = notes(a, out)
         check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
               re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{t} {kind}: no scratch/spills", meta)
+
+
+def test_gemm_int8_fp8(a, tmp):
+    # The gfx942-only kinds (fp8 FNUZ, I32_16x16x32_I8) and gfx90a's I32_16x16x16_I8, through
+    # shared memory: fp8/i8 tiles of 64 x (32 + 8) bytes.
+    spec, _ = gemm_sources(a)
+    text = open(spec).read()
+    for t, elem, kind, acc, pattern in (
+            ("gfx942", "f8e4m3fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_fp8_fp8"),
+            ("gfx942", "f8e5m2fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_bf8_bf8"),
+            ("gfx942", "i8", "I32_16x16x32_I8", "i32", r"v_mfma_i32_16x16x32_i8"),
+            ("gfx90a", "i8", "I32_16x16x16_I8", "i32", r"v_mfma_i32_16x16x16i8")):
+        src = os.path.join(tmp, f"{elem}_{t}.wave")
+        body = text.replace("f16]", elem + "]").replace("mma = F32_16x16x16_F16", "mma = " + kind)
+        body = body.replace("c: Memory[M, N, global, f32]", f"c: Memory[M, N, global, {acc}]")
+        body = body.replace("Register[M, N, f32](0.0)", f"Register[M, N, {acc}]({'0' if acc == 'i32' else '0.0'})")
+        open(src, "w").write(body)
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        check(re.search(pattern, asm), f"{t} {elem} {kind}: {pattern}", asm[:2000])
+        out = os.path.join(tmp, "q.hsaco")
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        meta = notes(a, out)
+        check(re.search(r"\.group_segment_fixed_size:\s+5120\b", meta) and
+              re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta),
+              f"{t} {elem}: LDS 2 * 64 * 40 bytes, no scratch, no spills", meta)
 
 
 def test_gemm_other_targets(a, tmp):
