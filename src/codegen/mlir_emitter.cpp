@@ -120,6 +120,7 @@ private:
   }
   // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
   bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
+  std::string zeroLit(ScalarType t) const { return isFloat(t) && !opaque(t) ? "0.0" : "0"; }
 
   // ---- text helpers ----
   std::string fresh() { return "%v" + std::to_string(next_++); }
@@ -592,7 +593,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
          acc.ptr + ", " + ty);
     line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
          " : i64} : " + acc.ptr + " -> " + ty);
-    line(z + " = arith.constant " + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") + " : " + ty);
+    line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
     line(r + " = arith.select " + cond + ", " + v + ", " + z + " : " + ty);
     return r;
   }
@@ -607,7 +608,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
   line("} else {");
   std::string z = fresh();
   indent_ += "  ";
-  line(z + " = arith.constant " + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") + " : " + ty);
+  line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
   line("scf.yield " + z + " : " + ty);
   indent_ = saved;
   line("}");
@@ -661,7 +662,7 @@ std::string KernelEmitter::wideLoad(const Access &acc, const CloneAssign &a, boo
   if (e == 1)
     return elementLoad(acc, a, 0, false);
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
   for (const auto &[k0, n] : pieces(acc, a)) {
     IndexExpr off = linearOffset(acc, a, k0);
@@ -711,7 +712,7 @@ std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
   line("} else {");
   indent_ += "  ";
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) && !opaque(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
   for (int64_t g = 0; g < e; ++g) {
     std::string s = elementLoad(acc, a, g, true, /*branchy=*/false), n = fresh();
@@ -1095,7 +1096,8 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
   // ldmatrix: an mma.sync operand of 16-bit elements whose K dim is the innermost memory dim.
   const ir::Op *mma = nullptr;
   for (const ir::Op *u : op.results[0]->users)
-    if (u->kind == ir::OpKind::Mma && (u->operands[0] == op.results[0]) != (u->operands[1] == op.results[0]))
+    if (u->kind == ir::OpKind::Mma &&
+        (u->operands[0] == op.results[0]) != (u->operands[1] == op.results[0]))
       mma = u;
   const LaneLayout *layout = nullptr;
   int rowIdx = -1, colIdx = -1;
