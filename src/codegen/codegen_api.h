@@ -39,6 +39,7 @@ struct CodegenOptions {
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
   bool debugInfo = false;         // keep .wave line info (DWARF) in the native output
+  bool insertBarriers = true;     // false: --debug-no-barriers (shows races to the emulator)
   // --time-passes: when set, the generator appends (step, milliseconds) for each of its steps.
   std::vector<std::pair<std::string, double>> *timings = nullptr;
 };

@@ -10,7 +10,7 @@ namespace {
 bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
               const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
               EmuImageResult *emu) {
-  std::optional<std::string> mlir = emitMlir(kernels, target, diags);
+  std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers);
   if (!mlir)
     return false;
   return lowerModule(*mlir, kernels, target, options, diags, out, emu);

@@ -1,9 +1,21 @@
-// MLIR emission for memory-bound kernels (see mlir_emitter.h for the kernel ABI).
+// MLIR emission (see mlir_emitter.h for the kernel ABI).
 //
 // Takes the kernel graph and the distribution's per-access index expressions; emits, per
-// kernel, straight-line code: thread/workgroup ids, index arithmetic (IndexExpr -> arith on
-// `index`), one clone of every op per expansion index ($i_<dim>), each clone holding a
-// `vector<E x T>` of the lane's `elements_per_thread` elements ($g), or a scalar when E = 1.
+// kernel: thread/workgroup ids, index arithmetic (IndexExpr -> arith on `index`), one clone of
+// every op per expansion index ($i_<dim>), each clone holding a `vector<E x T>` of the lane's
+// elements ($g), or a scalar when E = 1. `iterate` becomes an scf.for whose iter_args are every
+// clone of every carried value; `mma` becomes one matrix instruction per (M, N) clone, chained
+// over the K clones (MFMA / WMMA through ROCDL, mma.sync through the NVVM intrinsic).
+//
+// Shared memory (promotion of `shared` kernel parameters, wave-facts.md section 5): each
+// promoted read gets a tile of one per-workgroup arena (`llvm.mlir.global` in address space 3),
+// padded on the innermost dim against bank conflicts; the whole workgroup copies the tile with
+// 128-bit global loads (masked as the original read), stores it to shared memory, and the read
+// itself then loads its MMA-operand layout from the tile (`ldmatrix` where the target table
+// gives one). Inside `iterate`, the copy of tile i + 1 is loaded into registers at the top of
+// iteration i and stored at its end (register prefetch: global latency hides behind the MMAs).
+// Barriers are not emitted by hand: the stream of shared-memory accesses goes through
+// barrier_insertion.h, which places the fewest that make it race-free.
 //
 // Accesses: contiguous elements become `llvm.load`/`llvm.store` of vectors of at most 128 bits,
 // aligned as far as the distribution's facts prove. A masked access (DimIndex::masked) takes a
@@ -11,9 +23,11 @@
 // guarded scalar access per element (a masked-off load reads 0, a masked-off store does
 // nothing). MLIR 19's vector.maskedload is not used: it is scalarized on AMDGPU anyway.
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, shared memory, mma,
-// reductions, iterate/if, atomics, allocate, permute, self_index, apply_expr, fp8 types.
+// Not supported yet (reported as `codegen-unsupported`): mappings, reductions, if, atomics,
+// allocate, permute, self_index, apply_expr, arithmetic on fp8 types.
 #include "codegen/mlir_emitter.h"
+
+#include "codegen/barrier_insertion.h"
 
 #include "symbolic/ginac_functions.h"
 
@@ -45,6 +59,11 @@ std::string mlirType(ScalarType t) {
   case ScalarType::BF16: return "bf16";
   case ScalarType::F32: return "f32";
   case ScalarType::F64: return "f64";
+  // fp8 values are moved as bytes (LLVM has no fp8 type); only matrix instructions read them.
+  case ScalarType::F8E4M3FN:
+  case ScalarType::F8E5M2:
+  case ScalarType::F8E4M3FNUZ:
+  case ScalarType::F8E5M2FNUZ: return "i8";
   default: return "";
   }
 }
@@ -60,6 +79,9 @@ struct RegVal {
   int64_t elems = 1;                         // E
   std::set<std::string> cloneSyms;           // $i_<dim> symbols the clones vary over
   std::map<std::string, std::string> clones; // clone key -> SSA value
+  // Set for an MMA accumulator layout ("mma accumulator <kind>"), whose elements sit where the
+  // target table says rather than where `layout` would; writes check it against their anchor.
+  std::string tag;
 };
 
 using CloneAssign = std::map<std::string, int64_t>; // $i_<dim> -> value
@@ -74,8 +96,9 @@ std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
 class KernelEmitter {
 public:
   KernelEmitter(const ir::Kernel &k, const Distribution &d, const TargetInfo &t,
-                DiagnosticEngine &diags)
-      : k_(k), d_(d), target_(t), diags_(diags) {}
+                DiagnosticEngine &diags, bool insertBarriers)
+      : k_(k), d_(d), target_(t), diags_(diags), facts_(d.facts),
+        insertBarriers_(insertBarriers) {}
 
   bool emit(std::ostream &os);
 
@@ -88,6 +111,17 @@ private:
     return false;
   }
 
+  // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
+  // (only matrix instructions read them there).
+  std::string mlirType(ScalarType t) const {
+    if (t == ScalarType::BF16 && target_.vendor == Vendor::AMD)
+      return "i16";
+    return wave::mlirType(t);
+  }
+  // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
+  bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
+  std::string zeroLit(ScalarType t) const { return isFloat(t) && !opaque(t) ? "0.0" : "0"; }
+
   // ---- text helpers ----
   std::string fresh() { return "%v" + std::to_string(next_++); }
   // Each emitted op carries the `.wave` location of the op it implements (loc_), which survives
@@ -95,7 +129,7 @@ private:
   // close a region take none.
   void line(const std::string &s) {
     bool bare = loc_.empty() || s.empty() || s.back() == '{' || s.front() == '}';
-    body_ << indent_ << s << (bare ? "" : " " + loc_) << "\n";
+    items_.push_back({indent_ + s + (bare ? "" : " " + loc_), lds_});
   }
   std::string locOf(SourceRange r) const {
     if (!r.valid() || !diags_.file())
@@ -106,6 +140,18 @@ private:
     return "loc(\"" + quoted + "\":" + std::to_string(r.begin.line) + ":" +
            std::to_string(r.begin.col) + ")";
   }
+  // Lines emitted while this is set are shared-memory accesses (for barrier insertion).
+  SyncItem lds_;
+  struct LdsScope {
+    KernelEmitter &e;
+    SyncItem saved;
+    LdsScope(KernelEmitter &em, int alloc, bool write, int stage = -1, bool async = false)
+        : e(em), saved(em.lds_) {
+      e.lds_ = {write ? SyncItem::Write : SyncItem::Read, alloc, stage, async};
+      e.lds_.inflight = write ? 0 : e.inflight_;
+    }
+    ~LdsScope() { e.lds_ = saved; }
+  };
   std::string constIndex(int64_t v) {
     auto it = indexConsts_.find(v);
     if (it != indexConsts_.end())
@@ -146,6 +192,59 @@ private:
   bool emitRead(const ir::Op &op);
   bool emitWrite(const ir::Op &op);
   bool emitElementwise(const ir::Op &op);
+  bool emitMma(const ir::Op &op);
+  bool emitIterate(const ir::Op &op);
+  // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
+  bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
+                    std::vector<RegVal> &yielded);
+  std::string mmaInstr(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
+                       const std::string &c);
+  int64_t expansionCount(const std::string &cloneSym) const {
+    for (const auto &ex : d_.expansion)
+      if ("$i_" + ex.dim.str() == cloneSym)
+        return std::max<int64_t>(ex.count, 1);
+    return 1;
+  }
+  // ---- shared memory ----
+  struct LdsAlloc {
+    int64_t offsetBytes = 0, bytes = 0;
+    std::vector<int64_t> tile;    // per memory dim (unpadded)
+    std::vector<IndexExpr> strides; // in elements, padded innermost
+    std::string base;             // !llvm.ptr<3> SSA in the kernel head
+    int stages = 1;               // buffers (2 or 3: the loop's cp.async pipeline)
+    int64_t pad = 0;              // elements of padding per innermost row
+    int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated (see relayout)
+  };
+  // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
+  // are rotated by the row number so that 8 consecutive rows hit distinct banks.
+  void relayout(LdsAlloc &al, ScalarType t, bool swizzle);
+  // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
+  IndexExpr stageIndex_ = IndexExpr(0);
+  int stageTag_ = -1;
+  int inflight_ = 0; // async copy groups that may stay in flight at the reads emitted now
+
+  struct Promotion {
+    const ir::Op *op = nullptr;
+    int alloc = -1;
+    int64_t lanes = 1;  // elements per cooperative load (L)
+    int64_t copies = 1; // cooperative loads per thread
+    std::vector<IndexExpr> origin; // per memory dim: the tile's first index (WG, IV terms)
+  };
+  bool asyncCopyable(const Promotion &p);
+  void cpAsyncCopy(const Promotion &p);
+  std::map<const ir::Op *, Promotion> promotions_;
+  std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
+  std::vector<LdsAlloc> allocs_;
+  int64_t ldsBytes_ = 0;
+  bool promote(const ir::Op &op); // plans promotions_[&op]
+  bool isPromoted(const ir::Op &op) const {
+    return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
+           op.operands[0]->paramIndex >= 0;
+  }
+  std::vector<std::string> coopLoad(const Promotion &p);
+  void coopStore(const Promotion &p, const std::vector<std::string> &regs);
+  bool ldsRead(const ir::Op &op, const Promotion &p);
+  IndexExpr laneZero(const IndexExpr &e);
   const AccessIndex *accessOf(const ir::Op &op) {
     for (const auto &a : d_.accesses)
       if (a.op == &op)
@@ -158,14 +257,25 @@ private:
   std::string operandAt(const RegVal &v, const CloneAssign &a, int64_t e);
   // Memory access helpers.
   struct Access {
-    const ir::Value *mem;
+    const ir::Value *mem = nullptr;
     std::string base;
-    ScalarType dtype;
-    std::vector<DimIndex> dims;   // memory dim order
-    std::vector<IndexExpr> sizes; // memory dim sizes
-    int vecDim = -1;              // index into dims of the dim with E > 1
+    std::string ptr = "!llvm.ptr<1>"; // global; !llvm.ptr<3> for shared memory
+    ScalarType dtype = ScalarType::F32;
+    std::vector<DimIndex> dims;     // memory dim order
+    std::vector<IndexExpr> sizes;   // memory dim sizes (bounds of masked dims)
+    std::vector<IndexExpr> strides; // in elements
+    int vecDim = -1;                // the one dim element g runs along, -1 when several/none
     int64_t elems = 1;
+    IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
+    int64_t swizzle = 0;            // see LdsAlloc
   };
+  // The offset of element (idx...) of the access's tensor.
+  IndexExpr offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const;
+  // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
+  std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
+  // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
+  Access copyAccess(const Promotion &p, bool global, int64_t copy);
+
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
   IndexExpr dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g);
@@ -195,12 +305,21 @@ private:
   const Distribution &d_;
   const TargetInfo &target_;
   DiagnosticEngine &diags_;
+  sym::Facts facts_; // the distribution's, plus the emitter's own symbols
+  bool insertBarriers_ = true;
   bool failed_ = false;
   unsigned next_ = 0;
   std::string indent_ = "      ";
   std::string loc_; // loc(...) of the op being emitted
-  std::ostringstream head_, body_;
+  std::ostringstream head_;
+  struct Item {
+    std::string text;
+    SyncItem sync;
+  };
+  std::vector<Item> items_;
   std::map<int64_t, std::string> indexConsts_;
+  // Extra substitutions applied to every access index (the prefetch's IV + 1).
+  std::map<std::string, IndexExpr> subs_;
   std::map<std::string, std::string> symbols_;   // IndexExpr symbol -> index SSA
   std::map<std::string, std::string> exprCache_; // within the straight-line region only
   std::map<const ir::Value *, RegVal> values_;
@@ -332,8 +451,8 @@ std::string KernelEmitter::operandAt(const RegVal &v, const CloneAssign &a, int6
 bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc) {
   if (op.mapping)
     return unsupported("an index mapping on " + std::string(opKindName(op.kind)), op.loc);
-  if (mem->type.space != AddressSpace::Global || mem->paramIndex < 0)
-    return unsupported("shared memory (or a non-parameter tensor)", op.loc);
+  if (mem->paramIndex < 0)
+    return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
   // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
   if (mlirType(mem->type.dtype).empty() || mem->type.dtype == ScalarType::I1)
     return unsupported(std::string("tensors of element type ") + scalarTypeName(mem->type.dtype),
@@ -354,29 +473,86 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     acc.dims.push_back(*di);
     acc.sizes.push_back(memDim.size);
   }
+  acc.strides.assign(acc.sizes.size(), IndexExpr(1));
+  for (size_t i = acc.sizes.size(); i-- > 1;)
+    acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  // Element g runs along the dims whose index depends on it (one for plain and MFMA layouts,
+  // two for mma.sync's A fragment).
+  int along = 0;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
-    if (acc.dims[i].elements <= 1)
+    if (!acc.dims[i].start.dependsOn("$g"))
       continue;
-    if (acc.vecDim >= 0)
-      return unsupported("several elements per thread along more than one dim", op.loc);
+    if (acc.dims[i].elements <= 0)
+      return unsupported("a dynamic number of elements per thread", op.loc);
+    ++along;
     acc.vecDim = static_cast<int>(i);
-    acc.elems = acc.dims[i].elements;
+    acc.elems = std::max(acc.elems, acc.dims[i].elements);
   }
+  if (along != 1)
+    acc.vecDim = -1;
   return true;
+}
+
+std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc,
+                                                               const CloneAssign &a) {
+  const int64_t e = acc.elems, most = std::max<int64_t>(1, 16 / byteSize(acc.dtype));
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (e == 1)
+    return {{0, 1}};
+  if (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous) {
+    for (int64_t k0 = 0; k0 < e; k0 += most)
+      out.push_back({k0, std::min(most, e - k0)});
+    return out;
+  }
+  // Runs of elements at consecutive addresses, split into powers of two.
+  int64_t g0 = 0;
+  for (int64_t g = 1; g <= e; ++g) {
+    bool next = g < e && g - g0 < most &&
+                facts_.provesEqual(linearOffset(acc, a, g) - linearOffset(acc, a, g - 1), 1);
+    if (next)
+      continue;
+    int64_t n = g - g0;
+    while (n > 0) {
+      int64_t p = 1;
+      while (p * 2 <= n)
+        p *= 2;
+      out.push_back({g0, p});
+      g0 += p;
+      n -= p;
+    }
+  }
+  return out;
 }
 
 IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
   std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
+  for (const auto &[name, value] : subs_)
+    subs[name] = value;
   for (const auto &[s, v] : a)
     subs[s] = IndexExpr(v);
   return acc.dims[d].start.subs(subs);
 }
 
 IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, int64_t g) {
-  IndexExpr off = 0, stride = 1;
-  for (size_t i = acc.dims.size(); i-- > 0;) {
-    off += dimIndex(acc, i, a, g) * stride;
-    stride = stride * acc.sizes[i];
+  std::vector<IndexExpr> idx;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    idx.push_back(dimIndex(acc, i, a, g));
+  return offsetOf(acc, idx);
+}
+
+IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const {
+  IndexExpr off = acc.extra;
+  const size_t n = idx.size();
+  for (size_t i = 0; i < n; ++i)
+    if (!acc.swizzle || i + 2 < n)
+      off += idx[i] * acc.strides[i];
+  if (acc.swizzle && n >= 2) {
+    // Row r, column c of a tile with C columns, in chunks of q elements (16 bytes), rows per
+    // 128-byte bank period p: chunk (c / q + r / p) % (C / q).
+    const int64_t q = acc.swizzle, c = acc.sizes[n - 1].asInteger().value_or(q);
+    const int64_t period = std::max<int64_t>(1, 128 / (c * byteSize(acc.dtype)));
+    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    off += r * c + mod(floorDiv(col, q) + floorDiv(r, period), c / q) * q + mod(col, q);
   }
   return off;
 }
@@ -385,15 +561,15 @@ std::string KernelEmitter::gep(const Access &acc, const IndexExpr &offset) {
   std::string idx = lowerIndex(offset);
   std::string i64 = fresh(), p = fresh();
   line(i64 + " = arith.index_cast " + idx + " : index to i64");
-  line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (!llvm.ptr<1>, i64) -> " +
-       "!llvm.ptr<1>, " + mlirType(acc.dtype));
+  line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+       acc.ptr + ", " + mlirType(acc.dtype));
   return p;
 }
 
 unsigned KernelEmitter::provenAlignment(const Access &acc, const IndexExpr &offset,
                                         int64_t maxElems) {
   int64_t p = 1;
-  while (p * 2 <= maxElems && d_.facts.provesExact(offset, IndexExpr(p * 2)))
+  while (p * 2 <= maxElems && facts_.provesExact(offset, IndexExpr(p * 2)))
     p *= 2;
   return static_cast<unsigned>(p * byteSize(acc.dtype));
 }
@@ -403,8 +579,7 @@ std::string KernelEmitter::inBounds(const Access &acc, const CloneAssign &a, int
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (!acc.dims[i].masked)
       continue;
-    int64_t gi = static_cast<int>(i) == acc.vecDim ? g : 0;
-    conds.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, gi)), lowerIndex(acc.sizes[i])));
+    conds.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, g)), lowerIndex(acc.sizes[i])));
   }
   return conds.empty() ? "" : andAll(conds);
 }
@@ -416,7 +591,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
   auto load = [&]() {
     std::string p = gep(acc, linearOffset(acc, a, g)), v = fresh();
     line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
-         " : i64} : !llvm.ptr<1> -> " + ty);
+         " : i64} : " + acc.ptr + " -> " + ty);
     return v;
   };
   if (cond.empty())
@@ -428,11 +603,11 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
     line(safe + " = arith.select " + cond + ", " + lowerIndex(linearOffset(acc, a, g)) + ", " +
          constIndex(0) + " : index");
     line(i64 + " = arith.index_cast " + safe + " : index to i64");
-    line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (!llvm.ptr<1>, i64) -> " +
-         "!llvm.ptr<1>, " + ty);
+    line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+         acc.ptr + ", " + ty);
     line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
-         " : i64} : !llvm.ptr<1> -> " + ty);
-    line(z + " = arith.constant " + std::string(isFloat(acc.dtype) ? "0.0" : "0") + " : " + ty);
+         " : i64} : " + acc.ptr + " -> " + ty);
+    line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
     line(r + " = arith.select " + cond + ", " + v + ", " + z + " : " + ty);
     return r;
   }
@@ -447,7 +622,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
   line("} else {");
   std::string z = fresh();
   indent_ += "  ";
-  line(z + " = arith.constant " + std::string(isFloat(acc.dtype) ? "0.0" : "0") + " : " + ty);
+  line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
   line("scf.yield " + z + " : " + ty);
   indent_ = saved;
   line("}");
@@ -456,7 +631,7 @@ std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, 
 
 // Contiguous: pieces of at most 128 bits; otherwise one element at a time.
 int64_t KernelEmitter::wantedAlignElems(const Access &acc) {
-  if (acc.elems <= 1 || !acc.dims[acc.vecDim].contiguous)
+  if (acc.elems <= 1 || acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous)
     return 1;
   int64_t limit = std::min<int64_t>(acc.elems, std::max<int64_t>(1, 16 / byteSize(acc.dtype)));
   int64_t p = 1;
@@ -481,7 +656,8 @@ std::string KernelEmitter::alignmentCheck(const Access &acc, const CloneAssign &
 std::string KernelEmitter::fastPath(const Access &acc, const CloneAssign &a, bool &checkedAligned) {
   std::vector<std::string> conds;
   // Contiguous elements are in bounds when the last one is; others are checked one by one.
-  const bool contiguous = acc.vecDim < 0 || acc.dims[acc.vecDim].contiguous;
+  const bool contiguous =
+      acc.elems == 1 || (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous);
   for (int64_t g = contiguous ? acc.elems - 1 : 0; g < acc.elems; ++g) {
     std::string inb = inBounds(acc, a, g);
     if (!inb.empty())
@@ -499,13 +675,10 @@ std::string KernelEmitter::wideLoad(const Access &acc, const CloneAssign &a, boo
   const std::string vty = vecType(acc.dtype, e);
   if (e == 1)
     return elementLoad(acc, a, 0, false);
-  const bool contiguous = acc.dims[acc.vecDim].contiguous;
-  const int64_t chunk = contiguous ? std::max<int64_t>(1, 16 / byteSize(acc.dtype)) : 1;
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
-  for (int64_t k0 = 0; k0 < e; k0 += chunk) {
-    int64_t n = std::min(chunk, e - k0);
+  for (const auto &[k0, n] : pieces(acc, a)) {
     IndexExpr off = linearOffset(acc, a, k0);
     if (n == 1) {
       std::string s = elementLoad(acc, a, k0, false), r = fresh();
@@ -519,7 +692,7 @@ std::string KernelEmitter::wideLoad(const Access &acc, const CloneAssign &a, boo
     unsigned align =
         checkedAligned ? wantedAlignElems(acc) * byteSize(acc.dtype) : provenAlignment(acc, off, n);
     line(piece + " = llvm.load " + p + " {alignment = " + std::to_string(align) +
-         " : i64} : !llvm.ptr<1> -> " + pty);
+         " : i64} : " + acc.ptr + " -> " + pty);
     if (n == e)
       return piece;
     for (int64_t j = 0; j < n; ++j) {
@@ -553,7 +726,7 @@ std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
   line("} else {");
   indent_ += "  ";
   std::string vec = fresh();
-  line(vec + " = arith.constant dense<" + std::string(isFloat(acc.dtype) ? "0.0" : "0") +
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
   for (int64_t g = 0; g < e; ++g) {
     std::string s = elementLoad(acc, a, g, true, /*branchy=*/false), n = fresh();
@@ -575,7 +748,7 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
   auto storeElement = [&](int64_t g, const std::string &scalar) {
     std::string p = gep(acc, linearOffset(acc, a, g));
     line("llvm.store " + scalar + ", " + p + " {alignment = " +
-         std::to_string(byteSize(acc.dtype)) + " : i64} : " + ty + ", !llvm.ptr<1>");
+         std::to_string(byteSize(acc.dtype)) + " : i64} : " + ty + ", " + acc.ptr);
   };
   auto extract = [&](int64_t g) {
     std::string x = fresh();
@@ -586,10 +759,7 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
     storeElement(0, value);
     return;
   }
-  const bool contiguous = acc.dims[acc.vecDim].contiguous;
-  const int64_t chunk = contiguous ? std::max<int64_t>(1, 16 / byteSize(acc.dtype)) : 1;
-  for (int64_t k0 = 0; k0 < e; k0 += chunk) {
-    int64_t n = std::min(chunk, e - k0);
+  for (const auto &[k0, n] : pieces(acc, a)) {
     if (n == 1) {
       storeElement(k0, extract(k0));
       continue;
@@ -608,7 +778,7 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
     unsigned align =
         checkedAligned ? wantedAlignElems(acc) * byteSize(acc.dtype) : provenAlignment(acc, off, n);
     line("llvm.store " + piece + ", " + p + " {alignment = " + std::to_string(align) +
-         " : i64} : " + pty + ", !llvm.ptr<1>");
+         " : i64} : " + pty + ", " + acc.ptr);
   }
 }
 
@@ -639,7 +809,7 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
              vty);
         std::string p = gep(acc, linearOffset(acc, a, g));
         line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
-             " : i64} : " + ty + ", !llvm.ptr<1>");
+             " : i64} : " + ty + ", " + acc.ptr);
         continue;
       }
       line("scf.if " + cond + " {");
@@ -651,7 +821,7 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
            vty);
       std::string p = gep(acc, linearOffset(acc, a, g));
       line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
-           " : i64} : " + ty + ", !llvm.ptr<1>");
+           " : i64} : " + ty + ", " + acc.ptr);
       indent_ = inner;
       exprCache_ = innerCache;
       line("}");
@@ -663,6 +833,14 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
 }
 
 bool KernelEmitter::emitRead(const ir::Op &op) {
+  if (isPromoted(op)) {
+    if (!promotions_.count(&op) && !promote(op))
+      return false;
+    const Promotion &p = promotions_.at(&op);
+    if (!staged_.count(&op))
+      coopStore(p, coopLoad(p));
+    return ldsRead(op, p);
+  }
   Access acc;
   if (!prepareAccess(op, op.operands[0], acc))
     return false;
@@ -683,6 +861,746 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
   return true;
 }
 
+// ---- shared memory -------------------------------------------------------------------------
+
+namespace {
+bool isGlobalTerm(const std::string &s) { return s.rfind("$WG", 0) == 0 || s.rfind("$IV", 0) == 0; }
+bool isLaneTerm(const std::string &s) {
+  return s.rfind("$T", 0) == 0 || s == "$g" || s.rfind("$i_", 0) == 0;
+}
+IndexExpr zeroed(const IndexExpr &e, bool (*pick)(const std::string &)) {
+  std::map<std::string, IndexExpr> subs;
+  for (const auto &s : e.freeSymbols())
+    if (pick(s))
+      subs[s] = IndexExpr(0);
+  return e.subs(subs);
+}
+} // namespace
+
+bool KernelEmitter::promote(const ir::Op &op) {
+  const ir::Value *mem = op.operands[0];
+  Access acc;
+  if (!prepareAccess(op, mem, acc))
+    return false;
+  Promotion p;
+  p.op = &op;
+  LdsAlloc al;
+  const size_t n = acc.dims.size();
+  int64_t elems = 1;
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Dim &d = acc.dims[i].dim;
+    const IndexExpr &start = acc.dims[i].start;
+    int64_t tile = 0;
+    const auto *t = k_.tilingFor(d);
+    const auto *wg = k_.workgroupFor(d);
+    if (t && start.dependsOn("$IV_" + d.str()))
+      tile = t->tile;
+    else if (wg)
+      tile = wg->tile;
+    else if (auto c = d.size.asInteger())
+      tile = *c;
+    if (tile <= 0)
+      return unsupported("promoting to shared memory a dim (" + d.str() +
+                             ") with neither a tile nor a static size",
+                         op.loc);
+    al.tile.push_back(tile);
+    elems *= tile;
+    p.origin.push_back(facts_.simplify(zeroed(start, isLaneTerm)));
+  }
+  const int64_t threads = static_cast<int64_t>(d_.block[0]) * d_.block[1] * d_.block[2];
+  const unsigned bytes = byteSize(acc.dtype);
+  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
+  while (lanes > 1 && (al.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
+    lanes /= 2;
+  if (elems % (threads * lanes) != 0)
+    return unsupported("a shared-memory tile of " + std::to_string(elems) +
+                           " elements that the workgroup's " + std::to_string(threads) +
+                           " threads cannot copy evenly",
+                       op.loc);
+  p.lanes = lanes;
+  p.copies = elems / (threads * lanes);
+  // Padding of the innermost dim: 16 bytes where reads are 128-bit wide (ldmatrix rows, WMMA
+  // rows) or on NVIDIA, else 8 bytes (wave-facts.md 5.1). Rows then start on distinct banks.
+  const int64_t readBytes = std::min<int64_t>(16, acc.elems * bytes);
+  const int64_t padBytes = target_.vendor == Vendor::NVIDIA || readBytes >= 16 ? 16 : 8;
+  const int64_t pad = std::max<int64_t>(1, padBytes / bytes);
+  al.strides.assign(n, IndexExpr(1));
+  int64_t stride = 1;
+  for (size_t i = n; i-- > 0;) {
+    al.strides[i] = IndexExpr(stride);
+    stride *= al.tile[i] + (i + 1 == n ? pad : 0);
+  }
+  al.bytes = stride * bytes; // one buffer; offsets are placed at the end of the kernel
+  al.pad = pad;
+  al.base = "%lds_" + std::to_string(allocs_.size());
+  p.alloc = static_cast<int>(allocs_.size());
+  allocs_.push_back(al);
+  promotions_[&op] = p;
+  return true;
+}
+
+void KernelEmitter::relayout(LdsAlloc &al, ScalarType t, bool swizzle) {
+  const size_t n = al.tile.size();
+  const int64_t bytes = byteSize(t);
+  al.swizzle = swizzle ? 16 / bytes : 0;
+  int64_t stride = 1;
+  for (size_t i = n; i-- > 0;) {
+    al.strides[i] = IndexExpr(stride);
+    stride *= al.tile[i] + (i + 1 == n && !swizzle ? al.pad : 0);
+  }
+  al.bytes = stride * bytes;
+}
+
+// Rotating 16-byte chunks needs rows of 2, 4 or 8 whole chunks that divide the 128-byte bank
+// period, and 16-byte-aligned accesses (ldmatrix rows, cp.async).
+bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
+  const int64_t rowBytes = tile.back() * (bitWidth(t) / 8);
+  return tile.size() >= 2 && rowBytes % 16 == 0 && rowBytes >= 32 && 128 % rowBytes == 0 &&
+         bitWidth(t) == 16;
+}
+
+KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global, int64_t copy) {
+  const LdsAlloc &al = allocs_[p.alloc];
+  const ir::Value *mem = p.op->operands[0];
+  Access acc;
+  acc.mem = mem;
+  acc.dtype = mem->type.dtype;
+  acc.elems = p.lanes;
+  const size_t n = al.tile.size();
+  acc.vecDim = static_cast<int>(n) - 1;
+  const int64_t b0 = d_.block[0], b1 = d_.block[1];
+  const int64_t threads = b0 * b1 * d_.block[2];
+  IndexExpr tid = IndexExpr::symbol("$T0") + IndexExpr::symbol("$T1") * b0 +
+                  IndexExpr::symbol("$T2") * (b0 * b1);
+  IndexExpr lin = tid * p.lanes + copy * threads * p.lanes;
+  int64_t inner = 1;
+  std::vector<IndexExpr> pos(n);
+  for (size_t i = n; i-- > 0;) {
+    pos[i] = mod(floorDiv(lin, inner), al.tile[i]);
+    inner *= al.tile[i];
+  }
+  const AccessIndex *ai = accessOf(*p.op);
+  for (size_t i = 0; i < n; ++i) {
+    DimIndex di;
+    di.dim = mem->type.shape[i];
+    IndexExpr start = pos[i] + (i + 1 == n ? IndexExpr::symbol("$g") : IndexExpr(0));
+    if (global)
+      start = start + p.origin[i];
+    di.start = facts_.simplify(start);
+    di.elements = i + 1 == n ? p.lanes : 1;
+    di.contiguous = i + 1 == n;
+    di.masked = false;
+    if (global)
+      for (const auto &x : ai->dims)
+        if (x.dim == di.dim)
+          di.masked = x.masked;
+    acc.dims.push_back(di);
+  }
+  if (global) {
+    acc.base = pointers_.at(mem);
+    for (const auto &d : mem->type.shape)
+      acc.sizes.push_back(d.size);
+    acc.strides.assign(n, IndexExpr(1));
+    for (size_t i = n; i-- > 1;)
+      acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  } else {
+    acc.base = al.base;
+    acc.ptr = "!llvm.ptr<3>";
+    for (int64_t t : al.tile)
+      acc.sizes.push_back(IndexExpr(t));
+    acc.strides = al.strides;
+    acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
+    acc.swizzle = al.swizzle;
+  }
+  return acc;
+}
+
+std::vector<std::string> KernelEmitter::coopLoad(const Promotion &p) {
+  std::vector<std::string> regs;
+  for (int64_t c = 0; c < p.copies; ++c)
+    regs.push_back(loadClone(copyAccess(p, true, c), {}));
+  return regs;
+}
+
+void KernelEmitter::coopStore(const Promotion &p, const std::vector<std::string> &regs) {
+  LdsScope scope(*this, p.alloc, /*write=*/true, stageTag_);
+  for (int64_t c = 0; c < p.copies; ++c)
+    wideStore(copyAccess(p, false, c), {}, regs[c], false);
+}
+
+// cp.async (sm_80+) copies 16 bytes from global to shared memory without registers; a copy
+// of 0 source bytes fills zeros, which is how a masked-off vector reads 0. Usable when every
+// vector is 16-byte aligned and wholly in or out of bounds (its innermost dim a multiple of it).
+bool KernelEmitter::asyncCopyable(const Promotion &p) {
+  if (target_.vendor != Vendor::NVIDIA)
+    return false;
+  Access g = copyAccess(p, true, 0);
+  if (p.lanes * static_cast<int64_t>(byteSize(g.dtype)) != 16)
+    return false;
+  if (provenAlignment(g, linearOffset(g, {}, 0), p.lanes) < 16)
+    return false;
+  return !g.dims.back().masked || facts_.provesExact(g.sizes.back(), IndexExpr(p.lanes));
+}
+
+void KernelEmitter::cpAsyncCopy(const Promotion &p) {
+  for (int64_t c = 0; c < p.copies; ++c) {
+    Access g = copyAccess(p, true, c), l = copyAccess(p, false, c);
+    std::string cond = inBounds(g, {}, p.lanes - 1);
+    std::string off = lowerIndex(linearOffset(g, {}, 0)), size = fresh();
+    if (!cond.empty()) {
+      std::string safe = fresh(), full = fresh(), none = fresh();
+      line(safe + " = arith.select " + cond + ", " + off + ", " + constIndex(0) + " : index");
+      off = safe;
+      line(full + " = arith.constant 16 : i32");
+      line(none + " = arith.constant 0 : i32");
+      line(size + " = arith.select " + cond + ", " + full + ", " + none + " : i32");
+    } else {
+      line(size + " = arith.constant 16 : i32");
+    }
+    std::string i64 = fresh(), src = fresh();
+    line(i64 + " = arith.index_cast " + off + " : index to i64");
+    line(src + " = llvm.getelementptr " + g.base + "[" + i64 + "] : (!llvm.ptr<1>, i64) -> " +
+         "!llvm.ptr<1>, " + mlirType(g.dtype));
+    LdsScope scope(*this, p.alloc, /*write=*/true, stageTag_, /*async=*/true);
+    std::string dst = gep(l, linearOffset(l, {}, 0));
+    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.cg.shared.global.16.s\"(" + dst + ", " + src +
+         ", " + size + ") : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()");
+  }
+}
+
+IndexExpr KernelEmitter::laneZero(const IndexExpr &e) {
+  const int64_t w = d_.waveSize;
+  sym::Facts f = facts_;
+  f.setRange("$wv", 0, std::max<int64_t>(d_.block[0] / w - 1, 0));
+  f.setRange("$ln", 0, w - 1);
+  IndexExpr split =
+      f.simplify(e.subs({{"$T0", IndexExpr::symbol("$wv") * w + IndexExpr::symbol("$ln")}}));
+  return f.simplify(split.subs({{"$ln", IndexExpr(0)},
+                                {"$g", IndexExpr(0)},
+                                {"$wv", floorDiv(IndexExpr::symbol("$T0"), w)}}));
+}
+
+bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
+  const LdsAlloc &al = allocs_[p.alloc];
+  Access acc;
+  if (!prepareAccess(op, op.operands[0], acc))
+    return false;
+  acc.base = al.base;
+  acc.ptr = "!llvm.ptr<3>";
+  acc.strides = al.strides;
+  acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
+  acc.swizzle = al.swizzle;
+  for (size_t i = 0; i < acc.dims.size(); ++i) {
+    acc.dims[i].start = facts_.simplify(zeroed(acc.dims[i].start, isGlobalTerm));
+    acc.dims[i].masked = false;
+    acc.sizes[i] = IndexExpr(al.tile[i]);
+  }
+  RegVal v;
+  v.dtype = acc.dtype;
+  v.elems = acc.elems;
+  for (size_t i = 0; i < acc.dims.size(); ++i) {
+    v.layout[acc.dims[i].dim.str()] = accessOf(op)->dims[i];
+    for (const auto &s : acc.dims[i].start.freeSymbols())
+      if (s.rfind("$i_", 0) == 0)
+        v.cloneSyms.insert(s);
+  }
+  if (acc.vecDim >= 0)
+    v.vecDim = acc.dims[acc.vecDim].dim.str();
+
+  // ldmatrix: an mma.sync operand of 16-bit elements whose K dim is the innermost memory dim.
+  const ir::Op *mma = nullptr;
+  for (const ir::Op *u : op.results[0]->users)
+    if (u->kind == ir::OpKind::Mma &&
+        (u->operands[0] == op.results[0]) != (u->operands[1] == op.results[0]))
+      mma = u;
+  const LaneLayout *layout = nullptr;
+  int rowIdx = -1, colIdx = -1;
+  if (mma && mma->mma && bitWidth(acc.dtype) == 16) {
+    const bool lhs = mma->operands[0] == op.results[0];
+    layout = lhs ? &mma->mma->a : &mma->mma->b;
+    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1];
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      if (acc.dims[i].dim == rowDim)
+        rowIdx = static_cast<int>(i);
+      if (acc.dims[i].dim == mma->dims[2])
+        colIdx = static_cast<int>(i);
+    }
+    if (layout->ldTiles == 0 || colIdx + 1 != static_cast<int>(acc.dims.size()) || rowIdx < 0 ||
+        layout->ldTiles * 2 != static_cast<unsigned>(acc.elems))
+      layout = nullptr;
+  }
+  LdsScope scope(*this, p.alloc, /*write=*/false, stageTag_);
+  for (const auto &a : clonesOver(v.cloneSyms)) {
+    if (!layout) {
+      v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
+      continue;
+    }
+    const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
+    std::vector<IndexExpr> idx;
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      IndexExpr at = laneZero(dimIndex(acc, i, a, 0));
+      if (static_cast<int>(i) == rowIdx)
+        at = at + layout->ldRow(lane);
+      else if (static_cast<int>(i) == colIdx)
+        at = at + layout->ldCol(lane);
+      idx.push_back(at);
+    }
+    IndexExpr off = offsetOf(acc, idx);
+    std::string ptr = gep(acc, facts_.simplify(off));
+    const unsigned t = layout->ldTiles;
+    std::string sty = "!llvm.struct<(";
+    for (unsigned j = 0; j < t; ++j)
+      sty += std::string(j ? ", " : "") + "i32";
+    sty += ")>";
+    std::string s = fresh();
+    line(s + " = llvm.call_intrinsic \"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" +
+         std::to_string(t) + ".b16\"(" + ptr + ") : (!llvm.ptr<3>) -> " + sty);
+    std::string vec = fresh();
+    const std::string ity = "vector<" + std::to_string(t) + "xi32>";
+    line(vec + " = llvm.mlir.undef : " + ity);
+    for (unsigned j = 0; j < t; ++j) {
+      std::string x = fresh(), idx = fresh(), r = fresh();
+      line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
+      line(idx + " = llvm.mlir.constant(" + std::to_string(j) + " : i32) : i32");
+      line(r + " = llvm.insertelement " + x + ", " + vec + "[" + idx + " : i32] : " + ity);
+      vec = r;
+    }
+    std::string r = fresh();
+    line(r + " = llvm.bitcast " + vec + " : " + ity + " to " + vecType(acc.dtype, acc.elems));
+    v.clones[cloneKey(a, v.cloneSyms)] = r;
+  }
+  values_[op.results[0]] = std::move(v);
+  return true;
+}
+
+// ---- mma ---------------------------------------------------------------------------------
+
+std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::string &a,
+                                    const std::string &b, const std::string &c) {
+  const std::string cty = vecType(k.acc, k.c.elements);
+  auto bitcast = [&](const std::string &x, const std::string &from, const std::string &to) {
+    if (from == to)
+      return x;
+    std::string r = fresh();
+    line(r + " = llvm.bitcast " + x + " : " + from + " to " + to);
+    return r;
+  };
+  auto half = [&](const std::string &x, int64_t n, int64_t part) {
+    std::string r = fresh(), mask;
+    for (int64_t j = 0; j < n / 2; ++j)
+      mask += (j ? ", " : "") + std::to_string(part * n / 2 + j);
+    const std::string ty = vecType(in, n);
+    line(r + " = vector.shuffle " + x + ", " + x + " [" + mask + "] : " + ty + ", " + ty);
+    return r;
+  };
+  if (k.family == MmaFamily::MFMA) {
+    if (k.isVirtual) {
+      // Two native instructions of half the K, each on half of the lane's elements
+      // (wave-facts.md 3.2; legal by the K-permutation rule).
+      MmaKind native = k;
+      native.k = k.k / 2;
+      native.isVirtual = false;
+      native.a.elements = k.a.elements / 2;
+      native.b.elements = k.b.elements / 2;
+      std::string r = c;
+      for (int part = 0; part < 2; ++part)
+        r = mmaInstr(native, in, half(a, k.a.elements, part), half(b, k.b.elements, part), r);
+      return r;
+    }
+    const int64_t e = k.a.elements, bits = e * bitWidth(in);
+    const std::string shape = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
+                              std::to_string(k.k);
+    std::string name, oty;
+    const std::string vty = vecType(in, e);
+    switch (in) {
+    case ScalarType::F16: name = "rocdl.mfma.f32." + shape + "f16"; oty = vty; break;
+    case ScalarType::BF16:
+      name = "rocdl.mfma.f32." + shape + "bf16.1k";
+      oty = "vector<" + std::to_string(e) + "xi16>";
+      break;
+    case ScalarType::F8E4M3FNUZ:
+    case ScalarType::F8E5M2FNUZ: {
+      const char *t = in == ScalarType::F8E4M3FNUZ ? "fp8" : "bf8";
+      name = "rocdl.mfma.f32." + shape + "." + t + "." + t;
+      oty = "i" + std::to_string(bits);
+      break;
+    }
+    case ScalarType::I8:
+      name = bits == 64 ? "rocdl.mfma.i32." + shape + ".i8" : "rocdl.mfma.i32." + shape + "i8";
+      oty = "i" + std::to_string(bits);
+      break;
+    default: unsupported(std::string("mma on ") + scalarTypeName(in), {}); return c;
+    }
+    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty);
+    std::string z = fresh(), r = fresh();
+    line(z + " = arith.constant 0 : i32");
+    line(r + " = " + name + " " + x + ", " + y + ", " + c + ", " + z + ", " + z + ", " + z +
+         " : (" + oty + ", " + oty + ", " + cty + ", i32, i32, i32) -> " + cty);
+    return r;
+  }
+  if (k.family == MmaFamily::WMMA) {
+    const int64_t e = k.a.elements;
+    const std::string vty = vecType(in, e);
+    const bool bf = in == ScalarType::BF16;
+    const std::string oty = bf ? "vector<" + std::to_string(e) + "xi16>" : vty;
+    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty), r = fresh();
+    line(r + " = rocdl.wmma.f32.16x16x16." + (bf ? "bf16 " : "f16 ") + x + ", " + y + ", " + c +
+         " : (" + oty + ", " + oty + ", " + cty + ") -> " + cty);
+    return r;
+  }
+  // mma.sync through the NVVM intrinsic (MLIR 19's nvvm.mma.sync rejects bf16).
+  const bool bf = in == ScalarType::BF16;
+  auto regs = [&](const std::string &x, int64_t e) {
+    const int64_t words = e / 2;
+    std::string w = bitcast(x, vecType(in, e), "vector<" + std::to_string(words) + "xi32>");
+    std::vector<std::string> out;
+    for (int64_t j = 0; j < words; ++j) {
+      std::string r = fresh();
+      line(r + " = vector.extract " + w + "[" + std::to_string(j) + "] : i32 from vector<" +
+           std::to_string(words) + "xi32>");
+      out.push_back(bf ? r : bitcast(r, "i32", vecType(in, 2)));
+    }
+    return out;
+  };
+  std::vector<std::string> args = regs(a, k.a.elements), bs = regs(b, k.b.elements);
+  args.insert(args.end(), bs.begin(), bs.end());
+  std::string sig;
+  const std::string rty = bf ? "i32" : vecType(in, 2);
+  for (size_t j = 0; j < args.size(); ++j)
+    sig += (j ? ", " : "") + rty;
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh();
+    line(x + " = vector.extract " + c + "[" + std::to_string(j) + "] : f32 from " + cty);
+    args.push_back(x);
+    sig += ", f32";
+  }
+  std::string list;
+  for (size_t j = 0; j < args.size(); ++j)
+    list += (j ? ", " : "") + args[j];
+  const std::string shape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                            std::to_string(k.k);
+  std::string sty = "!llvm.struct<(f32, f32, f32, f32)>", s = fresh();
+  line(s + " = llvm.call_intrinsic \"llvm.nvvm.mma." + shape + ".row.col." +
+       (bf ? "bf16" : "f32.f32") + "\"(" + list + ") : (" + sig + ") -> " + sty);
+  std::string vec = fresh();
+  line(vec + " = llvm.mlir.undef : " + cty);
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh(), r = fresh();
+    line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
+    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+         cty);
+    vec = r;
+  }
+  return vec;
+}
+
+bool KernelEmitter::emitMma(const ir::Op &op) {
+  const MmaKind &k = *op.mma;
+  const RegVal &A = values_.at(op.operands[0]), &B = values_.at(op.operands[1]),
+               &C = values_.at(op.operands[2]);
+  const ScalarType in = op.operands[0]->type.dtype;
+  const std::string kSym = "$i_" + op.dims[2].str();
+  RegVal out;
+  out.dtype = k.acc;
+  out.elems = k.c.elements;
+  out.tag = "mma accumulator " + std::string(k.name);
+  if (!A.tag.empty() || !B.tag.empty())
+    return unsupported("an mma operand in another mma's accumulator layout", op.loc);
+  if (!C.tag.empty() && C.tag != out.tag)
+    return unsupported("an mma accumulator in another layout (" + C.tag + ")", op.loc);
+  if ((C.elems != 1 && C.elems != out.elems) || (A.elems != 1 && A.elems != k.a.elements) ||
+      (B.elems != 1 && B.elems != k.b.elements))
+    return unsupported("mma operands whose elements per lane differ from " + std::string(k.name),
+                       op.loc);
+  if (C.tag.empty() && !C.layout.empty())
+    return unsupported("an mma accumulator that is not uniform or produced by an mma", op.loc);
+  for (const RegVal *v : {&A, &B, &C})
+    out.cloneSyms.insert(v->cloneSyms.begin(), v->cloneSyms.end());
+  out.cloneSyms.erase(kSym);
+  const int64_t kCount =
+      A.cloneSyms.count(kSym) || B.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+  // K outermost: consecutive instructions update different accumulators, so none waits for
+  // the previous one's result.
+  const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
+  for (const auto &a : assigns)
+    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(C, a, out.elems);
+  for (int64_t kk = 0; kk < kCount; ++kk)
+    for (const auto &a : assigns) {
+      CloneAssign b = a;
+      b[kSym] = kk;
+      std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
+      c = mmaInstr(k, in, operandAt(A, b, k.a.elements), operandAt(B, b, k.b.elements), c);
+    }
+  values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+// ---- iterate -----------------------------------------------------------------------------
+
+bool KernelEmitter::emitIterate(const ir::Op &op) {
+  std::vector<RegVal> carried;
+  for (const ir::Value *o : op.operands)
+    carried.push_back(values_.at(o));
+  // The carried values' shapes are those of their inits widened by what the body yields
+  // (a splat 0 init of an MMA accumulator becomes one vector per clone): emit, compare, and
+  // emit again with the wider shapes until they settle.
+  for (int round = 0; round < 4; ++round) {
+    const size_t mark = items_.size();
+    auto cache = exprCache_;
+    std::vector<RegVal> yielded;
+    if (!emitLoopOnce(op, carried, yielded))
+      return false;
+    bool settled = true;
+    for (size_t i = 0; i < carried.size(); ++i) {
+      RegVal &c = carried[i];
+      const RegVal &y = yielded[i];
+      bool fits = std::includes(c.cloneSyms.begin(), c.cloneSyms.end(), y.cloneSyms.begin(),
+                                y.cloneSyms.end()) &&
+                  (y.elems == c.elems || y.elems == 1) && (y.tag.empty() || y.tag == c.tag);
+      if (fits)
+        continue;
+      settled = false;
+      if ((c.elems != 1 && y.elems != c.elems) || (!c.tag.empty() && c.tag != y.tag) ||
+          (!c.layout.empty() && c.tag.empty() && !y.tag.empty()))
+        return unsupported("a loop-carried value whose layout changes in the loop", op.loc);
+      c.cloneSyms.insert(y.cloneSyms.begin(), y.cloneSyms.end());
+      c.elems = y.elems;
+      c.vecDim = y.vecDim;
+      c.tag = y.tag;
+      if (c.layout.empty())
+        c.layout = y.layout;
+    }
+    if (settled)
+      return true;
+    items_.resize(mark);
+    exprCache_ = cache;
+  }
+  return unsupported("a loop whose carried values do not settle", op.loc);
+}
+
+bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
+                                 std::vector<RegVal> &yielded) {
+  const ir::Dim &dim = op.dims[0];
+  const LoopInfo *li = nullptr;
+  for (const auto &l : d_.loops)
+    if (l.dim == dim)
+      li = &l;
+  if (!li)
+    return unsupported("iterate over " + dim.str() + " without a loop", op.loc);
+  const std::string ivSym = "$IV_" + dim.str();
+  const ir::Region &body = *op.regions[0];
+  std::vector<const ir::Op *> staged;
+  for (const auto &o : body.ops)
+    if (isPromoted(*o)) {
+      if (!promotions_.count(o.get()) && !promote(*o))
+        return false;
+      staged.push_back(o.get());
+    }
+  // Two schedules. With cp.async (every staged copy can use it): two buffers per tile, the
+  // copy of tile i + 1 issued into the other buffer right after iteration i's shared reads;
+  // otherwise one buffer and a register prefetch (load tile i + 1 at the top of iteration i,
+  // store it at the end). Either way the barriers come from the analysis.
+  bool async = !staged.empty();
+  for (const ir::Op *o : staged)
+    async = async && asyncCopyable(promotions_.at(o));
+  // Pipeline depth: 3 buffers with swizzled (unpadded) rows, else 2 padded ones, whichever fits
+  // the target's shared memory first; 1 (register prefetch) otherwise.
+  int stages = 1;
+  bool swizzle = false;
+  for (const ir::Op *o : staged)
+    allocs_[promotions_.at(o).alloc].stages = 1;
+  for (auto [s, swz] : {std::pair<int, bool>{4, true}, {3, true}, {2, true}, {2, false}}) {
+    if (!async || stages > 1)
+      break;
+    bool ok = true;
+    for (const ir::Op *o : staged) {
+      LdsAlloc &al = allocs_[promotions_.at(o).alloc];
+      ok = ok && (!swz || swizzlable(al.tile, o->operands[0]->type.dtype));
+    }
+    if (!ok)
+      continue;
+    int64_t total = 0;
+    for (size_t i = 0; i < allocs_.size(); ++i) {
+      LdsAlloc al = allocs_[i];
+      bool mine = false;
+      for (const ir::Op *o : staged)
+        mine |= promotions_.at(o).alloc == static_cast<int>(i);
+      if (mine) {
+        relayout(al, staged.front()->operands[0]->type.dtype, swz);
+        al.stages = s;
+      }
+      total += (al.bytes + 15) / 16 * 16 * al.stages;
+    }
+    if (total <= static_cast<int64_t>(target_.ldsBytes)) {
+      stages = s;
+      swizzle = swz;
+    }
+  }
+  if (stages == 1)
+    async = false;
+  for (const ir::Op *o : staged) {
+    LdsAlloc &al = allocs_[promotions_.at(o).alloc];
+    relayout(al, o->operands[0]->type.dtype, swizzle);
+    al.stages = stages;
+  }
+  // Prologue: tiles 0 .. stages - 2 into buffers 0 .. stages - 2 (clamped to the last tile).
+  for (int t = 0; t < std::max(1, stages - 1); ++t) {
+    subs_[ivSym] = min(IndexExpr(t), li->tripCount - 1);
+    stageIndex_ = IndexExpr(t);
+    stageTag_ = async ? t : -1;
+    for (const ir::Op *o : staged) {
+      if (async)
+        cpAsyncCopy(promotions_.at(o));
+      else
+        coopStore(promotions_.at(o), coopLoad(promotions_.at(o)));
+    }
+    if (async)
+      line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+  }
+  subs_.erase(ivSym);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+
+  const std::string trips = lowerIndex(li->tripCount);
+  const unsigned n = next_++;
+  const std::string loop = "%loop" + std::to_string(n), iv = "%iv" + std::to_string(n);
+  std::vector<std::string> inits, types, args;
+  std::vector<std::vector<CloneAssign>> clones;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    clones.push_back(clonesOver(carried[i].cloneSyms));
+    for (const auto &a : clones.back()) {
+      inits.push_back(operandAt(values_.at(op.operands[i]), a, carried[i].elems));
+      types.push_back(vecType(carried[i].dtype, carried[i].elems));
+      args.push_back("%it" + std::to_string(n) + "_" + std::to_string(args.size()));
+    }
+  }
+  std::string head = "scf.for " + iv + " = " + constIndex(0) + " to " + trips + " step " +
+                     constIndex(1);
+  if (!args.empty()) {
+    std::string ia, ty;
+    for (size_t j = 0; j < args.size(); ++j) {
+      ia += (j ? ", " : "") + args[j] + " = " + inits[j];
+      ty += (j ? ", " : "") + types[j];
+    }
+    head = loop + ":" + std::to_string(args.size()) + " = " + head + " iter_args(" + ia +
+           ") -> (" + ty + ")";
+  }
+  {
+    SyncItem saved = lds_;
+    lds_ = {SyncItem::LoopBegin, -1};
+    lds_.stages = stages;
+    line(head + " {");
+    lds_ = saved;
+  }
+  const std::string outer = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  symbols_[ivSym] = iv;
+  size_t j = 0;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    RegVal r = carried[i];
+    r.clones.clear();
+    for (const auto &a : clones[i])
+      r.clones[cloneKey(a, r.cloneSyms)] = args[j++];
+    values_[body.args[i]] = std::move(r);
+  }
+  // Tile IV + 1 (the last iteration fetches its own tile again: no bounds question).
+  std::vector<std::vector<std::string>> prefetched;
+  const std::string nextSym = "$IVnext_" + dim.str();
+  if (!staged.empty()) {
+    std::string one = binop("addi", iv, constIndex(async ? stages - 1 : 1));
+    std::string last = binop("subi", trips, constIndex(1));
+    symbols_[nextSym] = binop("minsi", one, last);
+    sym::Range r = facts_.rangeOfSymbol(ivSym);
+    facts_.setRange(nextSym, r.lo, r.hi);
+    staged_.insert(staged.begin(), staged.end());
+  }
+  if (!staged.empty() && !async) {
+    subs_[ivSym] = IndexExpr::symbol(nextSym);
+    for (const ir::Op *o : staged)
+      prefetched.push_back(coopLoad(promotions_.at(o)));
+    subs_.erase(ivSym);
+  }
+  const ir::Op *lastStaged = staged.empty() ? nullptr : staged.back();
+  const IndexExpr ivExpr = IndexExpr::symbol(ivSym);
+  const ir::Op *yield = nullptr;
+  for (const auto &o : body.ops) {
+    if (o->kind == ir::OpKind::Yield) {
+      yield = o.get();
+      break;
+    }
+    // Reads of a double-buffered tile use buffer IV % 2.
+    if (async && staged_.count(o.get())) {
+      stageIndex_ = mod(ivExpr, stages);
+      stageTag_ = 0;
+      inflight_ = stages - 2; // tiles i + 1 .. i + stages - 2 may still be in flight
+    }
+    bool ok = emitOp(*o);
+    stageIndex_ = IndexExpr(0);
+    stageTag_ = -1;
+    inflight_ = 0;
+    if (!ok)
+      return false;
+    if (async && o.get() == lastStaged) {
+      // The copy of the next tile into the other buffer, behind this iteration's reads.
+      subs_[ivSym] = IndexExpr::symbol(nextSym);
+      stageIndex_ = mod(ivExpr + (stages - 1), stages);
+      stageTag_ = stages - 1;
+      for (const ir::Op *st : staged)
+        cpAsyncCopy(promotions_.at(st));
+      line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+      subs_.erase(ivSym);
+      stageIndex_ = IndexExpr(0);
+      stageTag_ = -1;
+    }
+  }
+  for (const ir::Op *o : staged)
+    staged_.erase(o);
+  for (size_t s = 0; s < prefetched.size(); ++s)
+    coopStore(promotions_.at(staged[s]), prefetched[s]);
+  if (!yield || yield->operands.size() != carried.size())
+    return unsupported("an iterate body without a matching yield", op.loc);
+  bool fits = true;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    yielded.push_back(values_.at(yield->operands[i]));
+    const RegVal &y = yielded.back();
+    fits &= std::includes(carried[i].cloneSyms.begin(), carried[i].cloneSyms.end(),
+                          y.cloneSyms.begin(), y.cloneSyms.end()) &&
+            (y.elems == carried[i].elems || y.elems == 1);
+  }
+  if (fits && !args.empty()) {
+    std::string ys, ty;
+    j = 0;
+    for (size_t i = 0; i < carried.size(); ++i)
+      for (const auto &a : clones[i]) {
+        ys += (j ? ", " : "") + operandAt(yielded[i], a, carried[i].elems);
+        ty += (j ? ", " : "") + types[j];
+        ++j;
+      }
+    line("scf.yield " + ys + " : " + ty);
+  }
+  indent_ = outer;
+  exprCache_ = cache;
+  symbols_.erase(ivSym);
+  {
+    SyncItem saved = lds_;
+    lds_ = {SyncItem::LoopEnd, -1};
+    line("}");
+    lds_ = saved;
+  }
+  if (async) // nothing may stay in flight into shared memory the kernel no longer owns
+    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()");
+  j = 0;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    RegVal r = carried[i];
+    r.clones.clear();
+    for (const auto &a : clones[i])
+      r.clones[cloneKey(a, r.cloneSyms)] = loop + "#" + std::to_string(j++);
+    values_[op.results[i]] = std::move(r);
+  }
+  return !failed_;
+}
+
 // The value's layout must be the write's on every dim it has (no re-layout through LDS yet).
 bool KernelEmitter::emitWrite(const ir::Op &op) {
   Access acc;
@@ -691,6 +1609,10 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
   const RegVal &v = values_.at(op.operands[0]);
   if (v.dtype != acc.dtype)
     return unsupported("a write of a different element type", op.loc);
+  if (!v.tag.empty() && accessOf(op)->anchor != v.tag)
+    return unsupported("a write of an MMA accumulator (" + v.tag + ") in the layout '" +
+                           accessOf(op)->anchor + "'",
+                       op.loc);
   std::set<std::string> syms = v.cloneSyms;
   for (const auto &di : acc.dims) {
     for (const auto &s : di.start.freeSymbols())
@@ -718,10 +1640,29 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   if (mlirType(out.dtype).empty())
     return unsupported(std::string("element type ") + scalarTypeName(out.dtype), op.loc);
   std::vector<const RegVal *> ins;
+  auto isF8 = [](ScalarType t) {
+    return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
+           t == ScalarType::F8E5M2FNUZ;
+  };
+  if (isF8(out.dtype) || opaque(out.dtype))
+    return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
+                           target_.name,
+                       op.loc);
+  bool tagged = false, laidOut = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
-    if (mlirType(v.dtype).empty())
+    if (mlirType(v.dtype).empty() || isF8(v.dtype) || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
+    if (!v.tag.empty()) {
+      if (!out.tag.empty() && out.tag != v.tag)
+        return unsupported("operands in different MMA layouts", op.loc);
+      out.tag = v.tag;
+      tagged = true;
+    } else if (!v.layout.empty()) {
+      laidOut = true;
+    }
+    if (tagged && laidOut)
+      return unsupported("an MMA accumulator combined with a value in another layout", op.loc);
     for (const auto &[dim, di] : v.layout) {
       auto [it, inserted] = out.layout.emplace(dim, di);
       if (!inserted && (!it->second.start.equals(di.start) || it->second.elements != di.elements))
@@ -1039,7 +1980,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     RegVal v;
     v.dtype = op.results[0]->type.dtype;
     std::string ty = mlirType(v.dtype);
-    if (ty.empty())
+    if (ty.empty() || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     std::string lit = isFloat(v.dtype)            ? floatLiteral(op.fvalue, v.dtype)
                       : v.dtype == ScalarType::I1 ? (op.ivalue ? "true" : "false")
@@ -1060,9 +2001,16 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::Math:
   case ir::OpKind::Select:
   case ir::OpKind::Cast: return emitElementwise(op);
-  case ir::OpKind::Mma: return unsupported("mma", op.loc);
+  case ir::OpKind::Mma: return emitMma(op);
   case ir::OpKind::Reduce: return unsupported("reductions", op.loc);
-  case ir::OpKind::Iterate: return unsupported("iterate", op.loc);
+  case ir::OpKind::Iterate: return emitIterate(op);
+  case ir::OpKind::Barrier: {
+    SyncItem saved = lds_;
+    lds_ = {SyncItem::Barrier, -1};
+    line("gpu.barrier");
+    lds_ = saved;
+    return true;
+  }
   case ir::OpKind::If: return unsupported("if", op.loc);
   case ir::OpKind::AtomicAdd:
   case ir::OpKind::AtomicMin: return unsupported("atomics", op.loc);
@@ -1083,8 +2031,7 @@ bool KernelEmitter::emit(std::ostream &os) {
   for (const auto &p : k_.params) {
     const ir::Value *v = p.value;
     if (v->type.isMemory()) {
-      if (v->type.space != AddressSpace::Global)
-        return unsupported("a shared-memory parameter", p.loc);
+      // A `shared` parameter is a global tensor too; its reads are promoted.
       pointers_[v] = arg("!llvm.ptr<1>");
     } else if (v->type.isScalar()) {
       std::string ty = mlirType(v->type.dtype);
@@ -1117,6 +2064,24 @@ bool KernelEmitter::emit(std::ostream &os) {
       return false;
   if (failed_)
     return false;
+  for (auto &al : allocs_) {
+    al.offsetBytes = (ldsBytes_ + 15) / 16 * 16;
+    ldsBytes_ = al.offsetBytes + al.bytes * al.stages;
+  }
+  if (ldsBytes_ > 0) {
+    if (ldsBytes_ > target_.ldsBytes)
+      return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
+                             " bytes of shared memory (" + target_.name + " has " +
+                             std::to_string(target_.ldsBytes) + " per workgroup)",
+                         k_.loc);
+    head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
+    for (const auto &al : allocs_)
+      head_ << "      " << al.base << " = llvm.getelementptr %lds[" << al.offsetBytes
+            << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
+    os << "    llvm.mlir.global internal @__wave_lds_" << k_.name
+       << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<" << ldsBytes_
+       << " x i8>\n";
+  }
 
   std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
                     std::to_string(d_.block[2]);
@@ -1124,20 +2089,43 @@ bool KernelEmitter::emit(std::ostream &os) {
      << "array<i32: " << blk << ">";
   if (target_.vendor == Vendor::NVIDIA)
     os << ", nvvm.maxntid = array<i32: " << blk << ">";
-  os << "} {\n" << head_.str() << body_.str() << "      gpu.return\n    } " << locOf(k_.loc)
-     << "\n";
+  os << "} {\n" << head_.str();
+  std::vector<SyncItem> sync;
+  for (const auto &it : items_)
+    sync.push_back(it.sync);
+  std::vector<BarrierPlacement> barrier = placeBarriers(sync);
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const std::string &t = items_[i].text;
+    const std::string ind = t.substr(0, t.find_first_not_of(' '));
+    if (barrier[i] == BarrierPlacement::WaitAndBarrier) {
+      // The reads here need their own tile; the newest `inflight` copy groups (later tiles)
+      // may still be in flight.
+      const int keep = items_[i].sync.inflight;
+      if (keep > 0)
+        os << ind << "%wait_" << i << " = llvm.mlir.constant(" << keep << " : i32) : i32\n"
+           << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.group\"(%wait_" << i
+           << ") : (i32) -> ()\n";
+      else
+        os << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()\n";
+    }
+    if (barrier[i] != BarrierPlacement::None && insertBarriers_)
+      os << ind << "gpu.barrier\n";
+    os << items_[i].text << "\n";
+  }
+  os << "      gpu.return\n    } " << locOf(k_.loc) << "\n";
   return true;
 }
 
 } // namespace
 
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
-                                    const TargetInfo &target, DiagnosticEngine &diags) {
+                                    const TargetInfo &target, DiagnosticEngine &diags,
+                                    bool insertBarriers) {
   std::ostringstream os;
   os << "module attributes {gpu.container_module} {\n  gpu.module @wave_kernels {\n";
   bool ok = true;
   for (const auto &ck : kernels) {
-    KernelEmitter e(*ck.kernel, *ck.dist, target, diags);
+    KernelEmitter e(*ck.kernel, *ck.dist, target, diags, insertBarriers);
     if (!e.emit(os)) {
       diags.note(DiagId::NoteInKernel, ck.kernel->loc, {ck.kernel->name});
       ok = false;

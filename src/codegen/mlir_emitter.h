@@ -20,7 +20,10 @@
 namespace wave {
 
 // Returns the module text, or nullopt after reporting what is not supported.
+// `insertBarriers` = false leaves out the shared-memory barriers the analysis places (a debug
+// switch: the emulator's race detector must then report the races).
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
-                                    const TargetInfo &target, DiagnosticEngine &diags);
+                                    const TargetInfo &target, DiagnosticEngine &diags,
+                                    bool insertBarriers = true);
 
 } // namespace wave

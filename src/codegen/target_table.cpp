@@ -40,6 +40,12 @@ IndexExpr syncBK16(const IndexExpr &l, const IndexExpr &g) {
 IndexExpr syncCRow(const IndexExpr &l, const IndexExpr &g) { return floorDiv(l, 4) + 8 * floorDiv(g, 2); }
 IndexExpr syncCCol(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + mod(g, 2); }
 IndexExpr syncBK8(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + g; }
+// ldmatrix addresses (wave-facts.md 3.4): A 16x16 with .x4 (lanes 8j..8j+7 address matrix j:
+// rows 0-7 / 8-15, cols 0 / 8), B 8x16 (N x K) with .x2 (rows 0-7, cols 0 / 8).
+IndexExpr ldARow(const IndexExpr &l) { return mod(l, 16); }
+IndexExpr ldACol(const IndexExpr &l) { return 8 * floorDiv(l, 16); }
+IndexExpr ldBRow(const IndexExpr &l) { return mod(l, 8); }
+IndexExpr ldBCol(const IndexExpr &l) { return 8 * mod(floorDiv(l, 8), 2); }
 
 using ST = ScalarType;
 const std::vector<ST> kF16{ST::F16}, kBF16{ST::BF16}, kI8{ST::I8},
@@ -49,7 +55,8 @@ const LaneLayout kA16x4{4, lmod16, k4x16}, kA32x4{4, lmod32, k4x32}, kA16x8{8, l
     kA32x8{8, lmod32, k8x32}, kA16K4F8{8, lmod16, k4f8};
 const LaneLayout kC16{4, k4x16, lmod16}, kC32{16, acc32Row, lmod32};
 const LaneLayout kWmmaAB{16, lmod16, gOnly}, kWmmaC{8, wmmaAccRow, lmod16};
-const LaneLayout kSyncA16{8, syncARow, syncACol}, kSyncB16{4, grp, syncBK16},
+const LaneLayout kSyncA16{8, syncARow, syncACol, 4, ldARow, ldACol},
+    kSyncB16{4, grp, syncBK16, 2, ldBRow, ldBCol},
     kSyncC{4, syncCRow, syncCCol};
 const LaneLayout kSyncA8{4, syncCRow, syncCCol}, kSyncB8{2, grp, syncBK8};
 

@@ -18,10 +18,17 @@ enum class MmaFamily { MFMA, WMMA, MmaSync };
 
 // Where element g of lane l of one MMA operand sits: (row, col) of the operand's 2-D tile.
 // A is M x K, B is N x K (Wave's convention: B stored N x K), C/D is M x N.
+// `ldmatrix` (NVIDIA) loads a whole operand fragment from shared memory: `tiles` 8x8 matrices
+// of 16-bit elements, lane l supplying the address of (row, col) = (ldRow(l), ldCol(l)) of the
+// operand tile; register j of every lane then holds the fragment's elements 2j, 2j + 1. Zero
+// tiles: the layout has no ldmatrix form.
 struct LaneLayout {
   unsigned elements; // per lane
   sym::IndexExpr (*row)(const sym::IndexExpr &lane, const sym::IndexExpr &g);
   sym::IndexExpr (*col)(const sym::IndexExpr &lane, const sym::IndexExpr &g);
+  unsigned ldTiles = 0;
+  sym::IndexExpr (*ldRow)(const sym::IndexExpr &lane) = nullptr;
+  sym::IndexExpr (*ldCol)(const sym::IndexExpr &lane) = nullptr;
 };
 
 struct MmaKind {

@@ -451,6 +451,7 @@ int main(int argc, char **argv) {
       cacheDir = value;
       break;
     case FlagId::NoCache: noCache = true; break;
+    case FlagId::DebugNoBarriers: opts.debugNoBarriers = true; break;
     }
   }
 

@@ -35,6 +35,7 @@ struct DriverOptions {
   // Code generation.
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // --code-object-version (AMD)
+  bool debugNoBarriers = false;   // --debug-no-barriers (hidden)
   // The generated host API: a C header and a C stub embedding the code object.
   std::string header; // --header
   std::string stub;   // --stub

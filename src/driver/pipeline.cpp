@@ -216,6 +216,7 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
   k += "codegen " + fileIdentity(codegenBackendPath()) + "\n";
   k += "target " + target + "\n";
   k += "emu " + std::to_string(withEmu) + "\n";
+  k += "barriers " + std::to_string(!opts.debugNoBarriers) + "\n";
   k += "output " + std::to_string(static_cast<int>(output)) + "\n";
   k += "opt " + std::to_string(opts.optLevel) + "\n";
   k += "cov " + std::to_string(opts.codeObjectVersion) + "\n";
@@ -266,6 +267,7 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
   co.optLevel = opts.optLevel;
+  co.insertBarriers = !opts.debugNoBarriers;
   co.codeObjectVersion = opts.codeObjectVersion;
   co.output = output;
   const bool needsAmd = co.output == CodegenOutput::HSACO;

@@ -172,7 +172,8 @@ def test_all_targets(a, tmp):
 
 def test_unsupported_features(a, tmp):
     # Kernels outside the code generator's scope fail with a located diagnostic and no output.
-    for sample, what in (("gemm/gemm.wave", "shared-memory"), ("softmax/softmax.wave", "reductions")):
+    for sample, what in (("../tests/codegen/inputs/if_statement.wave", "if"),
+                         ("softmax/softmax.wave", "elements per thread")):
         out = os.path.join(tmp, "x.hsaco")
         p = run([a.wavec, os.path.join(a.source_dir, "samples", sample), "-o", out,
                  "--color=never"], ok=False)
@@ -181,6 +182,14 @@ def test_unsupported_features(a, tmp):
               f"{sample}: codegen-unsupported ({what})", err)
         check(not os.path.exists(out) and not any(f.startswith("x.hsaco") for f in os.listdir(tmp)),
               f"{sample}: no output file")
+    # Promoted tiles that do not fit the target's shared memory: a located error, no output.
+    out = os.path.join(tmp, "big.hsaco")
+    p = run([a.wavec, os.path.join(a.source_dir, "samples", "gemm", "gemm_portable.wave"),
+             "-DBLOCK_M=256", "-DBLOCK_N=256", "-DBLOCK_K=128", "-DWAVE_M=128", "-DWAVE_N=128",
+             "-o", out, "--color=never"], ok=False)
+    err = p.stderr.decode()
+    check(p.returncode == 1 and "135168 bytes of shared memory" in err and "65536" in err and
+          not os.path.exists(out), "shared memory over the target's limit is a clean error", err)
     # A wavec without its code generator library says so (and --check still works).
     import shutil
     lonely = os.path.join(tmp, "bin")
@@ -196,6 +205,145 @@ def test_unsupported_features(a, tmp):
             ok=False)
     check(p.returncode == 1 and "[output-kind-target]" in p.stderr.decode(),
           "HSACO for an NVIDIA target is refused")
+
+
+def gemm_sources(a):
+    g = os.path.join(a.source_dir, "samples", "gemm")
+    return os.path.join(g, "gemm.wave"), os.path.join(g, "gemm_portable.wave")
+
+
+def notes(a, path):
+    return run([a.readelf, "--notes", path]).stdout.decode()
+
+
+def test_gemm_gfx942_isa(a, tmp):
+    # language.md's GEMM (64x64x32 tiles, 2x2 waves, F32_16x16x16_F16) against wave-facts.md 9.3.
+    spec, _ = gemm_sources(a)
+    for dims in ([], ["-DM=4096", "-DN=4096", "-DK=4096"]):
+        label = "static" if dims else "dynamic"
+        out = os.path.join(tmp, "gemm.hsaco")
+        run([a.wavec, spec, "-o", out] + dims)
+        meta = notes(a, out)
+        asm = run([a.wavec, spec, "--emit=asm"] + dims).stdout.decode()
+        check(re.search(r"v_mfma_f32_16x16x16_f16", asm), f"{label}: v_mfma_f32_16x16x16_f16", asm)
+        check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta), f"{label}: no scratch", meta)
+        check(re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{label}: no VGPR spills", meta)
+        check(re.search(r"\.sgpr_spill_count:\s+0\b", meta), f"{label}: no SGPR spills", meta)
+        # Two 64x(32+4) f16 tiles (wave-facts.md 5.1: 64 bits of padding per row).
+        check(re.search(r"\.group_segment_fixed_size:\s+9216\b", meta),
+              f"{label}: LDS bytes = 2 * 64 * 36 * 2 = 9216", meta)
+        check("global_load_dwordx4" in asm, f"{label}: 128-bit cooperative global loads", asm)
+        check(re.search(r"ds_write2?_b(64|128)", asm), f"{label}: wide LDS stores", asm)
+        check(re.search(r"ds_read2?_b(64|128)", asm), f"{label}: 64/128-bit LDS reads", asm)
+        if dims:  # the dynamic kernel keeps an element-wise path for ragged tiles
+            check(not re.search(r"global_load_(ushort|short_d16)", asm),
+                  f"{label}: no 16-bit global loads", asm)
+        check("s_barrier" in asm, f"{label}: barriers", asm)
+    # The 32x32x8 kind and the virtual K8 kind through -DMMA-like kind override on gfx942/gfx90a.
+    for t, kind, pattern in (("gfx942", "F32_32x32x8_F16", r"v_mfma_f32_32x32x8_f16"),
+                             ("gfx90a", "F32_32x32x8_F16", r"v_mfma_f32_32x32x8f16"),
+                             ("gfx942", "F32_16x16x32_K8_F16", r"v_mfma_f32_16x16x16_f16"),
+                             ("gfx90a", "F32_16x16x16_F16", r"v_mfma_f32_16x16x16f16")):
+        src = os.path.join(tmp, "k.wave")
+        open(src, "w").write(open(spec).read().replace("mma = F32_16x16x16_F16", "mma = " + kind))
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        check(re.search(pattern, asm), f"{t} {kind}: {pattern}", asm[:3000])
+        out = os.path.join(tmp, "k.hsaco")
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        meta = notes(a, out)
+        check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{t} {kind}: no scratch/spills", meta)
+
+
+def test_gemm_int8_fp8(a, tmp):
+    # The gfx942-only kinds (fp8 FNUZ, I32_16x16x32_I8) and gfx90a's I32_16x16x16_I8, through
+    # shared memory: fp8/i8 tiles of 64 x (32 + 8) bytes.
+    spec, _ = gemm_sources(a)
+    text = open(spec).read()
+    for t, elem, kind, acc, pattern in (
+            ("gfx942", "f8e4m3fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_fp8_fp8"),
+            ("gfx942", "f8e5m2fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_bf8_bf8"),
+            ("gfx942", "i8", "I32_16x16x32_I8", "i32", r"v_mfma_i32_16x16x32_i8"),
+            ("gfx90a", "i8", "I32_16x16x16_I8", "i32", r"v_mfma_i32_16x16x16i8")):
+        src = os.path.join(tmp, f"{elem}_{t}.wave")
+        body = text.replace("f16]", elem + "]").replace("mma = F32_16x16x16_F16", "mma = " + kind)
+        body = body.replace("c: Memory[M, N, global, f32]", f"c: Memory[M, N, global, {acc}]")
+        body = body.replace("Register[M, N, f32](0.0)", f"Register[M, N, {acc}]({'0' if acc == 'i32' else '0.0'})")
+        open(src, "w").write(body)
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        check(re.search(pattern, asm), f"{t} {elem} {kind}: {pattern}", asm[:2000])
+        out = os.path.join(tmp, "q.hsaco")
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        meta = notes(a, out)
+        check(re.search(r"\.group_segment_fixed_size:\s+5120\b", meta) and
+              re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta),
+              f"{t} {elem}: LDS 2 * 64 * 40 bytes, no scratch, no spills", meta)
+
+
+def test_gemm_other_targets(a, tmp):
+    _, portable = gemm_sources(a)
+    batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")
+    bf16 = os.path.join(tmp, "gemm_bf16.wave")
+    open(bf16, "w").write(open(portable).read().replace("f16]", "bf16]"))
+    for src in (portable, batched, bf16):
+        name = os.path.basename(src)
+        asm = run([a.wavec, src, "--target=gfx1100", "--emit=asm"]).stdout.decode()
+        check(re.search(r"v_wmma_f32_16x16x16_(bf)?16|v_wmma_f32_16x16x16_f16", asm),
+              f"gfx1100 {name}: v_wmma", asm[:2000])
+        check("ds_load_b128" in asm, f"gfx1100 {name}: 128-bit LDS reads (a row per lane)", asm[:2000])
+        out = os.path.join(tmp, "g.hsaco")
+        run([a.wavec, src, "--target=gfx1100", "-o", out])
+        meta = notes(a, out)
+        check(".wavefront_size: 32" in meta and
+              re.search(r"\.private_segment_fixed_size:\s+0\b", meta),
+              f"gfx1100 {name}: wave32, no scratch", meta)
+        for t in ("gfx942", "gfx90a"):
+            asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+            check("v_mfma" in asm, f"{t} {name}: v_mfma", asm[:2000])
+    for t in ("sm_80", "sm_90"):
+        for src in (portable, batched, bf16):
+            name = os.path.basename(src)
+            ptx = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+            check(re.search(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.(f16\.f16|bf16\.bf16)\.f32",
+                            ptx), f"{t} {name}: mma.sync m16n8k16", ptx[:2000])
+            check("ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx and
+                  "ldmatrix.sync.aligned.m8n8.x2.shared.b16" in ptx,
+                  f"{t} {name}: ldmatrix x4 (A) and x2 (B)", ptx[:2000])
+            check("ld.global.v4" in ptx and "st.shared.v4" in ptx,
+                  f"{t} {name}: 128-bit cooperative copies", ptx[:2000])
+            check("bar.sync" in ptx, f"{t} {name}: barriers", ptx[:2000])
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+    for src in (portable, batched, bf16):
+        out = os.path.join(tmp, "g.ptx")
+        run([a.wavec, src, "--target=sm_90", "-o", out])
+        p = run([PTXAS, "-arch=sm_90", "-v", out, "-o", os.path.join(tmp, "g.cubin")])
+        info = p.stderr.decode()
+        check(re.search(r"0 bytes spill stores", info), f"ptxas accepts {os.path.basename(src)}, no spills",
+              info)
+
+
+def test_gemm_barriers(a, tmp):
+    # The analysis places two barriers per iteration of the single-buffered loop (before the
+    # overwrite of the tile read in the previous iteration, and between the store and the
+    # reads); --debug-no-barriers leaves them out.
+    spec, _ = gemm_sources(a)
+    text = run([a.wavec, spec, "--emit=mlir"]).stdout.decode()
+    loop = text[text.index("scf.for"):]
+    body = loop[:re.search(r"scf\.yield [^\n]*: vector<4xf32>", loop).start()]
+    check(body.count("gpu.barrier") == 2, "two barriers in the loop body", body[:3000])
+    first = body.index("gpu.barrier")
+    check(body.find("ptr<3> -> vector<4xf16>") > first, "the first barrier precedes the LDS reads",
+          body)
+    last = body.rindex("gpu.barrier")
+    check(body.find("vector<8xf16>, !llvm.ptr<3>", last) > last and
+          body.rfind("rocdl.mfma", 0, last) > 0,
+          "the second barrier sits after the MMAs and before the LDS stores", body)
+    check(text[:text.index("scf.for")].count("gpu.barrier") == 0, "no barrier before the loop", text)
+    off = run([a.wavec, spec, "--emit=mlir", "--debug-no-barriers"]).stdout.decode()
+    check("gpu.barrier" not in off, "--debug-no-barriers removes them", off[:2000])
 
 
 def main():

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""GEMM through wavec's generated C stub against torch.matmul (cuBLAS), same process, same data.
+
+  gemm_cuda.py RUNTIME_SO VARIANT=STUB_SO [VARIANT=STUB_SO ...] [--shapes M,N,K ...]
+
+Each STUB_SO is a shared library built from a `wavec --stub` C file (it exports gemm_launch);
+RUNTIME_SO is libwave_runtime.so. For every shape: random f16 A[M,K], B[N,K]; C poisoned with
+NaN; C = A·Bᵀ (f32) by the variant, checked against torch in f32 (TF32 off) by
+||out-ref||/||ref|| < 1e-3 and no NaN; then both timed (warm-up, then the median of several
+batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s.
+"""
+import ctypes
+import statistics
+import sys
+import time
+
+import torch
+
+
+def main():
+    args = sys.argv[1:]
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4000)]
+    if "--shapes" in args:
+        i = args.index("--shapes")
+        shapes = [tuple(int(x) for x in s.split(",")) for s in args[i + 1:]]
+        args = args[:i]
+    rt = ctypes.CDLL(args[0], mode=ctypes.RTLD_GLOBAL)
+    rt.wave_last_error.restype = ctypes.c_char_p
+    dev, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    torch.cuda.init()
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+    def check(st, what):
+        if st != 0:
+            raise RuntimeError(f"{what}: status {st}: {rt.wave_last_error().decode()}")
+
+    check(rt.wave_device_open(b"cuda://0", ctypes.byref(dev)), "device_open")
+    check(rt.wave_stream_create(dev, ctypes.byref(stream)), "stream_create")
+    variants = []
+    ok = True
+    for spec in args[1:]:
+        name, path = spec.split("=", 1)
+        path, _, kind = path.partition("@")
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        if kind == "batched":  # correctness only: bgemm(a, b, c, BATCH, M, N, K)
+            lib.bgemm_launch.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 4
+            for (B, M, N, K) in ((3, 250, 130, 192), (2, 256, 256, 256), (5, 65, 129, 200)):
+                a = torch.randn(B, M, K, device="cuda", dtype=torch.float16)
+                b = torch.randn(B, N, K, device="cuda", dtype=torch.float16)
+                c = torch.full((B, M, N), float("nan"), device="cuda")
+                check(lib.bgemm_launch(stream, a.data_ptr(), b.data_ptr(), c.data_ptr(), B, M, N, K),
+                      "bgemm_launch")
+                check(rt.wave_stream_synchronize(stream), "synchronize")
+                ref = torch.bmm(a.float(), b.float().transpose(1, 2))
+                rel = float((c - ref).norm() / ref.norm())
+                good = not bool(torch.isnan(c).any()) and rel < 1e-3
+                ok &= good
+                print(f"{name} batched {B}x{M}x{N}x{K}: rel.err {rel:.2e} {'PASS' if good else 'FAIL'}")
+            continue
+        lib.gemm_launch.argtypes = [ctypes.c_void_p] * 4 + [ctypes.c_int64] * 3
+        variants.append((name, lib, torch.bfloat16 if kind == "bf16" else torch.float16))
+    print(f"device: {torch.cuda.get_device_name()}")
+    rows = []
+    for (M, N, K) in shapes:
+        torch.manual_seed(M * 7 + N * 3 + K)
+        a = torch.randn(M, K, device="cuda", dtype=torch.float16)
+        b = torch.randn(N, K, device="cuda", dtype=torch.float16)
+        c = torch.empty(M, N, device="cuda", dtype=torch.float32)
+        ref = torch.matmul(a.float(), b.float().t())
+        a16, b16, ref16 = a, b, ref
+        abf, bbf = a.bfloat16(), b.bfloat16()
+        refbf = torch.matmul(abf.float(), bbf.float().t())
+        flop = 2.0 * M * N * K
+        reps = max(3, int(2e13 / flop))
+
+        def bench(fn, sync):
+            fn()
+            sync()
+            times = []
+            for _ in range(7):
+                sync()
+                t = time.perf_counter()
+                for _ in range(reps):
+                    fn()
+                sync()
+                times.append((time.perf_counter() - t) / reps)
+            return statistics.median(times)
+
+        tsync = torch.cuda.synchronize
+        t_torch = bench(lambda: torch.matmul(a16, b16.t()), tsync)
+        rows.append((f"{M}x{N}x{K}", "torch.matmul", t_torch, flop / t_torch / 1e12, "", ""))
+        for name, lib, dtype in variants:
+            a, b, ref = (a16, b16, ref16) if dtype == torch.float16 else (abf, bbf, refbf)
+            if K % 8 and "async" in name:
+                continue  # compiled with assume(K % 8 == 0)
+
+            def launch():
+                check(lib.gemm_launch(stream, a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K),
+                      "gemm_launch")
+
+            def wsync():
+                check(rt.wave_stream_synchronize(stream), "synchronize")
+
+            c.fill_(float("nan"))
+            torch.cuda.synchronize()
+            launch()
+            wsync()
+            nan = int(torch.isnan(c).sum())
+            rel = float((c - ref).norm() / ref.norm())
+            good = nan == 0 and rel < 1e-3
+            ok &= good
+            t = bench(launch, wsync)
+            rows.append((f"{M}x{N}x{K}", name, t, flop / t / 1e12,
+                         f"{rel:.2e}{'' if nan == 0 else f' NaN {nan}'}",
+                         f"{t_torch / t:.2f}x" + ("" if good else " WRONG")))
+    print(f"{'shape':>16} {'variant':>22} {'ms':>8} {'TFLOP/s':>8} {'rel.err':>10} {'vs cuBLAS':>10}")
+    for r in rows:
+        print(f"{r[0]:>16} {r[1]:>22} {r[2]*1e3:8.3f} {r[3]:8.1f} {r[4]:>10} {r[5]:>10}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
