@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake g++ ninja-build make pkg-config python3 python3-numpy python3-jsonschema
   default-jre-headless antlr4 libantlr4-runtime-dev
-  libginac-dev libcln-dev libfmt-dev
+  libginac-dev libcln-dev libcli11-dev libfmt-dev
   llvm-19-dev libmlir-19-dev mlir-19-tools lld-19 liblld-19-dev llvm-19-tools
   libamd-comgr-dev libgtest-dev
 )

@@ -33,7 +33,7 @@ export WAVEC_CACHE_DIR="$work/cache"
 
 cp -r "$src/samples/cmake" "$work/src"
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-      -DWAVE_TARGETS="$target" >/dev/null || fail "configuring the sample against the install failed"
+      -DWAVE_TARGETS="${target//,/;}" >/dev/null || fail "configuring the sample against the install failed"
 cmake --build "$work/build" || fail "building the sample failed"
 gen="$work/build/wavec/kernels"
 for f in saxpy.h saxpy.c saxpy.d; do [ -f "$gen/$f" ] || fail "wavec_add_kernel did not make $f"; done

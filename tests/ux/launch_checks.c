@@ -52,6 +52,22 @@ wave_status_t wave_select_kernel(wave_stream_t stream, const wave_code_object_t 
   return WAVE_SUCCESS;
 }
 
+/* Multi-target stubs select through this variant, which also reports the entry picked: the
+ * double picks entry 0 (the first target's launch geometry, which NAME_info describes). */
+wave_status_t wave_select_kernel_index(wave_stream_t stream, const wave_code_object_t *objects,
+                                       size_t count, const char *kernel_name,
+                                       wave_device_t *device, wave_kernel_t *kernel,
+                                       size_t *index) {
+  if (!fake_mode) {
+    wave_status_t (*real)(wave_stream_t, const wave_code_object_t *, size_t, const char *,
+                          wave_device_t *, wave_kernel_t *, size_t *);
+    *(void **)&real = dlsym(RTLD_NEXT, "wave_select_kernel_index");
+    return real(stream, objects, count, kernel_name, device, kernel, index);
+  }
+  *index = 0;
+  return wave_select_kernel(stream, objects, count, kernel_name, device, kernel);
+}
+
 wave_status_t wave_launch(wave_device_t device, wave_stream_t stream, wave_kernel_t kernel,
                           const uint32_t grid[3], const uint32_t block[3],
                           uint32_t dynamic_shared_bytes, const void *args, size_t args_size) {
