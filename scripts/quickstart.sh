@@ -24,3 +24,7 @@ rm -rf "$out"
 echo
 echo "wave-run samples/copy/copy.wave --device emu:gfx942 --check --size M=100 --size N=300:"
 ./build/wave-run samples/copy/copy.wave --device emu:gfx942 --check --size M=100 --size N=300
+
+echo
+echo "wave-run samples/gemm/gemm.wave --device emu:gfx942 --check --size M=256 --size N=256 --size K=256:"
+./build/wave-run samples/gemm/gemm.wave --device emu:gfx942 --check --size M=256 --size N=256 --size K=256
