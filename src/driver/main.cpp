@@ -382,6 +382,7 @@ int main(int argc, char **argv) {
       opts.defines.push_back(def);
       break;
     }
+    case FlagId::DebugLines: opts.debugLines = true; break;
     case FlagId::Opt:
       if (value.size() != 1 || value[0] < '0' || value[0] > '3')
         return usageError("-O" + value + ": expected -O0, -O1, -O2 or -O3");

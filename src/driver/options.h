@@ -49,6 +49,7 @@ struct DriverOptions {
   std::vector<std::string> printAfter; // stage names
   std::string dumpDir;
   bool timePasses = false;
+  bool debugLines = false;        // -g: .wave line info in the native output
   // Compile cache: empty dir = none.
   std::string cacheDir;
 };

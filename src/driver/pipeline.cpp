@@ -217,6 +217,7 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
   k += "target " + target + "\n";
   k += "emu " + std::to_string(withEmu) + "\n";
   k += "barriers " + std::to_string(!opts.debugNoBarriers) + "\n";
+  k += "lines " + std::to_string(opts.debugLines) + "\n";
   k += "output " + std::to_string(static_cast<int>(output)) + "\n";
   k += "opt " + std::to_string(opts.optLevel) + "\n";
   k += "cov " + std::to_string(opts.codeObjectVersion) + "\n";
@@ -268,6 +269,7 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   CodegenOptions co;
   co.optLevel = opts.optLevel;
   co.insertBarriers = !opts.debugNoBarriers;
+  co.debugInfo = opts.debugLines;
   co.codeObjectVersion = opts.codeObjectVersion;
   co.output = output;
   const bool needsAmd = co.output == CodegenOutput::HSACO;

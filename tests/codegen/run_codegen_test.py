@@ -54,6 +54,16 @@ def test_hsaco_metadata(a, tmp):
     ptx = run([a.wavec, a.copy, "--target=sm_90", "--emit=ptx"]).stdout.decode()
     check(".version" in ptx and ".loc" not in ptx and ".file" not in ptx, "no line info in PTX",
           ptx[:2000])
+    # -g keeps them: DWARF line rows of copy.wave's `write` (line 12) in the HSACO, .loc in PTX.
+    gout = os.path.join(tmp, "copy_g.hsaco")
+    run([a.wavec, a.copy, "-g", "--no-cache", "-o", gout])
+    lines = run([a.dwarfdump, "--debug-line", gout]).stdout.decode()
+    check('name: "copy.wave"' in lines and re.search(r"^0x[0-9a-f]+\s+12\s+\d+\s", lines, re.M),
+          "-g: DWARF line table of copy.wave in the HSACO", lines)
+    gptx = run([a.wavec, a.copy, "-g", "--no-cache", "--target=sm_90", "--emit=ptx"]).stdout.decode()
+    check(re.search(r'\.file\s+\d+\s+"[^"]*copy\.wave"', gptx) and
+          re.search(r"\.loc\s+\d+\s+12\s+\d+", gptx), "-g: .file/.loc of copy.wave in PTX",
+          gptx[:3000])
     # gfx1100 runs wave32 by default and wave64 when the kernel asks for it.
     for src, wave in ((a.copy, 32),
                       (os.path.join(a.source_dir, "tests", "codegen", "inputs", "copy_wave64.wave"), 64)):
@@ -354,6 +364,7 @@ def main():
     ap.add_argument("test")
     a = ap.parse_args()
     a.readelf = os.path.join(a.tools, "llvm-readelf")
+    a.dwarfdump = os.path.join(a.tools, "llvm-dwarfdump")
     a.copy = os.path.join(a.source_dir, "samples", "copy", "copy.wave")
     fn = globals().get("test_" + a.test)
     if not fn:
