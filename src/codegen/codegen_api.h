@@ -34,11 +34,27 @@ enum class CodegenOutput {
   Emu,   // the emulator image alone (runtime/src/emu/emu_image.h): binary
 };
 
+// What a kernel of a code object uses, read from the compiled module and code object; -1 where
+// unknown (registers of PTX are known only once ptxas has run: CodegenOptions::registerCounts).
+struct KernelResources {
+  std::string name;
+  int64_t sharedBytes = -1;  // static shared memory (LDS)
+  int64_t registers = -1;    // NVIDIA: registers per thread; AMD: VGPRs
+  int64_t agprs = -1;        // AMD: accumulation VGPRs (CDNA)
+  int64_t sgprs = -1;        // AMD: scalar registers
+  int64_t scratchBytes = -1; // private (stack) bytes per thread
+  int64_t spills = -1;       // AMD: VGPR + SGPR spill count; NVIDIA: spill store bytes
+};
+
 struct CodegenOptions {
   CodegenOutput output = CodegenOutput::HSACO;
   unsigned optLevel = 3;          // -O0..-O3
   unsigned codeObjectVersion = 5; // AMD: 4 or 5
   bool debugInfo = false;         // keep .wave line info (DWARF) in the native output
+  // When set, the resources of every kernel (shared bytes always; registers from an HSACO's
+  // metadata, or from `ptxas -v` for PTX/cubin when registerCounts is set and ptxas is found).
+  std::vector<KernelResources> *resources = nullptr;
+  bool registerCounts = false;
   bool insertBarriers = true;     // false: --debug-no-barriers (shows races to the emulator)
   // --time-passes: when set, the generator appends (step, milliseconds) for each of its steps.
   std::vector<std::pair<std::string, double>> *timings = nullptr;
@@ -70,7 +86,7 @@ struct WaveCodegenApi {
                    EmuImageResult *emu);
 };
 
-constexpr unsigned kWaveCodegenApiVersion = 2;
+constexpr unsigned kWaveCodegenApiVersion = 3;
 
 } // namespace wave
 

@@ -464,7 +464,7 @@ void emitInfo(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                      "{{{5}, {6}, {7}}}, {8}, {9}, {0}_args_, {10}}};\n",
                      n, cString(targetsOf(o)), d.block[0], d.block[1], d.block[2],
                      cString(d.grid[0].str()), cString(d.grid[1].str()), cString(d.grid[2].str()),
-                     0, abi.args.size(), abi.size);
+                     hk.sharedBytes, abi.args.size(), abi.size);
   out += fmt::format("const wave_kernel_info_t *{0}_info(void) {{ return &{0}_info_; }}\n\n", n);
 }
 

@@ -28,6 +28,8 @@ struct HostKernel {
   // Per compiled target, the kernel's distribution (block and grid may differ between targets,
   // e.g. wave64 and warp32); empty = every code object uses `dist`.
   std::vector<const Distribution *> variants = {};
+  // Static shared memory (LDS) bytes of the first target's code object (NAME_info).
+  uint64_t sharedBytes = 0;
 };
 
 struct HostApiOptions {

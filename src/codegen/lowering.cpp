@@ -54,6 +54,10 @@
 #include "llvm/IR/DiagnosticPrinter.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/MsgPackDocument.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/Object/ELF.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -186,6 +190,179 @@ std::string featuresFor(const TargetInfo &target, const std::vector<CodegenKerne
     if (!f.contains("wavefrontsize"))
       out += f.str() + ",";
   return out + "+wavefrontsize" + std::to_string(wave);
+}
+
+// Runs a tool and returns its stderr in `log` whatever the exit status.
+bool runToolWithLog(const std::string &program, const std::vector<std::string> &args,
+                    std::string &log) {
+  TempFile err;
+  if (!err.create("log"))
+    return false;
+  std::vector<llvm::StringRef> argv{program};
+  for (const auto &a : args)
+    argv.push_back(a);
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
+                                                llvm::StringRef(err.path)};
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, redirects);
+  readFile(err.path, log);
+  return rc == 0;
+}
+
+// ptxas from the CUDA toolkit: /usr/local/cuda/bin first, then $PATH; empty when absent.
+std::string findPtxas() {
+  std::string ptxas = "/usr/local/cuda/bin/ptxas";
+  if (llvm::sys::fs::can_execute(ptxas))
+    return ptxas;
+  auto found = llvm::sys::findProgramByName("ptxas");
+  return found ? *found : std::string();
+}
+
+KernelResources &resourcesOf(std::vector<KernelResources> &all, llvm::StringRef name) {
+  for (auto &r : all)
+    if (r.name == name)
+      return r;
+  all.push_back({});
+  all.back().name = name.str();
+  return all.back();
+}
+
+// The static shared memory of each kernel: the sizes of the address-space-3 globals its
+// instructions use (through constant expressions too).
+void collectSharedBytes(const llvm::Module &m, const std::vector<CodegenKernel> &kernels,
+                        std::vector<KernelResources> &out) {
+  for (const auto &k : kernels) {
+    const llvm::Function *f = m.getFunction(k.kernel->name);
+    if (!f)
+      continue;
+    int64_t bytes = 0;
+    for (const llvm::GlobalVariable &g : m.globals()) {
+      if (g.getAddressSpace() != 3)
+        continue;
+      std::vector<const llvm::User *> work(g.user_begin(), g.user_end());
+      bool used = false;
+      for (size_t i = 0; i < work.size() && !used; ++i) {
+        if (const auto *inst = llvm::dyn_cast<llvm::Instruction>(work[i]))
+          used = inst->getFunction() == f;
+        else if (llvm::isa<llvm::ConstantExpr>(work[i]))
+          work.insert(work.end(), work[i]->user_begin(), work[i]->user_end());
+      }
+      if (used)
+        bytes += static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(g.getValueType()));
+    }
+    resourcesOf(out, f->getName()).sharedBytes = bytes;
+  }
+}
+
+// Registers, scratch and LDS of each kernel from an HSACO's AMDGPU metadata note.
+void readAmdgpuNotes(const std::string &hsaco, std::vector<KernelResources> &out) {
+  auto elf = llvm::object::ELF64LEFile::create(hsaco);
+  if (!elf) {
+    llvm::consumeError(elf.takeError());
+    return;
+  }
+  auto sections = elf->sections();
+  if (!sections) {
+    llvm::consumeError(sections.takeError());
+    return;
+  }
+  for (const auto &sec : *sections) {
+    if (sec.sh_type != llvm::ELF::SHT_NOTE)
+      continue;
+    llvm::Error err = llvm::Error::success();
+    for (const auto &note : elf->notes(sec, err)) {
+      if (note.getName() != "AMDGPU" || note.getType() != llvm::ELF::NT_AMDGPU_METADATA)
+        continue;
+      llvm::ArrayRef<uint8_t> desc = note.getDesc(sec.sh_addralign);
+      llvm::msgpack::Document doc;
+      if (!doc.readFromBlob(llvm::StringRef(reinterpret_cast<const char *>(desc.data()),
+                                            desc.size()),
+                            false))
+        continue;
+      auto &root = doc.getRoot().getMap(true);
+      auto kernelsIt = root.find("amdhsa.kernels");
+      if (kernelsIt == root.end() || !kernelsIt->second.isArray())
+        continue;
+      for (auto &kernel : kernelsIt->second.getArray()) {
+        if (!kernel.isMap())
+          continue;
+        auto &map = kernel.getMap();
+        auto field = [&](const char *key) -> int64_t {
+          auto it = map.find(key);
+          if (it == map.end())
+            return -1;
+          auto kind = it->second.getKind();
+          if (kind == llvm::msgpack::Type::UInt)
+            return static_cast<int64_t>(it->second.getUInt());
+          if (kind == llvm::msgpack::Type::Int)
+            return it->second.getInt();
+          return -1;
+        };
+        auto nameIt = map.find(".name");
+        if (nameIt == map.end() || !nameIt->second.isString())
+          continue;
+        KernelResources &r = resourcesOf(out, nameIt->second.getString());
+        r.sharedBytes = field(".group_segment_fixed_size");
+        r.registers = field(".vgpr_count");
+        r.agprs = field(".agpr_count");
+        r.sgprs = field(".sgpr_count");
+        r.scratchBytes = field(".private_segment_fixed_size");
+        int64_t v = field(".vgpr_spill_count"), s = field(".sgpr_spill_count");
+        r.spills = v < 0 && s < 0 ? -1 : std::max<int64_t>(v, 0) + std::max<int64_t>(s, 0);
+      }
+    }
+    llvm::consumeError(std::move(err));
+  }
+}
+
+// Registers, spills and stack of each kernel from `ptxas -v` on the PTX; nothing when ptxas is
+// absent or fails (the PTX itself is then reported by whoever assembles it).
+void readPtxasResources(const std::string &ptx, const TargetInfo &target,
+                        std::vector<KernelResources> &out) {
+  std::string ptxas = findPtxas();
+  TempFile input, output;
+  if (ptxas.empty() || !input.create("ptx") || !output.create("cubin") ||
+      !writeFile(input.path, ptx))
+    return;
+  std::string log;
+  if (!runToolWithLog(ptxas,
+                      {"-v", "-arch=" + std::string(target.llvmCpu), std::string(input.path),
+                       "-o", std::string(output.path)},
+                      log))
+    return;
+  // "Compiling entry function 'NAME' for 'sm_90'", then "N bytes stack frame, N bytes spill
+  // stores, ..." and "Used N registers, ..., N bytes smem".
+  KernelResources *current = nullptr;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(log).split(lines, '\n');
+  auto numberBefore = [](llvm::StringRef line, llvm::StringRef what) -> int64_t {
+    size_t at = line.find(what);
+    if (at == llvm::StringRef::npos)
+      return -1;
+    llvm::StringRef head = line.substr(0, at).rtrim();
+    size_t start = head.find_last_not_of("0123456789");
+    int64_t value = -1;
+    if (head.substr(start == llvm::StringRef::npos ? 0 : start + 1).getAsInteger(10, value))
+      return -1;
+    return value;
+  };
+  for (llvm::StringRef line : lines) {
+    size_t at = line.find("entry function '");
+    if (at != llvm::StringRef::npos) {
+      llvm::StringRef rest = line.substr(at + 16);
+      current = &resourcesOf(out, rest.substr(0, rest.find('\'')));
+      continue;
+    }
+    if (!current)
+      continue;
+    if (int64_t n = numberBefore(line, " registers"); n >= 0)
+      current->registers = n;
+    if (int64_t n = numberBefore(line, " bytes stack frame"); n >= 0)
+      current->scratchBytes = n;
+    if (int64_t n = numberBefore(line, " bytes spill stores"); n >= 0)
+      current->spills = n;
+    if (int64_t n = numberBefore(line, " bytes smem"); n >= 0)
+      current->sharedBytes = n;
+  }
 }
 
 // Appends the time since the last lap to options.timings (--time-passes).
@@ -389,6 +566,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     mpm.run(*llvmModule, mam);
   }
   timer.lap("LLVM optimization");
+  if (options.resources)
+    collectSharedBytes(*llvmModule, kernels, *options.resources);
   // 4b. the emulator image: this very module, right before instruction selection.
   if (options.output == CodegenOutput::Emu) {
     std::string why;
@@ -429,6 +608,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   timer.lap("LLVM code generation");
   if (!llvmErrors.empty())
     return fail(diags, target, "the LLVM back end failed:\n" + llvmErrors);
+  if (options.resources && options.registerCounts && !amd)
+    readPtxasResources(code, target, *options.resources);
   if (options.output == CodegenOutput::Asm || options.output == CodegenOutput::PTX) {
     out = std::move(code);
     return true;
@@ -444,14 +625,10 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     if (!linkHsaco(std::string(input.path), std::string(output.path), message))
       return fail(diags, target, message);
   } else {
-    std::string ptxas = "/usr/local/cuda/bin/ptxas";
-    if (!llvm::sys::fs::can_execute(ptxas)) {
-      auto found = llvm::sys::findProgramByName("ptxas");
-      if (!found) {
-        diags.report(DiagId::ToolNotFound, {}, {"a cubin", "ptxas (CUDA toolkit)"});
-        return false;
-      }
-      ptxas = *found;
+    std::string ptxas = findPtxas();
+    if (ptxas.empty()) {
+      diags.report(DiagId::ToolNotFound, {}, {"a cubin", "ptxas (CUDA toolkit)"});
+      return false;
     }
     if (!runTool(ptxas,
                  {"-arch=" + std::string(target.llvmCpu), std::string(input.path), "-o",
@@ -461,6 +638,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   if (!readFile(output.path, out))
     return fail(diags, target, "cannot read the linked code object");
+  if (options.resources && amd)
+    readAmdgpuNotes(out, *options.resources);
   timer.lap(amd ? "link (lld)" : "assemble (ptxas)");
   return true;
 }

@@ -8,36 +8,8 @@ namespace wave {
 
 namespace {
 
-// Bytes of shared memory the kernel needs, unpadded: every parameter in the shared address space
-// is staged one block tile at a time (its dims' workgroup or tiling tiles × element size), and
-// every `allocate` takes its tile × element size.
-uint64_t sharedBytes(const ir::Kernel &k) {
-  uint64_t bytes = 0;
-  for (const auto &p : k.params) {
-    const ir::Type &t = p.value->type;
-    if (!t.isMemory() || t.space != AddressSpace::Shared)
-      continue;
-    uint64_t n = bitWidth(t.dtype) / 8;
-    for (const auto &dim : t.shape) {
-      if (const auto *w = k.workgroupFor(dim))
-        n *= static_cast<uint64_t>(w->tile);
-      else if (const auto *tl = k.tilingFor(dim))
-        n *= static_cast<uint64_t>(tl->tile);
-      else if (auto size = dim.size.asInteger())
-        n *= static_cast<uint64_t>(*size);
-    }
-    bytes += n;
-  }
-  ir::walk(k.body, [&](const ir::Op &op) {
-    if (op.kind != ir::OpKind::Allocate || op.results.empty())
-      return;
-    uint64_t n = bitWidth(op.results[0]->type.dtype) / 8;
-    for (int64_t t : op.tile)
-      n *= static_cast<uint64_t>(t);
-    bytes += n;
-  });
-  return bytes;
-}
+// A count, or null where the code object does not tell (-1).
+std::string countOrNull(int64_t n) { return n < 0 ? "null" : std::to_string(n); }
 
 std::string stringArray(const std::vector<std::string> &items) {
   std::string out = "[";
@@ -48,7 +20,9 @@ std::string stringArray(const std::vector<std::string> &items) {
 
 } // namespace
 
-std::string kernelMetadataJson(const std::vector<HostKernel> &kernels, const TargetInfo &target,
+std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
+                               const std::vector<KernelResources> &resources,
+                               const TargetInfo &target,
                                const std::string &sourceName, const std::string &version) {
   static const char *kinds[] = {"pointer", "scalar", "dim"};
   std::string out = "{\n";
@@ -70,7 +44,21 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels, const Tar
                        d.wavesPerBlock[1], d.wavesPerBlock[2]);
     out += "      \"grid\": " +
            stringArray({d.grid[0].str(), d.grid[1].str(), d.grid[2].str()}) + ",\n";
-    out += fmt::format("      \"lds_bytes\": {},\n", sharedBytes(k));
+    KernelResources r;
+    for (const auto &candidate : resources)
+      if (candidate.name == k.name)
+        r = candidate;
+    out += fmt::format("      \"lds_bytes\": {},\n", std::max<int64_t>(r.sharedBytes, 0));
+    if (target.vendor == Vendor::AMD)
+      out += fmt::format("      \"registers\": {{\"vgprs\": {}, \"agprs\": {}, \"sgprs\": {}, "
+                         "\"scratch_bytes\": {}, \"spills\": {}}},\n",
+                         countOrNull(r.registers), countOrNull(r.agprs), countOrNull(r.sgprs),
+                         countOrNull(r.scratchBytes), countOrNull(r.spills));
+    else
+      out += fmt::format("      \"registers\": {{\"registers\": {}, \"stack_bytes\": {}, "
+                         "\"spill_store_bytes\": {}}},\n",
+                         countOrNull(r.registers), countOrNull(r.scratchBytes),
+                         countOrNull(r.spills));
     out += "      \"dynamic_symbols\": " + stringArray(d.dynamicSymbols) + ",\n";
     out += "      \"assumptions\": " + stringArray(k.assumptionText) + ",\n";
     out += fmt::format("      \"kernarg_size\": {},\n", abi.size);

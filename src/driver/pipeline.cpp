@@ -218,6 +218,7 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
   k += "emu " + std::to_string(withEmu) + "\n";
   k += "barriers " + std::to_string(!opts.debugNoBarriers) + "\n";
   k += "lines " + std::to_string(opts.debugLines) + "\n";
+  k += "registers " + std::to_string(opts.emit == EmitKind::Metadata) + "\n";
   k += "output " + std::to_string(static_cast<int>(output)) + "\n";
   k += "opt " + std::to_string(opts.optLevel) + "\n";
   k += "cov " + std::to_string(opts.codeObjectVersion) + "\n";
@@ -230,18 +231,47 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
   return sha256Hex(k);
 }
 
-// A cache entry holds the code output and, when a stub embeds it, the emulator image (or why
-// there is none): three length-prefixed fields.
-std::string packCached(const std::string &code, const EmuImageResult &emu) {
+// The kernels' resources as cache text: one line per kernel, "name shared registers agprs sgprs
+// scratch spills".
+std::string resourcesText(const std::vector<KernelResources> &resources) {
   std::string out;
-  for (const std::string *field : {&code, &emu.image, &emu.error})
+  for (const auto &r : resources)
+    out += r.name + " " + std::to_string(r.sharedBytes) + " " + std::to_string(r.registers) + " " +
+           std::to_string(r.agprs) + " " + std::to_string(r.sgprs) + " " +
+           std::to_string(r.scratchBytes) + " " + std::to_string(r.spills) + "\n";
+  return out;
+}
+
+bool parseResources(const std::string &text, std::vector<KernelResources> &out) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    KernelResources r;
+    if (!(fields >> r.name >> r.sharedBytes >> r.registers >> r.agprs >> r.sgprs >>
+          r.scratchBytes >> r.spills))
+      return false;
+    out.push_back(r);
+  }
+  return true;
+}
+
+// A cache entry holds the code output, the emulator image when a stub embeds it (or why there is
+// none) and the kernels' resources: four length-prefixed fields.
+std::string packCached(const std::string &code, const EmuImageResult &emu,
+                       const std::vector<KernelResources> &resources) {
+  std::string out;
+  const std::string res = resourcesText(resources);
+  for (const std::string *field : {&code, &emu.image, &emu.error, &res})
     out += std::to_string(field->size()) + "\n" + *field;
   return out;
 }
 
-bool unpackCached(const std::string &entry, std::string &code, EmuImageResult &emu) {
+bool unpackCached(const std::string &entry, std::string &code, EmuImageResult &emu,
+                  std::vector<KernelResources> &resources) {
   size_t pos = 0;
-  for (std::string *field : {&code, &emu.image, &emu.error}) {
+  std::string res;
+  for (std::string *field : {&code, &emu.image, &emu.error, &res}) {
     size_t nl = entry.find('\n', pos);
     if (nl == std::string::npos || nl == pos || nl - pos > 19)
       return false;
@@ -256,14 +286,15 @@ bool unpackCached(const std::string &entry, std::string &code, EmuImageResult &e
     *field = entry.substr(nl + 1, size);
     pos = nl + 1 + size;
   }
-  return pos == entry.size();
+  resources.clear();
+  return pos == entry.size() && parseResources(res, resources);
 }
 
 // Step 5 for code outputs: the code generator library turns the kernels into `out`.
 bool generateCode(const DriverOptions &opts, const Program &program,
                   const std::vector<CodegenKernel> &kernels, CodegenOutput output,
                   DiagnosticEngine &diags, StageTimer &timer, std::string &out,
-                  EmuImageResult *emu) {
+                  EmuImageResult *emu, std::vector<KernelResources> *resources = nullptr) {
   const TargetInfo &target = *program.target;
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
@@ -272,6 +303,8 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   co.debugInfo = opts.debugLines;
   co.codeObjectVersion = opts.codeObjectVersion;
   co.output = output;
+  co.resources = resources;
+  co.registerCounts = opts.emit == EmitKind::Metadata; // ptxas -v: only when asked for
   const bool needsAmd = co.output == CodegenOutput::HSACO;
   const bool needsNv = co.output == CodegenOutput::PTX || co.output == CodegenOutput::Cubin;
   if ((needsAmd && !amd) || (needsNv && amd)) {
@@ -416,6 +449,7 @@ int compile(const DriverOptions &opts) {
     std::vector<CodegenKernel> kernels;
     std::string irText, distText, code;
     EmuImageResult emu;
+    std::vector<KernelResources> resources;
   };
   const bool hostApi = !opts.header.empty() || !opts.stub.empty();
   std::vector<Compiled> compiled(opts.targets.empty() ? 1 : opts.targets.size());
@@ -447,7 +481,8 @@ int compile(const DriverOptions &opts) {
       return finish(1);
     if (primary)
       dumps.after("distribute", c.distText, ".distribution.txt");
-    if (opts.check || !isCodeOutput(opts.emit))
+    // Metadata describes the code object: its resources come from compiling it.
+    if (opts.check || (!isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata))
       continue;
 
     const bool amd = c.program->target->vendor == Vendor::AMD;
@@ -460,11 +495,12 @@ int compile(const DriverOptions &opts) {
                         : std::string();
     std::optional<std::string> cached = cache.load(key);
     timer.lap("cache lookup");
-    if (!cached || !unpackCached(*cached, c.code, c.emu)) {
+    if (!cached || !unpackCached(*cached, c.code, c.emu, c.resources)) {
+      c.resources.clear();
       if (!generateCode(opts, *c.program, c.kernels, output, diags, timer, c.code,
-                        emuAlongside ? &c.emu : nullptr))
+                        emuAlongside ? &c.emu : nullptr, &c.resources))
         return finish(1);
-      cache.store(key, packCached(c.code, c.emu));
+      cache.store(key, packCached(c.code, c.emu, c.resources));
       timer.lap("cache store");
     }
     if (emuAlongside && c.emu.image.empty())
@@ -495,8 +531,12 @@ int compile(const DriverOptions &opts) {
     return finish(0);
   Compiled &first = compiled.front();
   std::vector<HostKernel> hostKernels;
-  for (const CodegenKernel &k : first.kernels)
+  for (const CodegenKernel &k : first.kernels) {
     hostKernels.push_back({k.kernel, k.dist});
+    for (const KernelResources &r : first.resources)
+      if (r.name == k.kernel->name && r.sharedBytes > 0)
+        hostKernels.back().sharedBytes = static_cast<uint64_t>(r.sharedBytes);
+  }
   std::string outText, outPath = opts.output;
   if (opts.emit == EmitKind::AST)
     outText = astText;
@@ -505,8 +545,8 @@ int compile(const DriverOptions &opts) {
   else if (opts.emit == EmitKind::Distribution)
     outText = first.distText;
   else if (opts.emit == EmitKind::Metadata)
-    outText = kernelMetadataJson(hostKernels, *first.program->target, baseName(opts.input),
-                                 WAVEC_VERSION);
+    outText = kernelMetadataJson(hostKernels, first.resources, *first.program->target,
+                                 baseName(opts.input), WAVEC_VERSION);
   else if (isCodeOutput(opts.emit)) {
     outText = first.code;
     if (outPath.empty())

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -171,9 +172,27 @@ for target in ("gfx942", "sm_90"):
 gemm = os.path.join(ROOT, "samples", "gemm", "gemm.wave")
 p = run([gemm, "--emit=metadata"])
 meta = json.loads(p.stdout) if p.returncode == 0 else None
-expect("metadata of the GEMM sample validates and counts its shared memory",
-       meta is not None and valid(meta, meta_schema)[0] and meta["kernels"][0]["lds_bytes"] > 0
+# language.md section 1's GEMM on gfx942: 2 tiles of 64 x (32 + 4 padding) f16 = 9216 bytes,
+# read from the code object, as are its registers (MFMA accumulators in AGPRs).
+expect("metadata of the GEMM sample validates and reports the code object's LDS and registers",
+       meta is not None and valid(meta, meta_schema)[0] and meta["kernels"][0]["lds_bytes"] == 9216
+       and meta["kernels"][0]["registers"]["vgprs"] > 0
+       and meta["kernels"][0]["registers"]["scratch_bytes"] == 0
        and meta["kernels"][0]["assumptions"], p)
+p = run([gemm, "-o", os.path.join(tmp, "g.hsaco"), "--header", os.path.join(tmp, "g.h"),
+         "--stub", os.path.join(tmp, "g.c")])
+stub = open(os.path.join(tmp, "g.c")).read() if p.returncode == 0 else ""
+expect("NAME_info() of the GEMM stub carries the same shared bytes",
+       re.search(r'gemm_info_ = \{"gemm", [^;]*\}, 9216, ', stub) is not None, p)
+ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
+                                  if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
+p = run([os.path.join(ROOT, "samples", "gemm", "gemm_portable.wave"), "--target=sm_90",
+         "--emit=metadata"])
+meta = json.loads(p.stdout) if p.returncode == 0 else None
+regs = meta["kernels"][0]["registers"]["registers"] if meta else None
+expect("sm_90 metadata: shared bytes of the PTX, registers from ptxas -v when it is installed",
+       meta is not None and valid(meta, meta_schema)[0] and meta["kernels"][0]["lds_bytes"] > 0
+       and ((regs is not None and regs > 0) if ptxas else regs is None), p)
 
 # ---- depfiles ----------------------------------------------------------------------------
 d = os.path.join(tmp, "dep")
