@@ -20,8 +20,12 @@
 // Accesses: contiguous elements become `llvm.load`/`llvm.store` of vectors of at most 128 bits,
 // aligned as far as the distribution's facts prove. A masked access (DimIndex::masked) takes a
 // uniform fast path: when the vector's last element is in bounds, the wide access; otherwise one
-// guarded scalar access per element (a masked-off load reads 0, a masked-off store does
-// nothing). MLIR 19's vector.maskedload is not used: it is scalarized on AMDGPU anyway.
+// guarded scalar access per element (a masked-off load reads 0 through a clamped address and a
+// select, no branch). A masked store of elements along one contiguous dim stores its in-bounds
+// prefix in one loop (storePrefix) rather than one branch per element: fewer basic blocks is
+// what LLVM's AMDGPU code generation time scales with (docs/performance.md). MLIR 19's
+// vector.maskedload/maskedstore are not used: they are scalarized into per-element branches on
+// AMDGPU anyway.
 //
 // Not supported yet (reported as `codegen-unsupported`): mappings, reductions, if, atomics,
 // allocate, permute, self_index, apply_expr, arithmetic on fp8 types.
@@ -286,6 +290,10 @@ private:
   std::string inBounds(const Access &acc, const CloneAssign &a, int64_t g);
   std::string loadClone(const Access &acc, const CloneAssign &a);
   void storeClone(const Access &acc, const CloneAssign &a, const std::string &value);
+  // Whether the elements of a vector access lie along one contiguous, unswizzled dim, so that
+  // the in-bounds ones are a prefix (storePrefix).
+  bool prefixMasked(const Access &acc) const;
+  void storePrefix(const Access &acc, const CloneAssign &a, const std::string &value);
   std::string wideLoad(const Access &acc, const CloneAssign &a, bool checkedAligned);
   void wideStore(const Access &acc, const CloneAssign &a, const std::string &value,
                  bool checkedAligned);
@@ -782,6 +790,51 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
   }
 }
 
+bool KernelEmitter::prefixMasked(const Access &acc) const {
+  return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous && !acc.swizzle && acc.elems > 1;
+}
+
+// Along the contiguous dim, element g's index is idx0 + g: the in-bounds elements are the first
+// clamp(size - idx0, 0, E) (0 when another masked dim is out of bounds, which does not depend on
+// g). One loop stores them: a single small block instead of one branch per element.
+void KernelEmitter::storePrefix(const Access &acc, const CloneAssign &a, const std::string &value) {
+  const int64_t e = acc.elems;
+  const size_t vd = static_cast<size_t>(acc.vecDim);
+  const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
+  std::string n = constIndex(e);
+  if (acc.dims[vd].masked) {
+    std::string rem = binop("subi", lowerIndex(acc.sizes[vd]), lowerIndex(dimIndex(acc, vd, a, 0)));
+    std::string lo = binop("maxsi", rem, constIndex(0));
+    n = binop("minsi", lo, constIndex(e));
+  }
+  std::vector<std::string> others;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    if (i != vd && acc.dims[i].masked)
+      others.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, 0)), lowerIndex(acc.sizes[i])));
+  if (!others.empty()) {
+    std::string r = fresh();
+    line(r + " = arith.select " + andAll(others) + ", " + n + ", " + constIndex(0) + " : index");
+    n = r;
+  }
+  std::string first = lowerIndex(linearOffset(acc, a, 0));
+  std::string stride = lowerIndex(acc.strides[vd]);
+  std::string g = fresh(), saved = indent_;
+  auto cache = exprCache_;
+  line("scf.for " + g + " = " + constIndex(0) + " to " + n + " step " + constIndex(1) + " {");
+  indent_ += "  ";
+  std::string x = fresh(), step = binop("muli", g, stride), off = binop("addi", first, step);
+  line(x + " = vector.extract " + value + "[" + g + "] : " + ty + " from " + vty);
+  std::string i64 = fresh(), p = fresh();
+  line(i64 + " = arith.index_cast " + off + " : index to i64");
+  line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+       acc.ptr + ", " + ty);
+  line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+       " : i64} : " + ty + ", " + acc.ptr);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
+
 void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const std::string &value) {
   const int64_t e = acc.elems;
   bool checkedAligned = false;
@@ -797,7 +850,13 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
   wideStore(acc, a, value, checkedAligned);
   indent_ = saved;
   exprCache_ = cache;
-  if (e > 1) {
+  if (e > 1 && prefixMasked(acc)) {
+    line("} else {");
+    indent_ += "  ";
+    storePrefix(acc, a, value);
+    indent_ = saved;
+    exprCache_ = cache;
+  } else if (e > 1) {
     line("} else {");
     indent_ += "  ";
     const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
