@@ -9,7 +9,7 @@ rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples"
 cp -r "$src/runtime/include" "$src/runtime/src" "$out/runtime/"
 cp -r "$src/samples/common" "$out/samples/"
 mkdir -p "$out/samples/gemm" && cp "$src/samples/gemm/gemm_main.c" "$out/samples/gemm/"
-cp "$src/bench/gemm_cuda.py" "$out/"
+cp "$src/bench/gemm_cuda.py" "$src/bench/gemm_dyn_ptx.py" "$out/"
 # The "async" variants add `assume(K % 8 == 0)`: every 16-byte copy is then aligned and whole,
 # and the loop double-buffers through cp.async; the others take the register-prefetch path.
 aligned=$(mktemp --suffix=.wave)
@@ -45,8 +45,8 @@ set -u
 cd "$(dirname "$0")"
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp -Iruntime/include -Iruntime/src -ldl -lpthread \
-  -o libwave_runtime.so 2>&1 | tail -5
+g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
+  -Iruntime/src -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 specs=()
 cc -O2 -std=c99 -shared -fPIC -Iruntime/include -Ibatched batched/gemm.c -L. -Wl,-rpath,$PWD \
   -lwave_runtime -o batched/libgemm.so 2>&1 | tail -3
