@@ -3,7 +3,8 @@
 //
 //   wave-run FILE.wave [--kernel K] [-DSYM=V] [--size SYM=V] (--device URI | --reference)
 //            [--input NAME=FILE.npy | NAME=NUMBER] [--seed N] [--output-dir DIR]
-//            [--check] [--expect NAME=FILE.npy] [--rtol R] [--atol A] [--bench N]
+//            [--check] [--expect NAME=FILE.npy] [--rtol R] [--atol A] [--rel-norm T]
+//            [--bench N]
 //            [--object CODE_OBJECT] [--target T]
 //
 // Exit status: 0 success; 1 a check failed, or compiling/launching failed; 2 bad command line
@@ -62,7 +63,7 @@ struct Options {
   std::vector<std::string> defines, sizes, inputs, expects;
   bool reference = false, check = false;
   std::optional<uint64_t> seed;
-  std::optional<double> rtol, atol;
+  std::optional<double> rtol, atol, relNorm;
   unsigned bench = 0;
 };
 
@@ -225,7 +226,8 @@ bool compare(const std::string &name, const HostTensor &got, const HostTensor &w
                                fmt::join(want.shape, ", "), fmt::join(got.shape, ", ")));
   const double rtol = o.rtol.value_or(defaultRtol(got.dtype)),
                atol = o.atol.value_or(defaultAtol(got.dtype));
-  double maxAbs = 0, maxRel = 0;
+  double maxAbs = 0, maxRel = 0, diffSq = 0, wantSq = 0;
+  bool nonFinite = false;
   int64_t bad = 0, firstBad = -1;
   for (int64_t e = 0; e < got.numel(); ++e) {
     double g, w;
@@ -241,8 +243,11 @@ bool compare(const std::string &name, const HostTensor &got, const HostTensor &w
     if (std::isnan(g) || std::isnan(w) || std::isinf(g) || std::isinf(w)) {
       ok = (std::isnan(g) && std::isnan(w)) || g == w;
       diff = ok ? 0 : std::numeric_limits<double>::infinity();
+      nonFinite |= !ok;
     } else {
       ok = diff <= atol + rtol * std::fabs(w);
+      diffSq += diff * diff;
+      wantSq += w * w;
     }
     maxAbs = std::max(maxAbs, diff);
     if (w != 0 || diff != 0)
@@ -252,6 +257,17 @@ bool compare(const std::string &name, const HostTensor &got, const HostTensor &w
         firstBad = e;
       ++bad;
     }
+  }
+  // ||got - want|| / ||want|| over the finite elements (0 when both are zero vectors).
+  const double relNorm = wantSq > 0 ? std::sqrt(diffSq / wantSq) : (diffSq > 0 ? std::numeric_limits<double>::infinity() : 0);
+  if (o.relNorm) {
+    // The whole-tensor criterion replaces the per-element one; non-finite mismatches still fail.
+    const bool pass = !nonFinite && relNorm < *o.relNorm;
+    std::printf("check %s vs %s: %lld elements, rel norm err %.3g (limit %g), max abs err %.3g, "
+                "max rel err %.3g%s\n",
+                name.c_str(), against.c_str(), static_cast<long long>(got.numel()), relNorm,
+                *o.relNorm, maxAbs, maxRel, pass ? "  ok" : "  FAIL");
+    return pass;
   }
   std::printf("check %s vs %s: %lld elements, max abs err %.3g, max rel err %.3g, %lld mismatches "
               "(rtol %g, atol %g)%s\n",
@@ -500,6 +516,10 @@ int runMain(const Options &o) {
     die(kBadInput, "--rtol must be non-negative");
   if (o.atol && *o.atol < 0)
     die(kBadInput, "--atol must be non-negative");
+  if (o.relNorm && !(*o.relNorm > 0))
+    die(kBadInput, "--rel-norm must be positive");
+  if (o.relNorm && (o.rtol || o.atol))
+    die(kBadInput, "--rel-norm replaces the per-element check: give it without --rtol/--atol");
 
   // The device first: when it is not available there is nothing to do.
   DeviceRun run;
@@ -701,7 +721,7 @@ int main(int argc, char **argv) {
                "time it", "wave-run"};
   Options o;
   uint64_t seed = 0;
-  double rtol = 0, atol = 0;
+  double rtol = 0, atol = 0, relNorm = 0;
   app.add_option("file", o.file, "the .wave source file")->required();
   app.add_option("--kernel", o.kernel, "the kernel to run (needed when the file has several)");
   app.add_option("-D", o.defines, "bind a symbol at compile time: -DSYM=VALUE");
@@ -721,6 +741,10 @@ int main(int argc, char **argv) {
   app.add_option("--expect", o.expects, "compare output NAME with FILE.npy: --expect NAME=FILE");
   auto *rtolOpt = app.add_option("--rtol", rtol, "relative tolerance (default per dtype)");
   auto *atolOpt = app.add_option("--atol", atol, "absolute tolerance (default per dtype)");
+  auto *relNormOpt = app.add_option(
+      "--rel-norm", relNorm,
+      "pass when ||out - want|| / ||want|| (2-norms over the tensor) is below TOL, instead of "
+      "the per-element rtol/atol check");
   app.add_option("--bench", o.bench, "time N runs after a warm-up and print the median");
   try {
     app.parse(argc, argv);
@@ -736,6 +760,8 @@ int main(int argc, char **argv) {
     o.rtol = rtol;
   if (*atolOpt)
     o.atol = atol;
+  if (*relNormOpt)
+    o.relNorm = relNorm;
   try {
     return runMain(o);
   } catch (const ExitError &e) {

@@ -625,6 +625,32 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
         return;
       }
   }
+  // cp.async: the emulator performs the copy when it is issued (one legal order of the
+  // asynchronous copy), so commit.group/wait.group have nothing left to wait for. The first
+  // `size` bytes come from global memory, the rest of the 16 are zeros.
+  if (name == "llvm.nvvm.cp.async.commit.group" || starts("llvm.nvvm.cp.async.wait.")) {
+    return;
+  }
+  if (name == "llvm.nvvm.cp.async.cg.shared.global.16.s" ||
+      name == "llvm.nvvm.cp.async.ca.shared.global.16.s") {
+    llvm::LLVMContext &ctx = call.getContext();
+    uint32_t data = alloc(16);
+    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(arg(2)); c && c->getZExtValue() == 16) {
+      emit(Op::Load, Type::I8, 16, data, slot(arg(1)), 0, 0, uint32_t(emu::Space::Global));
+    } else {
+      uint32_t mask = alloc(16);
+      for (uint32_t l = 0; l < 16; ++l)
+        emit(Op::ICmp, Type::I1, 1, mask + l,
+             constSlot(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), l)), slot(arg(2)), 0,
+             llvm::CmpInst::ICMP_ULT, uint8_t(Type::I32));
+      uint32_t zeros = constSlot(llvm::ConstantAggregateZero::get(
+          llvm::FixedVectorType::get(llvm::Type::getInt8Ty(ctx), 16)));
+      emit(Op::MaskedLoad, Type::I8, 16, data, slot(arg(1)), mask, zeros,
+           uint32_t(emu::Space::Global));
+    }
+    emit(Op::Store, Type::I8, 16, 0, slot(arg(0)), data, 0, uint32_t(emu::Space::Shared));
+    return;
+  }
   if (starts("llvm.nvvm.ldmatrix.sync.aligned.m8n8.")) {
     uint32_t count = name.find(".x4.") != std::string::npos   ? 4
                      : name.find(".x2.") != std::string::npos ? 2

@@ -92,6 +92,24 @@ with tempfile.TemporaryDirectory() as d:
         "1 mismatches", "first mismatch at [1, 2]", name="--expect mismatch exits 1")
     run([src, "--kernel", "copy", "--reference", "--input", f"a={a}", "--expect", f"b={bad}",
          "--atol", "100"], 0, "0 mismatches", name="--atol widens the check")
+    # --rel-norm: ||got - want|| / ||want|| over the tensor. One element off by 1e-3 of ~8.4:
+    # 1.2e-4, a mismatch for the per-element f32 check, within --rel-norm 1e-3, not 1e-4.
+    near = os.path.join(d, "near.npy")
+    write(near, npy_bytes("<f4", (2, 3), floats([2 * v for v in vals[:5]] + [5.001])))
+    run([src, "--kernel", "copy", "--reference", "--input", f"a={a}", "--expect", f"b={near}"], 1,
+        "1 mismatches", name="a near miss fails the per-element check")
+    run([src, "--kernel", "copy", "--reference", "--input", f"a={a}", "--expect", f"b={near}",
+         "--rel-norm", "1e-3"], 0, "rel norm err 0.00012", "(limit 0.001)", "  ok",
+        name="--rel-norm passes a near miss")
+    run([src, "--kernel", "copy", "--reference", "--input", f"a={a}", "--expect", f"b={near}",
+         "--rel-norm", "1e-4"], 1, "rel norm err 0.00012", "FAIL",
+        name="--rel-norm fails above its limit")
+    run([src, "--kernel", "copy", "--reference", "--input", f"a={a}", "--expect", f"b={bad}",
+         "--rel-norm", "0.5"], 1, "FAIL", name="--rel-norm fails a far miss")
+    run([src, "--kernel", "copy", "--reference", "--rel-norm", "0"], 2,
+        "--rel-norm must be positive", name="--rel-norm 0 is refused")
+    run([src, "--kernel", "copy", "--reference", "--rel-norm", "1e-3", "--rtol", "1"], 2,
+        "--rel-norm replaces the per-element check", name="--rel-norm with --rtol is refused")
     run([src, "--kernel", "copy", "--reference", "--size", "M=3", "--size", "N=5", "--seed", "7"],
         0, "--seed 7", name="random inputs print their seed")
 
