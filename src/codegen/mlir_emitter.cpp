@@ -27,7 +27,11 @@
 // vector.maskedload/maskedstore are not used: they are scalarized into per-element branches on
 // AMDGPU anyway.
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, reductions, if, atomics,
+// Reductions (emitReduce): the lane's elements and clones along the dim are combined in-thread,
+// then log2(wave size) butterfly `gpu.shuffle xor` steps combine the lanes of the wave.
+//
+// Not supported yet (reported as `codegen-unsupported`): mappings, reductions over a dynamic
+// number of elements per lane or across waves, if, atomics,
 // allocate, permute, self_index, apply_expr, arithmetic on fp8 types.
 #include "codegen/mlir_emitter.h"
 
@@ -198,6 +202,7 @@ private:
   bool emitElementwise(const ir::Op &op);
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
+  bool emitReduce(const ir::Op &op);
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
@@ -2025,6 +2030,120 @@ std::string floatLiteral(double v, ScalarType t) {
   return buf;
 }
 
+// ---- reductions ----------------------------------------------------------------------------
+
+// sum/max/min over one dim whose elements the distribution's reduction anchor spreads over the
+// lanes of one wave: combine the lane's elements (vector.reduction), then the clones along the
+// dim, then the lanes by a butterfly of log2(wave size) `gpu.shuffle xor` steps (every lane ends
+// with the whole result), then `init`. The result is uniform along the dim, so it drops it.
+bool KernelEmitter::emitReduce(const ir::Op &op) {
+  const RegVal &x = values_.at(op.operands[0]);
+  const std::string dim = op.dims[0].str();
+  const ScalarType t = x.dtype;
+  const std::string ety = mlirType(t);
+  if (ety.empty() || opaque(t) || bitWidth(t) != 32)
+    return unsupported(std::string("a reduction of ") + scalarTypeName(t) +
+                           " values (32-bit types only)",
+                       op.loc);
+  if (!x.tag.empty())
+    return unsupported("a reduction of an MMA accumulator", op.loc);
+  auto lay = x.layout.find(dim);
+  const int64_t w = d_.waveSize;
+  // A masked-off element reads 0: the identity of sum only.
+  if (lay != x.layout.end() && lay->second.masked && op.reduce != ir::ReduceKind::Sum)
+    return unsupported("a max/min reduction over a row that does not fill its tile", op.loc);
+  const bool fl = isFloat(t), sg = isSigned(t);
+  std::string vkind, combine;
+  switch (op.reduce) {
+  case ir::ReduceKind::Sum:
+    vkind = "add";
+    combine = fl ? "arith.addf" : "arith.addi";
+    break;
+  case ir::ReduceKind::Max:
+    vkind = fl ? "maximumf" : sg ? "maxsi" : "maxui";
+    combine = fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui";
+    break;
+  case ir::ReduceKind::Min:
+    vkind = fl ? "minimumf" : sg ? "minsi" : "minui";
+    combine = fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui";
+    break;
+  }
+  auto comb = [&](const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = " + combine + " " + a + ", " + b + " : " + ety);
+    return r;
+  };
+  const bool alongVec = x.vecDim == dim && x.elems > 1;
+  const std::string cloneSym = "$i_" + dim;
+  RegVal out;
+  out.dtype = t;
+  out.layout = x.layout;
+  out.layout.erase(dim);
+  out.cloneSyms = x.cloneSyms;
+  out.cloneSyms.erase(cloneSym);
+  if (!alongVec) {
+    out.elems = x.elems;
+    out.vecDim = x.vecDim;
+  }
+  if (out.elems > 1)
+    return unsupported("a reduction of a value with elements per lane along another dim",
+                       op.loc);
+  const bool crossLanes = lay != x.layout.end() && lay->second.start.dependsOn("$T0");
+  if (lay != x.layout.end()) {
+    for (const auto &s : lay->second.start.freeSymbols())
+      if (s.rfind("$T", 0) == 0 && s != "$T0")
+        return unsupported("a reduction across waves", op.loc);
+    if (crossLanes && d_.wavesPerBlock[0] > 1)
+      return unsupported("a reduction across waves (more than one wave on workgroup axis 0)",
+                         op.loc);
+  }
+  const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
+  for (const auto &a : clonesOver(out.cloneSyms)) {
+    std::string acc;
+    CloneAssign b = a;
+    std::vector<CloneAssign> along(1, b);
+    if (x.cloneSyms.count(cloneSym)) {
+      along.clear();
+      for (const auto &c : clonesOver({cloneSym})) {
+        b[cloneSym] = c.at(cloneSym);
+        along.push_back(b);
+      }
+    }
+    for (const auto &c : along) {
+      std::string v = x.clones.at(cloneKey(c, x.cloneSyms));
+      if (alongVec) {
+        std::string r = fresh();
+        line(r + " = vector.reduction <" + vkind + ">, " + v + " : " + vecType(t, x.elems) +
+             " into " + ety);
+        v = r;
+      }
+      acc = acc.empty() ? v : comb(acc, v);
+    }
+    if (crossLanes) {
+      std::string width = fresh();
+      line(width + " = arith.constant " + std::to_string(w) + " : i32");
+      for (int64_t off = 1; off < w; off *= 2) {
+        std::string o = fresh(), s = fresh();
+        line(o + " = arith.constant " + std::to_string(off) + " : i32");
+        line(s + ", " + fresh() + " = gpu.shuffle xor " + acc + ", " + o + ", " + width + " : " +
+             ety);
+        acc = comb(acc, s);
+      }
+    }
+    if (init) {
+      if (init->elems != 1 || !init->tag.empty())
+        return unsupported("a reduction init with elements per lane", op.loc);
+      CloneAssign ia;
+      for (const auto &s : init->cloneSyms)
+        ia[s] = a.count(s) ? a.at(s) : 0;
+      acc = comb(acc, init->clones.at(cloneKey(ia, init->cloneSyms)));
+    }
+    out.clones[cloneKey(a, out.cloneSyms)] = acc;
+  }
+  values_[op.results[0]] = std::move(out);
+  return true;
+}
+
 bool KernelEmitter::emitOp(const ir::Op &op) {
   std::string outerLoc = locOf(op.loc);
   std::swap(loc_, outerLoc);
@@ -2061,7 +2180,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::Select:
   case ir::OpKind::Cast: return emitElementwise(op);
   case ir::OpKind::Mma: return emitMma(op);
-  case ir::OpKind::Reduce: return unsupported("reductions", op.loc);
+  case ir::OpKind::Reduce: return emitReduce(op);
   case ir::OpKind::Iterate: return emitIterate(op);
   case ir::OpKind::Barrier: {
     SyncItem saved = lds_;

@@ -372,6 +372,10 @@ private:
       return true;
     if (const auto *t = kernel.tilingFor(d); t && !facts.provesExact(d.size, t->tile))
       return true;
+    // A dim no workgroup or tiling splits is covered by its vector shape alone (a reduced row).
+    if (!kernel.workgroupFor(d) && !kernel.tilingFor(d))
+      if (auto vs = kernel.vectorShapeFor(d); vs && !facts.provesExact(d.size, *vs))
+        return true;
     return false;
   }
 
