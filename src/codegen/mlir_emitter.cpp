@@ -1829,62 +1829,38 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
       break;
     case ir::OpKind::Binary: {
       using B = ir::BinaryKind;
-      const char *pf = nullptr, *pi = nullptr;
-      switch (op.binary) {
-      case B::Add:
-        pf = "arith.addf";
-        pi = "arith.addi";
-        break;
-      case B::Sub:
-        pf = "arith.subf";
-        pi = "arith.subi";
-        break;
-      case B::Mul:
-        pf = "arith.mulf";
-        pi = "arith.muli";
-        break;
-      case B::Div:
-        pf = "arith.divf";
-        pi = sg ? "arith.divsi" : "arith.divui";
-        break;
-      case B::Mod:
-        pf = "arith.remf";
-        pi = sg ? "arith.remsi" : "arith.remui";
-        break;
-      case B::FloorDiv: pi = sg ? "arith.floordivsi" : "arith.divui"; break;
-      case B::And: pi = "arith.andi"; break;
-      case B::Or: pi = "arith.ori"; break;
-      case B::Xor: pi = "arith.xori"; break;
-      default: break;
-      }
-      const char *cf = nullptr, *ci = nullptr;
-      switch (op.binary) {
-      case B::Eq:
-        cf = "oeq";
-        ci = "eq";
-        break;
-      case B::Ne:
-        cf = "une";
-        ci = "ne";
-        break;
-      case B::Lt:
-        cf = "olt";
-        ci = sg ? "slt" : "ult";
-        break;
-      case B::Le:
-        cf = "ole";
-        ci = sg ? "sle" : "ule";
-        break;
-      case B::Gt:
-        cf = "ogt";
-        ci = sg ? "sgt" : "ugt";
-        break;
-      case B::Ge:
-        cf = "oge";
-        ci = sg ? "sge" : "uge";
-        break;
-      default: break;
-      }
+      // One row per binary kind: the float op, the signed and unsigned integer ops, or the
+      // float and signed/unsigned integer predicates of a comparison (null: no such form).
+      struct BinaryForm {
+        B kind;
+        const char *f, *si, *ui;     // arith ops
+        const char *cf, *csi, *cui;  // cmpf / cmpi predicates
+      };
+      static const BinaryForm forms[] = {
+          {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
+          {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
+          {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
+          {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
+          {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
+          {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
+          {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
+          {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
+          {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
+          {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
+          {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
+          {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
+          {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
+          {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
+          {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
+      };
+      const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
+      for (const BinaryForm &form : forms)
+        if (form.kind == op.binary) {
+          pf = form.f;
+          pi = sg ? form.si : form.ui;
+          cf = form.cf;
+          ci = sg ? form.csi : form.cui;
+        }
       if (cf) {
         line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
              x[0] + ", " + x[1] + " : " + ity);
