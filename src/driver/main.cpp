@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -301,6 +302,18 @@ bool parseWarning(const std::string &text, DriverOptions &opts, std::string &err
   return true;
 }
 
+// The value of a flag that names one of a few choices; false when `text` names none.
+template <typename T>
+bool pickNamed(const std::string &text, std::initializer_list<std::pair<const char *, T>> choices,
+               T &out) {
+  for (const auto &[name, value] : choices)
+    if (text == name) {
+      out = value;
+      return true;
+    }
+  return false;
+}
+
 bool parseUnsigned(const std::string &text, unsigned &out) {
   if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos)
     return false;
@@ -405,23 +418,17 @@ int main(int argc, char **argv) {
         return usageError(error);
       break;
     case FlagId::DiagnosticsFormat:
-      if (value == "text")
-        opts.diagnosticsFormat = DiagnosticFormat::Text;
-      else if (value == "json")
-        opts.diagnosticsFormat = DiagnosticFormat::Json;
-      else if (value == "sarif")
-        opts.diagnosticsFormat = DiagnosticFormat::Sarif;
-      else
+      if (!pickNamed(value,
+                     {{"text", DiagnosticFormat::Text}, {"json", DiagnosticFormat::Json},
+                      {"sarif", DiagnosticFormat::Sarif}},
+                     opts.diagnosticsFormat))
         return usageError("--diagnostics-format=" + value + ": expected text, json or sarif");
       break;
     case FlagId::Color:
-      if (value == "auto")
-        opts.color = ColorMode::Auto;
-      else if (value == "always")
-        opts.color = ColorMode::Always;
-      else if (value == "never")
-        opts.color = ColorMode::Never;
-      else
+      if (!pickNamed(value,
+                     {{"auto", ColorMode::Auto}, {"always", ColorMode::Always},
+                      {"never", ColorMode::Never}},
+                     opts.color))
         return usageError("--color=" + value + ": expected auto, always or never");
       break;
     case FlagId::ColorAlways: opts.color = ColorMode::Always; break;

@@ -503,6 +503,17 @@ void Runner::run(Lane &L) {
   const Inst *code = k_.code.data();
   uint8_t *f = L.frame;
   uint32_t pc = L.pc;
+  // A branch; a backward one counts towards WAVE_EMU_MAX_STEPS (a kernel that never ends
+  // is faulted, not waited for). False when the lane was faulted.
+  auto branchTo = [&](uint32_t target) {
+    if (target <= pc && ++L.steps > maxSteps_) {
+      fault(L, code[pc], "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
+      L.state = Done;
+      return false;
+    }
+    pc = target;
+    return true;
+  };
   for (;;) {
     const Inst &in = code[pc];
     const Type t = Type(in.type);
@@ -525,21 +536,13 @@ void Runner::run(Lane &L) {
       L.pc = pc;
       return;
     case Op::Br:
-      if (in.a <= pc && ++L.steps > maxSteps_) {
-        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
-        L.state = Done;
+      if (!branchTo(in.a))
         return;
-      }
-      pc = in.a;
       continue;
     case Op::CondBr: {
       uint32_t target = (f[in.a] & 1) ? in.b : in.c;
-      if (target <= pc && ++L.steps > maxSteps_) {
-        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
-        L.state = Done;
+      if (!branchTo(target))
         return;
-      }
-      pc = target;
       continue;
     }
     case Op::Switch: {
@@ -553,12 +556,8 @@ void Runner::run(Lane &L) {
           break;
         }
       }
-      if (target <= pc && ++L.steps > maxSteps_) {
-        fault(L, in, "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
-        L.state = Done;
+      if (!branchTo(target))
         return;
-      }
-      pc = target;
       continue;
     }
     case Op::ParCopy: {
