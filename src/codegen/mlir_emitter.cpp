@@ -36,6 +36,7 @@
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"
+#include "passes/thread_layout.h"
 
 #include "symbolic/ginac_functions.h"
 
@@ -87,12 +88,12 @@ struct RegVal {
   int64_t elems = 1;                         // E
   std::set<std::string> cloneSyms;           // $i_<dim> symbols the clones vary over
   std::map<std::string, std::string> clones; // clone key -> SSA value
-  // Set for an MMA accumulator layout ("mma accumulator <kind>"), whose elements sit where the
-  // target table says rather than where `layout` would; writes check it against their anchor.
-  std::string tag;
+  // Set for a value computed only from thread indices and uniform values (self_index,
+  // apply_expr of one, and elementwise ops on those): it has no layout of its own and is
+  // computed by this op wherever it is used, in the user's layout (`materialize`).
+  const ir::Op *deferred = nullptr;
+  bool laidOut() const { return !layout.empty(); }
 };
-
-using CloneAssign = std::map<std::string, int64_t>; // $i_<dim> -> value
 
 std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
   std::string key;
@@ -106,7 +107,13 @@ public:
   KernelEmitter(const ir::Kernel &k, const Distribution &d, const TargetInfo &t,
                 DiagnosticEngine &diags, bool insertBarriers)
       : k_(k), d_(d), target_(t), diags_(diags), facts_(d.facts),
-        insertBarriers_(insertBarriers) {}
+        insertBarriers_(insertBarriers) {
+    machine_.waveSize = d.waveSize;
+    for (int i = 0; i < 3; ++i)
+      machine_.block[i] = d.block[i];
+    for (const auto &ex : d.expansion)
+      machine_.cloneCounts["$i_" + ex.dim.str()] = std::max<int64_t>(ex.count, 1);
+  }
 
   bool emit(std::ostream &os);
 
@@ -203,9 +210,45 @@ private:
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
   bool emitReduce(const ir::Op &op);
+
+  // ---- thread layouts (passes/thread_layout.h) ----
+  ThreadLayout layoutOf(const RegVal &v) const;
+  // An empty value carrying the layout `dims` (the index of each dim), `elems` elements per
+  // lane and the clone symbols its indices vary over: the shape a converted value takes.
+  RegVal layoutFrom(const std::vector<DimIndex> &dims, int64_t elems, ScalarType t) const;
+  // `v` as a value in `like`'s layout (dims, elements, clones): `v` itself when it already is or
+  // when it is uniform; else its elements permuted within each thread, or fetched from other
+  // lanes of the wave by shuffles; a deferred value is computed in that layout. False (after
+  // reporting) when the layout needs elements no lane of the wave holds.
+  bool convertTo(const RegVal &v, const RegVal &like, RegVal &out, SourceRange loc);
+  // Clone `a` of a deferred or uniform value, in `like`'s layout (`like.elems` elements).
+  std::string operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a);
+  // Clone `a` of the deferred value computed by `op`, in `like`'s layout.
+  std::string materialize(const ir::Op &op, const RegVal &like, const CloneAssign &a);
+  // One clone of an elementwise op (unary, binary, math, select, cast) on operands of `e`
+  // elements each; `inT` is the element type of the last operand.
+  std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
+                               ScalarType inT, int64_t e);
+  // One clone of apply_expr on integer elements `x`.
+  std::string applyExprClone(const ir::Op &op, const std::string &x, ScalarType t, int64_t e);
+  std::string lowerPred(const sym::Pred &p);
+  // A vector (or scalar, e == 1) from `e` scalar SSA values.
+  std::string buildVector(const std::vector<std::string> &elems, ScalarType t);
+  std::string extractElem(const std::string &v, ScalarType t, int64_t e, int64_t i);
+  LayoutMachine machine_;
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
+  // Whether a yielded value can be carried in the loop's value `c` as it stands: a uniform
+  // value whose clones `c` has, or anything once `c` has a layout (converted at the yield).
+  bool carriedFits(const RegVal &c, const RegVal &y) const {
+    if (c.laidOut())
+      return true;
+    return !y.laidOut() && !y.deferred &&
+           std::includes(c.cloneSyms.begin(), c.cloneSyms.end(), y.cloneSyms.begin(),
+                         y.cloneSyms.end()) &&
+           (y.elems == c.elems || y.elems == 1);
+  }
   std::string mmaInstr(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
                        const std::string &c);
   int64_t expansionCount(const std::string &cloneSym) const {
@@ -1360,40 +1403,46 @@ std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::
 
 bool KernelEmitter::emitMma(const ir::Op &op) {
   const MmaKind &k = *op.mma;
-  const RegVal &A = values_.at(op.operands[0]), &B = values_.at(op.operands[1]),
-               &C = values_.at(op.operands[2]);
   const ScalarType in = op.operands[0]->type.dtype;
+  // Clones of M, N and K step by the vector shapes of the expansion, which the first mma of
+  // each dim decided; a chained mma must step alike.
+  const unsigned shape[3] = {k.m, k.n, k.k};
+  for (int r = 0; r < 3; ++r)
+    for (const auto &ex : d_.expansion)
+      if (ex.dim == op.dims[r] && !ex.vectorShape.equals(IndexExpr(int64_t{shape[r]})))
+        return unsupported("an mma of kind " + std::string(k.name) + " whose dim " +
+                               ex.dim.str() + " is walked in steps of " +
+                               ex.vectorShape.str() + " (another mma's shape) instead of " +
+                               std::to_string(shape[r]),
+                           op.loc);
+  // Each operand in the kind's layout: values read for this mma already are; an earlier mma's
+  // result is permuted in registers or shuffled across lanes (chained products).
+  RegVal opnd[3];
+  const LaneLayout *lanes[3] = {&k.a, &k.b, &k.c};
+  for (int i = 0; i < 3; ++i) {
+    const RegVal &v = values_.at(op.operands[i]);
+    RegVal like = layoutFrom(mmaOperandIndex(k_, d_, op, i, op.operands[i]->type.shape),
+                             lanes[i]->elements, v.dtype);
+    if (!convertTo(v, like, opnd[i], op.loc))
+      return false;
+  }
+  RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
+                          k.c.elements, k.acc);
   const std::string kSym = "$i_" + op.dims[2].str();
-  RegVal out;
-  out.dtype = k.acc;
-  out.elems = k.c.elements;
-  out.tag = "mma accumulator " + std::string(k.name);
-  if (!A.tag.empty() || !B.tag.empty())
-    return unsupported("an mma operand in another mma's accumulator layout", op.loc);
-  if (!C.tag.empty() && C.tag != out.tag)
-    return unsupported("an mma accumulator in another layout (" + C.tag + ")", op.loc);
-  if ((C.elems != 1 && C.elems != out.elems) || (A.elems != 1 && A.elems != k.a.elements) ||
-      (B.elems != 1 && B.elems != k.b.elements))
-    return unsupported("mma operands whose elements per lane differ from " + std::string(k.name),
-                       op.loc);
-  if (C.tag.empty() && !C.layout.empty())
-    return unsupported("an mma accumulator that is not uniform or produced by an mma", op.loc);
-  for (const RegVal *v : {&A, &B, &C})
-    out.cloneSyms.insert(v->cloneSyms.begin(), v->cloneSyms.end());
-  out.cloneSyms.erase(kSym);
   const int64_t kCount =
-      A.cloneSyms.count(kSym) || B.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+      opnd[0].cloneSyms.count(kSym) || opnd[1].cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
   // K outermost: consecutive instructions update different accumulators, so none waits for
   // the previous one's result.
   const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
   for (const auto &a : assigns)
-    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(C, a, out.elems);
+    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(opnd[2], a, out.elems);
   for (int64_t kk = 0; kk < kCount; ++kk)
     for (const auto &a : assigns) {
       CloneAssign b = a;
       b[kSym] = kk;
       std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
-      c = mmaInstr(k, in, operandAt(A, b, k.a.elements), operandAt(B, b, k.b.elements), c);
+      c = mmaInstr(k, in, operandAt(opnd[0], b, k.a.elements),
+                   operandAt(opnd[1], b, k.b.elements), c);
     }
   values_[op.results[0]] = std::move(out);
   return !failed_;
@@ -1418,21 +1467,16 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
     for (size_t i = 0; i < carried.size(); ++i) {
       RegVal &c = carried[i];
       const RegVal &y = yielded[i];
-      bool fits = std::includes(c.cloneSyms.begin(), c.cloneSyms.end(), y.cloneSyms.begin(),
-                                y.cloneSyms.end()) &&
-                  (y.elems == c.elems || y.elems == 1) && (y.tag.empty() || y.tag == c.tag);
-      if (fits)
+      if (carriedFits(c, y))
         continue;
       settled = false;
-      if ((c.elems != 1 && y.elems != c.elems) || (!c.tag.empty() && c.tag != y.tag) ||
-          (!c.layout.empty() && c.tag.empty() && !y.tag.empty()))
+      if (c.laidOut() || y.deferred)
         return unsupported("a loop-carried value whose layout changes in the loop", op.loc);
+      // A uniform init (a splat) takes the layout of what the body yields.
       c.cloneSyms.insert(y.cloneSyms.begin(), y.cloneSyms.end());
       c.elems = y.elems;
       c.vecDim = y.vecDim;
-      c.tag = y.tag;
-      if (c.layout.empty())
-        c.layout = y.layout;
+      c.layout = y.layout;
     }
     if (settled)
       return true;
@@ -1627,20 +1671,21 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   bool fits = true;
   for (size_t i = 0; i < carried.size(); ++i) {
     yielded.push_back(values_.at(yield->operands[i]));
-    const RegVal &y = yielded.back();
-    fits &= std::includes(carried[i].cloneSyms.begin(), carried[i].cloneSyms.end(),
-                          y.cloneSyms.begin(), y.cloneSyms.end()) &&
-            (y.elems == carried[i].elems || y.elems == 1);
+    fits &= carriedFits(carried[i], yielded.back());
   }
   if (fits && !args.empty()) {
     std::string ys, ty;
     j = 0;
-    for (size_t i = 0; i < carried.size(); ++i)
+    for (size_t i = 0; i < carried.size(); ++i) {
+      RegVal y;
+      if (!convertTo(yielded[i], carried[i], y, op.loc))
+        return false;
       for (const auto &a : clones[i]) {
-        ys += (j ? ", " : "") + operandAt(yielded[i], a, carried[i].elems);
+        ys += (j ? ", " : "") + operandAt(y, a, carried[i].elems);
         ty += (j ? ", " : "") + types[j];
         ++j;
       }
+    }
     line("scf.yield " + ys + " : " + ty);
   }
   indent_ = outer;
@@ -1665,33 +1710,22 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   return !failed_;
 }
 
-// The value's layout must be the write's on every dim it has (no re-layout through LDS yet).
 bool KernelEmitter::emitWrite(const ir::Op &op) {
   Access acc;
   if (!prepareAccess(op, op.operands[1], acc))
     return false;
-  const RegVal &v = values_.at(op.operands[0]);
-  if (v.dtype != acc.dtype)
+  const RegVal &value = values_.at(op.operands[0]);
+  if (value.dtype != acc.dtype)
     return unsupported("a write of a different element type", op.loc);
-  if (!v.tag.empty() && accessOf(op)->anchor != v.tag)
-    return unsupported("a write of an MMA accumulator (" + v.tag + ") in the layout '" +
-                           accessOf(op)->anchor + "'",
-                       op.loc);
+  // The value in the write's layout (the distribution's anchor for it).
+  RegVal v;
+  if (!convertTo(value, layoutFrom(acc.dims, acc.elems, acc.dtype), v, op.loc))
+    return false;
   std::set<std::string> syms = v.cloneSyms;
-  for (const auto &di : acc.dims) {
+  for (const auto &di : acc.dims)
     for (const auto &s : di.start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         syms.insert(s);
-    auto it = v.layout.find(di.dim.str());
-    if (it == v.layout.end())
-      continue;
-    if (!it->second.start.equals(di.start) || it->second.elements != di.elements)
-      return unsupported("a write whose thread layout on " + di.dim.str() + " (" + di.start.str() +
-                             ") differs from its value's (" + it->second.start.str() + ")",
-                         op.loc);
-  }
-  if (v.elems != 1 && v.elems != acc.elems)
-    return unsupported("a write whose elements per thread differ from its value's", op.loc);
   for (const auto &a : clonesOver(syms))
     storeClone(acc, a, operandAt(v, a, acc.elems));
   return true;
@@ -1703,7 +1737,6 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   out.dtype = res->type.dtype;
   if (mlirType(out.dtype).empty())
     return unsupported(std::string("element type ") + scalarTypeName(out.dtype), op.loc);
-  std::vector<const RegVal *> ins;
   auto isF8 = [](ScalarType t) {
     return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
            t == ScalarType::F8E5M2FNUZ;
@@ -1712,266 +1745,576 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
     return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
                            target_.name,
                        op.loc);
-  bool tagged = false, laidOut = false;
+  // The result takes the layout of the operand with the most dims (then the most elements per
+  // lane); the other laid-out operands are converted to it, deferred ones computed in it.
+  std::vector<const RegVal *> ins;
+  const RegVal *like = nullptr;
+  bool deferred = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
     if (mlirType(v.dtype).empty() || isF8(v.dtype) || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
-    if (!v.tag.empty()) {
-      if (!out.tag.empty() && out.tag != v.tag)
-        return unsupported("operands in different MMA layouts", op.loc);
-      out.tag = v.tag;
-      tagged = true;
-    } else if (!v.layout.empty()) {
-      laidOut = true;
-    }
-    if (tagged && laidOut)
-      return unsupported("an MMA accumulator combined with a value in another layout", op.loc);
-    for (const auto &[dim, di] : v.layout) {
-      auto [it, inserted] = out.layout.emplace(dim, di);
-      if (!inserted && (!it->second.start.equals(di.start) || it->second.elements != di.elements))
-        return unsupported("operands with different thread layouts on " + dim, op.loc);
-    }
-    out.cloneSyms.insert(v.cloneSyms.begin(), v.cloneSyms.end());
-    if (v.elems > 1) {
-      if (out.elems > 1 && (out.elems != v.elems || out.vecDim != v.vecDim))
-        return unsupported("operands with their elements per thread along different dims",
-                           op.loc);
-      out.elems = v.elems;
-      out.vecDim = v.vecDim;
-    }
     ins.push_back(&v);
+    deferred |= v.deferred != nullptr;
+    if (v.laidOut() && (!like || v.layout.size() > like->layout.size() ||
+                        (v.layout.size() == like->layout.size() && v.elems > like->elems)))
+      like = &v;
   }
-  const int64_t e = out.elems;
+  if (!like && deferred) {
+    out.deferred = &op;
+    values_[res] = std::move(out);
+    return true;
+  }
+  if (like) {
+    out.layout = like->layout;
+    out.elems = like->elems;
+    out.vecDim = like->vecDim;
+    out.cloneSyms = like->cloneSyms;
+  }
+  std::vector<RegVal> converted(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i]->laidOut())
+      out.cloneSyms.insert(ins[i]->cloneSyms.begin(), ins[i]->cloneSyms.end());
+    else if (ins[i] != like) {
+      if (!convertTo(*ins[i], out, converted[i], op.loc))
+        return false;
+      ins[i] = &converted[i];
+    }
+  }
   const ScalarType inT = ins.empty() ? out.dtype : ins.back()->dtype;
-  const std::string rty = vecType(out.dtype, e), ity = vecType(inT, e);
-  const bool fl = isFloat(inT), sg = isSigned(inT);
   for (const auto &a : clonesOver(out.cloneSyms)) {
     std::vector<std::string> x;
     for (const RegVal *v : ins)
-      x.push_back(operandAt(*v, a, e));
-    std::string r = fresh();
-    auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
-    auto bin = [&](const std::string &o) {
-      line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
-    };
-    auto splatConst = [&](const std::string &lit, const std::string &ty) {
-      std::string c = fresh();
-      line(c + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
-      return c;
-    };
-    // LLVM intrinsics through llvm.call_intrinsic: the GPU-to-ROCDL/NVVM conversions mark the
-    // llvm.intr.exp2/log2/sin/... ops illegal (they turn them into ocml/libdevice calls, which
-    // we do not link), while the AMDGPU/NVPTX back ends lower these intrinsics themselves.
-    const std::string mangled = (e == 1 ? "" : "v" + std::to_string(e)) + mlirType(inT);
-    auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
-      static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
-                                                                  {"log2", "lg2.approx.f"},
-                                                                  {"sin", "sin.approx.f"},
-                                                                  {"cos", "cos.approx.f"}};
-      auto nv = nvApprox.find(name);
-      if (target_.vendor != Vendor::NVIDIA || nv == nvApprox.end()) {
-        line(res + " = llvm.call_intrinsic \"llvm." + name + "." + mangled + "\"(" + arg + ") : (" +
-             ity + ") -> " + ity);
-        return;
-      }
-      // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
-      // one element at a time.
-      const std::string ety = mlirType(inT);
-      const bool f32 = inT == ScalarType::F32;
-      std::string vec;
-      if (e > 1) {
-        vec = fresh();
-        line(vec + " = arith.constant dense<0.0> : " + ity);
-      }
-      for (int64_t k = 0; k < e; ++k) {
-        const bool last = k + 1 == e;
-        std::string x = arg;
-        if (e > 1) {
-          x = fresh();
-          line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
-               ity);
-        }
-        if (!f32) {
-          std::string w = fresh();
-          line(w + " = arith.extf " + x + " : " + ety + " to f32");
-          x = w;
-        }
-        std::string y = e == 1 && f32 ? res : fresh();
-        line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
-             ") : (f32) -> f32");
-        if (!f32) {
-          std::string n = e == 1 ? res : fresh();
-          line(n + " = arith.truncf " + y + " : f32 to " + ety);
-          y = n;
-        }
-        if (e > 1) {
-          std::string n = last ? res : fresh();
-          line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
-               " into " + ity);
-          vec = n;
-        }
-      }
-    };
-    auto intr = [&](const std::string &name, const std::vector<std::string> &args) {
-      callIntr(r, name, args[0]);
-    };
-    switch (op.kind) {
-    case ir::OpKind::Unary:
-      if (op.unary == ir::UnaryKind::Neg) {
-        if (fl)
-          un("arith.negf");
-        else
-          line(r + " = arith.subi " + splatConst("0", ity) + ", " + x[0] + " : " + ity);
-      } else {
-        line(r + " = arith.xori " + x[0] + ", " + splatConst("-1", ity) + " : " + ity);
-      }
-      break;
-    case ir::OpKind::Binary: {
-      using B = ir::BinaryKind;
-      // One row per binary kind: the float op, the signed and unsigned integer ops, or the
-      // float and signed/unsigned integer predicates of a comparison (null: no such form).
-      struct BinaryForm {
-        B kind;
-        const char *f, *si, *ui;     // arith ops
-        const char *cf, *csi, *cui;  // cmpf / cmpi predicates
-      };
-      static const BinaryForm forms[] = {
-          {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
-          {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
-          {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
-          {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
-          {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
-          {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
-          {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
-          {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
-          {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
-          {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
-          {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
-          {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
-          {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
-          {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
-          {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
-      };
-      const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
-      for (const BinaryForm &form : forms)
-        if (form.kind == op.binary) {
-          pf = form.f;
-          pi = sg ? form.si : form.ui;
-          cf = form.cf;
-          ci = sg ? form.csi : form.cui;
-        }
-      if (cf) {
-        line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
-             x[0] + ", " + x[1] + " : " + ity);
-      } else if (op.binary == B::FloorDiv && fl) {
-        std::string q = fresh();
-        line(q + " = arith.divf " + x[0] + ", " + x[1] + " : " + ity);
-        callIntr(r, "floor", q);
-      } else if (op.binary == B::Mod && !fl && sg) {
-        // Python modulo (the sign of the divisor), as the language's `%`.
-        std::string q = fresh(), m = fresh();
-        line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
-        line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
-        line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
-      } else if (fl ? pf != nullptr : pi != nullptr) {
-        bin(fl ? pf : pi);
-      } else {
-        return unsupported(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
-                               scalarTypeName(inT),
-                           op.loc);
-      }
-      break;
-    }
-    case ir::OpKind::Math: {
-      using M = ir::MathKind;
-      if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
-        return unsupported(std::string("math ") + ir::mathKindName(op.math) + " on integers",
-                           op.loc);
-      auto one = [&]() { return splatConst("1.0", ity); };
-      auto scaled = [&](const char *name, const char *scale, bool before) {
-        std::string c = splatConst(scale, ity), t = fresh();
-        if (before) { // name(x * scale)
-          line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
-          callIntr(r, name, t);
-        } else { // name(x) * scale
-          callIntr(t, name, x[0]);
-          line(r + " = arith.mulf " + t + ", " + c + " : " + ity);
-        }
-      };
-      switch (op.math) {
-      case M::Exp: scaled("exp2", "1.4426950408889634", true); break;
-      case M::Exp2: intr("exp2", {x[0]}); break;
-      case M::Log: scaled("log2", "0.69314718055994531", false); break;
-      case M::Log2: intr("log2", {x[0]}); break;
-      case M::Sqrt: intr("sqrt", {x[0]}); break;
-      case M::Rsqrt: {
-        std::string s = fresh();
-        callIntr(s, "sqrt", x[0]);
-        line(r + " = arith.divf " + one() + ", " + s + " : " + ity);
-        break;
-      }
-      case M::Reciprocal: line(r + " = arith.divf " + one() + ", " + x[0] + " : " + ity); break;
-      case M::Abs:
-        if (fl)
-          intr("fabs", {x[0]});
-        else {
-          std::string n = fresh(), c = fresh(), z = splatConst("0", ity);
-          line(n + " = arith.subi " + z + ", " + x[0] + " : " + ity);
-          line(c + " = arith.cmpi slt, " + x[0] + ", " + z + " : " + ity);
-          line(r + " = arith.select " + c + ", " + n + ", " + x[0] + " : " +
-               vecType(ScalarType::I1, e) + ", " + ity);
-        }
-        break;
-      case M::Tanh: {
-        // tanh(x) = 1 - 2 / (exp(2x) + 1): exact at both tails, no libm call.
-        std::string c = splatConst("2.8853900817779268", ity), t = fresh(), ex = fresh(),
-                    den = fresh(), q = fresh(), two = splatConst("2.0", ity), o = one();
-        line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
-        callIntr(ex, "exp2", t);
-        line(den + " = arith.addf " + ex + ", " + o + " : " + ity);
-        line(q + " = arith.divf " + two + ", " + den + " : " + ity);
-        line(r + " = arith.subf " + o + ", " + q + " : " + ity);
-        break;
-      }
-      case M::Sin: intr("sin", {x[0]}); break;
-      case M::Cos: intr("cos", {x[0]}); break;
-      case M::Maximum: bin(fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui"); break;
-      case M::Minimum: bin(fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui"); break;
-      }
-      break;
-    }
-    case ir::OpKind::Select:
-      line(r + " = arith.select " + x[0] + ", " + x[1] + ", " + x[2] + " : " +
-           vecType(ScalarType::I1, e) + ", " + rty);
-      break;
-    case ir::OpKind::Cast: {
-      const ScalarType to = out.dtype;
-      const unsigned wi = bitWidth(inT), wo = bitWidth(to);
-      std::string opName;
-      if (mlirType(inT) == mlirType(to)) {
-        out.clones[cloneKey(a, out.cloneSyms)] = x[0];
-        continue;
-      }
-      if (fl && isFloat(to))
-        opName = wo > wi ? "arith.extf" : "arith.truncf";
-      else if (fl)
-        opName = isSigned(to) ? "arith.fptosi" : "arith.fptoui";
-      else if (isFloat(to))
-        opName = sg ? "arith.sitofp" : "arith.uitofp";
-      else if (wo > wi)
-        opName = sg && inT != ScalarType::I1 ? "arith.extsi" : "arith.extui";
-      else
-        opName = "arith.trunci";
-      line(r + " = " + opName + " " + x[0] + " : " + ity + " to " + rty);
-      break;
-    }
-    default: return unsupported(opKindName(op.kind), op.loc);
-    }
-    out.clones[cloneKey(a, out.cloneSyms)] = r;
+      x.push_back(operandIn(*v, out, a));
+    out.clones[cloneKey(a, out.cloneSyms)] = elementwiseClone(op, x, inT, out.elems);
+    if (failed_)
+      return false;
   }
   values_[res] = std::move(out);
   return true;
+}
+
+std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
+                                            ScalarType inT, int64_t e) {
+  const ScalarType outT = op.results[0]->type.dtype;
+  auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
+    unsupported(what, loc);
+    return std::string("%error");
+  };
+  const std::string rty = vecType(outT, e), ity = vecType(inT, e);
+  const bool fl = isFloat(inT), sg = isSigned(inT);
+  std::string r = fresh();
+  auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
+  auto bin = [&](const std::string &o) {
+    line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
+  };
+  auto splatConst = [&](const std::string &lit, const std::string &ty) {
+    std::string c = fresh();
+    line(c + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
+    return c;
+  };
+  // LLVM intrinsics through llvm.call_intrinsic: the GPU-to-ROCDL/NVVM conversions mark the
+  // llvm.intr.exp2/log2/sin/... ops illegal (they turn them into ocml/libdevice calls, which
+  // we do not link), while the AMDGPU/NVPTX back ends lower these intrinsics themselves.
+  const std::string mangled = (e == 1 ? "" : "v" + std::to_string(e)) + mlirType(inT);
+  auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
+    static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
+                                                                {"log2", "lg2.approx.f"},
+                                                                {"sin", "sin.approx.f"},
+                                                                {"cos", "cos.approx.f"}};
+    auto nv = nvApprox.find(name);
+    if (target_.vendor != Vendor::NVIDIA || nv == nvApprox.end()) {
+      line(res + " = llvm.call_intrinsic \"llvm." + name + "." + mangled + "\"(" + arg + ") : (" +
+           ity + ") -> " + ity);
+      return;
+    }
+    // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
+    // one element at a time.
+    const std::string ety = mlirType(inT);
+    const bool f32 = inT == ScalarType::F32;
+    std::string vec;
+    if (e > 1) {
+      vec = fresh();
+      line(vec + " = arith.constant dense<0.0> : " + ity);
+    }
+    for (int64_t k = 0; k < e; ++k) {
+      const bool last = k + 1 == e;
+      std::string x = arg;
+      if (e > 1) {
+        x = fresh();
+        line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
+             ity);
+      }
+      if (!f32) {
+        std::string w = fresh();
+        line(w + " = arith.extf " + x + " : " + ety + " to f32");
+        x = w;
+      }
+      std::string y = e == 1 && f32 ? res : fresh();
+      line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
+           ") : (f32) -> f32");
+      if (!f32) {
+        std::string n = e == 1 ? res : fresh();
+        line(n + " = arith.truncf " + y + " : f32 to " + ety);
+        y = n;
+      }
+      if (e > 1) {
+        std::string n = last ? res : fresh();
+        line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
+             " into " + ity);
+        vec = n;
+      }
+    }
+  };
+  auto intr = [&](const std::string &name, const std::vector<std::string> &args) {
+    callIntr(r, name, args[0]);
+  };
+  switch (op.kind) {
+  case ir::OpKind::Unary:
+    if (op.unary == ir::UnaryKind::Neg) {
+      if (fl)
+        un("arith.negf");
+      else
+        line(r + " = arith.subi " + splatConst("0", ity) + ", " + x[0] + " : " + ity);
+    } else {
+      line(r + " = arith.xori " + x[0] + ", " + splatConst("-1", ity) + " : " + ity);
+    }
+    break;
+  case ir::OpKind::Binary: {
+    using B = ir::BinaryKind;
+    // One row per binary kind: the float op, the signed and unsigned integer ops, or the
+    // float and signed/unsigned integer predicates of a comparison (null: no such form).
+    struct BinaryForm {
+      B kind;
+      const char *f, *si, *ui;     // arith ops
+      const char *cf, *csi, *cui;  // cmpf / cmpi predicates
+    };
+    static const BinaryForm forms[] = {
+        {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
+        {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
+        {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
+        {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
+        {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
+        {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
+        {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
+        {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
+        {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
+        {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
+        {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
+        {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
+        {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
+        {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
+        {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
+    };
+    const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
+    for (const BinaryForm &form : forms)
+      if (form.kind == op.binary) {
+        pf = form.f;
+        pi = sg ? form.si : form.ui;
+        cf = form.cf;
+        ci = sg ? form.csi : form.cui;
+      }
+    if (cf) {
+      line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
+           x[0] + ", " + x[1] + " : " + ity);
+    } else if (op.binary == B::FloorDiv && fl) {
+      std::string q = fresh();
+      line(q + " = arith.divf " + x[0] + ", " + x[1] + " : " + ity);
+      callIntr(r, "floor", q);
+    } else if (op.binary == B::Mod && !fl && sg) {
+      // Python modulo (the sign of the divisor), as the language's `%`.
+      std::string q = fresh(), m = fresh();
+      line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
+      line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
+      line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
+    } else if (fl ? pf != nullptr : pi != nullptr) {
+      bin(fl ? pf : pi);
+    } else {
+      return unsupportedIn(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
+                             scalarTypeName(inT),
+                         op.loc);
+    }
+    break;
+  }
+  case ir::OpKind::Math: {
+    using M = ir::MathKind;
+    if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
+      return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
+                         op.loc);
+    auto one = [&]() { return splatConst("1.0", ity); };
+    auto scaled = [&](const char *name, const char *scale, bool before) {
+      std::string c = splatConst(scale, ity), t = fresh();
+      if (before) { // name(x * scale)
+        line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+        callIntr(r, name, t);
+      } else { // name(x) * scale
+        callIntr(t, name, x[0]);
+        line(r + " = arith.mulf " + t + ", " + c + " : " + ity);
+      }
+    };
+    switch (op.math) {
+    case M::Exp: scaled("exp2", "1.4426950408889634", true); break;
+    case M::Exp2: intr("exp2", {x[0]}); break;
+    case M::Log: scaled("log2", "0.69314718055994531", false); break;
+    case M::Log2: intr("log2", {x[0]}); break;
+    case M::Sqrt: intr("sqrt", {x[0]}); break;
+    case M::Rsqrt: {
+      std::string s = fresh();
+      callIntr(s, "sqrt", x[0]);
+      line(r + " = arith.divf " + one() + ", " + s + " : " + ity);
+      break;
+    }
+    case M::Reciprocal: line(r + " = arith.divf " + one() + ", " + x[0] + " : " + ity); break;
+    case M::Abs:
+      if (fl)
+        intr("fabs", {x[0]});
+      else {
+        std::string n = fresh(), c = fresh(), z = splatConst("0", ity);
+        line(n + " = arith.subi " + z + ", " + x[0] + " : " + ity);
+        line(c + " = arith.cmpi slt, " + x[0] + ", " + z + " : " + ity);
+        line(r + " = arith.select " + c + ", " + n + ", " + x[0] + " : " +
+             vecType(ScalarType::I1, e) + ", " + ity);
+      }
+      break;
+    case M::Tanh: {
+      // tanh(x) = 1 - 2 / (exp(2x) + 1): exact at both tails, no libm call.
+      std::string c = splatConst("2.8853900817779268", ity), t = fresh(), ex = fresh(),
+                  den = fresh(), q = fresh(), two = splatConst("2.0", ity), o = one();
+      line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+      callIntr(ex, "exp2", t);
+      line(den + " = arith.addf " + ex + ", " + o + " : " + ity);
+      line(q + " = arith.divf " + two + ", " + den + " : " + ity);
+      line(r + " = arith.subf " + o + ", " + q + " : " + ity);
+      break;
+    }
+    case M::Sin: intr("sin", {x[0]}); break;
+    case M::Cos: intr("cos", {x[0]}); break;
+    case M::Maximum: bin(fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui"); break;
+    case M::Minimum: bin(fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui"); break;
+    }
+    break;
+  }
+  case ir::OpKind::Select:
+    line(r + " = arith.select " + x[0] + ", " + x[1] + ", " + x[2] + " : " +
+         vecType(ScalarType::I1, e) + ", " + rty);
+    break;
+  case ir::OpKind::Cast: {
+    const ScalarType to = outT;
+    const unsigned wi = bitWidth(inT), wo = bitWidth(to);
+    std::string opName;
+    if (mlirType(inT) == mlirType(to))
+      return x[0];
+    if (fl && isFloat(to))
+      opName = wo > wi ? "arith.extf" : "arith.truncf";
+    else if (fl)
+      opName = isSigned(to) ? "arith.fptosi" : "arith.fptoui";
+    else if (isFloat(to))
+      opName = sg ? "arith.sitofp" : "arith.uitofp";
+    else if (wo > wi)
+      opName = sg && inT != ScalarType::I1 ? "arith.extsi" : "arith.extui";
+    else
+      opName = "arith.trunci";
+    line(r + " = " + opName + " " + x[0] + " : " + ity + " to " + rty);
+    break;
+  }
+  default: unsupported(opKindName(op.kind), op.loc); return "%error";
+  }
+  return r;
+}
+
+// ---- thread layouts ----------------------------------------------------------------------
+
+ThreadLayout KernelEmitter::layoutOf(const RegVal &v) const {
+  ThreadLayout l;
+  for (const auto &[dim, di] : v.layout)
+    l.index[dim] = di.start;
+  l.elems = v.elems;
+  l.cloneSyms = v.cloneSyms;
+  return l;
+}
+
+RegVal KernelEmitter::layoutFrom(const std::vector<DimIndex> &dims, int64_t elems,
+                                 ScalarType t) const {
+  RegVal r;
+  r.dtype = t;
+  r.elems = elems;
+  int along = 0;
+  for (const auto &di : dims) {
+    r.layout[di.dim.str()] = di;
+    for (const auto &s : di.start.freeSymbols())
+      if (s.rfind("$i_", 0) == 0)
+        r.cloneSyms.insert(s);
+    if (di.start.dependsOn("$g") && elems > 1) {
+      ++along;
+      r.vecDim = di.dim.str();
+    }
+  }
+  if (along != 1)
+    r.vecDim.clear();
+  return r;
+}
+
+std::string KernelEmitter::extractElem(const std::string &v, ScalarType t, int64_t e, int64_t i) {
+  if (e == 1)
+    return v;
+  std::string r = fresh();
+  line(r + " = vector.extract " + v + "[" + std::to_string(i) + "] : " + mlirType(t) + " from " +
+       vecType(t, e));
+  return r;
+}
+
+std::string KernelEmitter::buildVector(const std::vector<std::string> &elems, ScalarType t) {
+  const int64_t e = static_cast<int64_t>(elems.size());
+  if (e == 1)
+    return elems[0];
+  std::string vec = fresh();
+  line(vec + " = llvm.mlir.undef : " + vecType(t, e));
+  for (int64_t i = 0; i < e; ++i) {
+    std::string r = fresh();
+    line(r + " = vector.insert " + elems[i] + ", " + vec + " [" + std::to_string(i) + "] : " +
+         mlirType(t) + " into " + vecType(t, e));
+    vec = r;
+  }
+  return vec;
+}
+
+bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
+                              SourceRange loc) {
+  out = RegVal();
+  out.dtype = v.dtype;
+  out.layout = like.layout;
+  out.elems = like.elems;
+  out.vecDim = like.vecDim;
+  out.cloneSyms = like.cloneSyms;
+  if (v.deferred) {
+    for (const auto &a : clonesOver(out.cloneSyms))
+      out.clones[cloneKey(a, out.cloneSyms)] = materialize(*v.deferred, like, a);
+    return !failed_;
+  }
+  if (!v.laidOut()) {
+    out = v;
+    return true;
+  }
+  const RelayoutPlan plan = planRelayout(layoutOf(v), layoutOf(out), machine_, facts_);
+  const ScalarType t = v.dtype;
+  auto srcElem = [&](const RelayoutPlan::Pick &p) {
+    const std::string &ssa = v.clones.at(cloneKey(plan.srcClones[p.srcClone], v.cloneSyms));
+    return extractElem(ssa, t, v.elems, p.elem);
+  };
+  switch (plan.kind) {
+  case RelayoutPlan::Same:
+    out = v;
+    return true;
+  case RelayoutPlan::Impossible:
+    return unsupported("moving a value between thread layouts: " + plan.why, loc);
+  case RelayoutPlan::InLane:
+    for (size_t c = 0; c < plan.dstClones.size(); ++c) {
+      const auto &picks = plan.inLane[c];
+      bool whole = v.elems == out.elems;
+      for (int64_t e = 0; e < out.elems; ++e)
+        whole &= picks[e].srcClone == picks[0].srcClone && picks[e].elem == e;
+      std::string r;
+      if (whole) {
+        r = v.clones.at(cloneKey(plan.srcClones[picks[0].srcClone], v.cloneSyms));
+      } else {
+        std::vector<std::string> elems;
+        for (const auto &p : picks)
+          elems.push_back(srcElem(p));
+        r = buildVector(elems, t);
+      }
+      out.clones[cloneKey(plan.dstClones[c], out.cloneSyms)] = r;
+    }
+    return true;
+  case RelayoutPlan::CrossLane:
+    break;
+  }
+  // Shuffles within the wave: element e of a lane comes from lane `p.lane(l)`, source element
+  // `p.candidates[p.choice(l)]`. gpu.shuffle moves 32- or 64-bit values: narrower ones are
+  // widened around it (exactly).
+  const int64_t w = d_.waveSize;
+  const IndexExpr lane = mod(IndexExpr::symbol("$T0"), w);
+  auto bitLinear = [&](const BitLinear &f) {
+    IndexExpr e = f.base;
+    for (size_t j = 0; j < f.weight.size(); ++j)
+      if (f.weight[j] != 0)
+        e = e + f.weight[j] * mod(floorDiv(lane, int64_t{1} << j), 2);
+    return lowerIndex(facts_.simplify(e));
+  };
+  const std::string ety = mlirType(t);
+  const bool fl = isFloat(t) && !opaque(t);
+  const unsigned bits = t == ScalarType::I1 ? 1 : bitWidth(t);
+  const std::string sty = bits > 32 ? (fl ? "f64" : "i64") : (fl ? "f32" : "i32");
+  auto widen = [&](const std::string &x) {
+    if (sty == ety)
+      return x;
+    std::string r = fresh();
+    line(r + " = " + (fl ? "arith.extf " : "arith.extui ") + x + " : " + ety + " to " + sty);
+    return r;
+  };
+  auto narrow = [&](const std::string &x) {
+    if (sty == ety)
+      return x;
+    std::string r = fresh();
+    line(r + " = " + (fl ? "arith.truncf " : "arith.trunci ") + x + " : " + sty + " to " + ety);
+    return r;
+  };
+  std::string width = fresh();
+  line(width + " = arith.constant " + std::to_string(w) + " : i32");
+  for (size_t c = 0; c < plan.dstClones.size(); ++c) {
+    std::vector<std::string> elems;
+    for (int64_t e = 0; e < out.elems; ++e) {
+      const RelayoutPlan::LanePick &p = plan.crossLane[c][e];
+      std::string from;
+      if (!p.lane.isIdentity()) {
+        from = fresh();
+        line(from + " = arith.index_cast " + bitLinear(p.lane) + " : index to i32");
+      }
+      std::vector<std::string> got;
+      for (const auto &cand : p.candidates) {
+        std::string x = srcElem(cand);
+        if (!from.empty()) {
+          std::string r = fresh();
+          line(r + ", " + fresh() + " = gpu.shuffle idx " + widen(x) + ", " + from + ", " + width +
+               " : " + sty);
+          x = narrow(r);
+        }
+        got.push_back(x);
+      }
+      std::string r = got[0];
+      if (got.size() > 1) {
+        const std::string which = bitLinear(p.choice);
+        for (size_t k = 1; k < got.size(); ++k) {
+          std::string is = fresh(), sel = fresh();
+          line(is + " = arith.cmpi eq, " + which + ", " + constIndex(static_cast<int64_t>(k)) +
+               " : index");
+          line(sel + " = arith.select " + is + ", " + got[k] + ", " + r + " : " + ety);
+          r = sel;
+        }
+      }
+      elems.push_back(r);
+    }
+    out.clones[cloneKey(plan.dstClones[c], out.cloneSyms)] = buildVector(elems, t);
+  }
+  return true;
+}
+
+std::string KernelEmitter::operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a) {
+  if (v.deferred)
+    return materialize(*v.deferred, like, a);
+  return operandAt(v, a, like.elems);
+}
+
+std::string KernelEmitter::materialize(const ir::Op &op, const RegVal &like,
+                                       const CloneAssign &a) {
+  const int64_t e = like.elems;
+  const ScalarType t = op.results[0]->type.dtype;
+  switch (op.kind) {
+  case ir::OpKind::SelfIndex: {
+    auto it = like.layout.find(op.dims[0].str());
+    if (it == like.layout.end()) {
+      unsupported("self_index(" + op.dims[0].str() + ") used in a value without that dim",
+                  op.loc);
+      return "%error";
+    }
+    if (!isInteger(t) && (!isFloat(t) || opaque(t))) {
+      unsupported(std::string("self_index of type ") + scalarTypeName(t), op.loc);
+      return "%error";
+    }
+    std::vector<std::string> elems;
+    for (int64_t g = 0; g < e; ++g) {
+      std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
+      for (const auto &[sym, v] : a)
+        subs[sym] = IndexExpr(v);
+      std::string idx = lowerIndex(facts_.simplify(it->second.start.subs(subs)));
+      std::string r = fresh();
+      if (isFloat(t)) {
+        std::string i = fresh();
+        line(i + " = arith.index_cast " + idx + " : index to i64");
+        line(r + " = arith.sitofp " + i + " : i64 to " + mlirType(t));
+      } else {
+        line(r + " = arith.index_cast " + idx + " : index to " + mlirType(t));
+      }
+      elems.push_back(r);
+    }
+    return buildVector(elems, t);
+  }
+  case ir::OpKind::ApplyExpr: {
+    const RegVal &x = values_.at(op.operands[0]);
+    return applyExprClone(op, operandIn(x, like, a), x.dtype, e);
+  }
+  case ir::OpKind::Broadcast:
+  case ir::OpKind::Permute: return operandIn(values_.at(op.operands[0]), like, a);
+  case ir::OpKind::Unary:
+  case ir::OpKind::Binary:
+  case ir::OpKind::Math:
+  case ir::OpKind::Select:
+  case ir::OpKind::Cast: {
+    std::vector<std::string> x;
+    for (const ir::Value *o : op.operands)
+      x.push_back(operandIn(values_.at(o), like, a));
+    return elementwiseClone(op, x, values_.at(op.operands.back()).dtype, e);
+  }
+  default:
+    unsupported(std::string("computing ") + opKindName(op.kind) + " in another op's layout",
+                op.loc);
+    return "%error";
+  }
+}
+
+std::string KernelEmitter::lowerPred(const sym::Pred &p) {
+  std::string r = fresh();
+  switch (p.kind) {
+  case sym::Pred::Const: line(r + " = arith.constant " + (p.value ? "true" : "false")); break;
+  case sym::Pred::Not: {
+    std::string x = lowerPred(p.children[0]), one = fresh();
+    line(one + " = arith.constant true");
+    line(r + " = arith.xori " + x + ", " + one + " : i1");
+    break;
+  }
+  case sym::Pred::And:
+  case sym::Pred::Or: {
+    std::string acc = lowerPred(p.children[0]);
+    for (size_t i = 1; i < p.children.size(); ++i) {
+      std::string y = lowerPred(p.children[i]), z = fresh();
+      line(z + " = arith." + (p.kind == sym::Pred::And ? "andi " : "ori ") + acc + ", " + y +
+           " : i1");
+      acc = z;
+    }
+    return acc;
+  }
+  case sym::Pred::Cmp: {
+    static const char *preds[] = {"eq", "ne", "slt", "sle", "sgt", "sge"};
+    std::string a = lowerIndex(p.lhs), b = lowerIndex(p.rhs);
+    line(r + " = arith.cmpi " + preds[p.op] + ", " + a + ", " + b + " : index");
+    break;
+  }
+  }
+  return r;
+}
+
+std::string KernelEmitter::applyExprClone(const ir::Op &op, const std::string &x, ScalarType t,
+                                          int64_t e) {
+  const ScalarType rt = op.results[0]->type.dtype;
+  // The lambda variable is bound to each element in turn, so no lowered expression may be
+  // reused across elements.
+  auto saved = exprCache_;
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < e; ++i) {
+    exprCache_.clear();
+    std::string xi = extractElem(x, t, e, i), v = fresh();
+    line(v + " = arith.index_cast " + xi + " : " + mlirType(t) + " to index");
+    symbols_[op.lambdaVar] = v;
+    if (op.pred) {
+      out.push_back(lowerPred(*op.pred));
+    } else {
+      std::string r = fresh();
+      line(r + " = arith.index_cast " + lowerIndex(op.expr) + " : index to " + mlirType(rt));
+      out.push_back(r);
+    }
+  }
+  symbols_.erase(op.lambdaVar);
+  exprCache_ = saved;
+  return buildVector(out, rt);
 }
 
 std::string floatLiteral(double v, ScalarType t) {
@@ -2021,8 +2364,14 @@ bool KernelEmitter::emitReduce(const ir::Op &op) {
     return unsupported(std::string("a reduction of ") + scalarTypeName(t) +
                            " values (32-bit types only)",
                        op.loc);
-  if (!x.tag.empty())
-    return unsupported("a reduction of an MMA accumulator", op.loc);
+  if (x.deferred)
+    return unsupported("a reduction of a value computed from thread indices only", op.loc);
+  // The butterfly below combines all lanes: the other dims must not vary across lanes.
+  for (const auto &[other, di] : x.layout)
+    if (other != op.dims[0].str() && di.start.dependsOn("$T0"))
+      return unsupported("a reduction of a value whose other dims vary across the lanes (an MMA "
+                         "accumulator)",
+                         op.loc);
   auto lay = x.layout.find(dim);
   const int64_t w = d_.waveSize;
   // A masked-off element reads 0: the identity of sum only.
@@ -2107,7 +2456,7 @@ bool KernelEmitter::emitReduce(const ir::Op &op) {
       }
     }
     if (init) {
-      if (init->elems != 1 || !init->tag.empty())
+      if (init->elems != 1 || init->deferred)
         return unsupported("a reduction init with elements per lane", op.loc);
       CloneAssign ia;
       for (const auto &s : init->cloneSyms)
@@ -2146,10 +2495,37 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     return true;
   }
   case ir::OpKind::Broadcast:
-    // Values are uniform along dims they lack, so a broadcast is the value itself.
+  case ir::OpKind::Permute:
+    // Values are uniform along dims they lack and layouts name dims, not positions: a
+    // broadcast or a permutation is the value itself.
     values_[op.results[0]] = values_.at(op.operands[0]);
     values_[op.results[0]].dtype = op.results[0]->type.dtype;
     return true;
+  case ir::OpKind::SelfIndex: {
+    RegVal v;
+    v.dtype = op.results[0]->type.dtype;
+    v.deferred = &op;
+    values_[op.results[0]] = std::move(v);
+    return true;
+  }
+  case ir::OpKind::ApplyExpr: {
+    const RegVal &x = values_.at(op.operands[0]);
+    RegVal v;
+    v.dtype = op.results[0]->type.dtype;
+    if (x.deferred || !x.laidOut()) {
+      v.deferred = &op;
+    } else {
+      v.layout = x.layout;
+      v.elems = x.elems;
+      v.vecDim = x.vecDim;
+      v.cloneSyms = x.cloneSyms;
+      for (const auto &a : clonesOver(x.cloneSyms))
+        v.clones[cloneKey(a, v.cloneSyms)] =
+            applyExprClone(op, operandAt(x, a, x.elems), x.dtype, x.elems);
+    }
+    values_[op.results[0]] = std::move(v);
+    return !failed_;
+  }
   case ir::OpKind::Unary:
   case ir::OpKind::Binary:
   case ir::OpKind::Math:

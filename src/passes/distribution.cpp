@@ -78,6 +78,36 @@ Role backwardRole(const ir::Value *v, int depth = 0) {
   return {};
 }
 
+const ExpansionInfo *expansionOf(const Distribution &d, const ir::Dim &dim) {
+  for (const auto &e : d.expansion)
+    if (e.dim == dim)
+      return &e;
+  return nullptr;
+}
+
+const ir::Op *ownerOf(const ir::Region &body, const ir::Region *r) {
+  const ir::Op *found = nullptr;
+  ir::walk(body, [&](const ir::Op &op) {
+    for (const auto &sub : op.regions)
+      if (sub.get() == r)
+        found = &op;
+  });
+  return found;
+}
+
+// Whether op sits (at any depth) in the body of an `iterate` over d.
+bool insideIterateOf(const ir::Kernel &k, const ir::Op &op, const ir::Dim &d) {
+  for (const ir::Region *r = op.parent; r;) {
+    const ir::Op *owner = ownerOf(k.body, r);
+    if (!owner)
+      return false;
+    if (owner->kind == ir::OpKind::Iterate && owner->dims[0] == d)
+      return true;
+    r = owner->parent;
+  }
+  return false;
+}
+
 class Distributor {
 public:
   Distributor(const ir::Kernel &k, const TargetInfo &t, DiagnosticEngine &d, Distribution &o)
@@ -141,18 +171,28 @@ private:
                  {std::to_string(axis), std::to_string(*g), target.name, std::to_string(limit)});
   }
 
-  // The MMA kind that fixes dims M, N, K (the first mma of the kernel), if any.
-  const ir::Op *firstMma() const {
-    const ir::Op *found = nullptr;
+  // The vector shape each mma gives its dims: M, N and K of its kind. When several mmas share a
+  // dim, the first one in program order decides (the code generator reports a chained mma whose
+  // kind disagrees).
+  std::vector<std::pair<ir::Dim, int64_t>> mmaVectorShapes() const {
+    std::vector<std::pair<ir::Dim, int64_t>> out;
     ir::walk(kernel.body, [&](const ir::Op &op) {
-      if (!found && op.kind == ir::OpKind::Mma)
-        found = &op;
+      if (op.kind != ir::OpKind::Mma || !op.mma)
+        return;
+      const unsigned shape[3] = {op.mma->m, op.mma->n, op.mma->k};
+      for (int r = 0; r < 3; ++r) {
+        bool known = false;
+        for (const auto &[d, v] : out)
+          known |= d == op.dims[r];
+        if (!known)
+          out.push_back({op.dims[r], static_cast<int64_t>(shape[r])});
+      }
     });
-    return found;
+    return out;
   }
 
   void collectExpansion() {
-    const ir::Op *mma = firstMma();
+    const auto mmaShapes = mmaVectorShapes();
     std::vector<ir::Dim> dims;
     auto add = [&](const ir::Dim &d) {
       if (!ir::hasDim(dims, d))
@@ -162,11 +202,19 @@ private:
       add(w.dim);
     for (const auto &t : kernel.tilings)
       add(t.dim);
+    // A static dim no constraint splits but an mma uses (attention's head dim as the K of one
+    // product and the M of the next) is walked by clones of the kind's size (wave-facts.md 1.7).
+    for (const auto &[d, v] : mmaShapes)
+      if (!kernel.workgroupFor(d) && !kernel.tilingFor(d) && d.size.asInteger())
+        add(d);
     for (const auto &d : dims) {
       IndexExpr vs;
-      if (mma && (d == mma->dims[0] || d == mma->dims[1] || d == mma->dims[2])) {
-        unsigned v = d == mma->dims[0] ? mma->mma->m : d == mma->dims[1] ? mma->mma->n : mma->mma->k;
-        vs = IndexExpr(static_cast<int64_t>(v));
+      const int64_t *fromMma = nullptr;
+      for (const auto &[md, v] : mmaShapes)
+        if (md == d)
+          fromMma = &v;
+      if (fromMma) {
+        vs = IndexExpr(*fromMma);
       } else if (auto given = kernel.vectorShapeFor(d)) {
         vs = *given;
       } else if (const auto *w = kernel.waveFor(d)) {
@@ -184,61 +232,12 @@ private:
                   (out.wavesPerBlock[wg->axis] * *v);
         else if (const auto *t = kernel.tilingFor(d))
           count = (t->tile + *v - 1) / *v;
+        else if (auto size = d.size.asInteger())
+          count = (*size + *v - 1) / *v;
       }
       out.expansion.push_back({d, vs, std::max<int64_t>(count, 1)});
       out.facts.setRange("$i_" + d.str(), 0, std::max<int64_t>(count, 1) - 1);
     }
-  }
-
-  const ExpansionInfo *expansionFor(const ir::Dim &d) const {
-    for (const auto &e : out.expansion)
-      if (e.dim == d)
-        return &e;
-    return nullptr;
-  }
-
-  bool insideIterateOf(const ir::Op &op, const ir::Dim &d) const {
-    // Walk up through the regions: an op's parent region belongs to an iterate op whose
-    // region list holds it.
-    const ir::Region *r = op.parent;
-    while (r) {
-      const ir::Op *owner = ownerOf(r);
-      if (!owner)
-        return false;
-      if (owner->kind == ir::OpKind::Iterate && owner->dims[0] == d)
-        return true;
-      r = owner->parent;
-    }
-    return false;
-  }
-
-  const ir::Op *ownerOf(const ir::Region *r) const {
-    const ir::Op *found = nullptr;
-    ir::walk(kernel.body, [&](const ir::Op &op) {
-      for (const auto &sub : op.regions)
-        if (sub.get() == r)
-          found = &op;
-    });
-    return found;
-  }
-
-  // Workgroup, wave, loop and expansion terms of dim d: identical for every lane of a wave.
-  IndexExpr uniformTerms(const ir::Op &op, const ir::Dim &d) const {
-    IndexExpr e = 0;
-    if (const auto *wg = kernel.workgroupFor(d)) {
-      e = e + S(fmt::format("$WG{}", wg->axis)) * wg->tile;
-      // A wave id whose extent is 1 is 0: no term.
-      if (const auto *w = kernel.waveFor(d); w && out.wavesPerBlock[wg->axis] > 1) {
-        IndexExpr waveId = wg->axis == 0 ? floorDiv(S("$T0"), static_cast<int64_t>(out.waveSize))
-                                         : S(fmt::format("$T{}", wg->axis));
-        e = e + waveId * w->tile;
-      }
-    }
-    if (const auto *t = kernel.tilingFor(d); t && insideIterateOf(op, d))
-      e = e + S("$IV_" + d.str()) * t->tile;
-    if (const auto *x = expansionFor(d); x && x->count > 1)
-      e = e + cloneSym(d) * x->vectorShape;
-    return e;
   }
 
   void visit(const ir::Op &op) {
@@ -308,7 +307,7 @@ private:
 
     std::map<std::string, IndexExpr> regIndex; // register dim name -> index
     auto registerIndex = [&](const ir::Dim &d) {
-      IndexExpr e = uniformTerms(op, d);
+      IndexExpr e = uniformIndex(kernel, out, op, d);
       for (const auto &[td, t] : thread)
         if (td == d)
           e = e + t;
@@ -386,6 +385,47 @@ private:
 };
 
 } // namespace
+
+IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &op,
+                       const ir::Dim &d) {
+  IndexExpr e = 0;
+  if (const auto *wg = kernel.workgroupFor(d)) {
+    e = e + S(fmt::format("$WG{}", wg->axis)) * wg->tile;
+    // A wave id whose extent is 1 is 0: no term.
+    if (const auto *w = kernel.waveFor(d); w && dist.wavesPerBlock[wg->axis] > 1) {
+      IndexExpr waveId = wg->axis == 0 ? floorDiv(S("$T0"), static_cast<int64_t>(dist.waveSize))
+                                       : S(fmt::format("$T{}", wg->axis));
+      e = e + waveId * w->tile;
+    }
+  }
+  if (const auto *t = kernel.tilingFor(d); t && insideIterateOf(kernel, op, d))
+    e = e + S("$IV_" + d.str()) * t->tile;
+  if (const auto *x = expansionOf(dist, d); x && x->count > 1)
+    e = e + cloneSym(d) * x->vectorShape;
+  return e;
+}
+
+std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distribution &dist,
+                                      const ir::Op &mma, int operand, const ir::Shape &shape) {
+  const MmaKind &k = *mma.mma;
+  const LaneLayout &layout = operand == 0 ? k.a : operand == 1 ? k.b : k.c;
+  const ir::Dim &rowDim = operand == 1 ? mma.dims[1] : mma.dims[0];
+  const ir::Dim &colDim = operand == 2 ? mma.dims[1] : mma.dims[2];
+  const IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(dist.waveSize));
+  sym::Facts facts = dist.facts;
+  facts.setRange("$g", 0, static_cast<int64_t>(layout.elements) - 1);
+  std::vector<DimIndex> out;
+  for (const auto &d : shape) {
+    IndexExpr e = uniformIndex(kernel, dist, mma, d);
+    int64_t elements = 1;
+    if (d == rowDim || d == colDim) {
+      e = e + (d == rowDim ? layout.row(lane, kG) : layout.col(lane, kG));
+      elements = layout.elements;
+    }
+    out.push_back({d, facts.simplify(e), elements});
+  }
+  return out;
+}
 
 bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEngine &diags,
                 Distribution &out) {

@@ -63,6 +63,17 @@ struct Distribution {
 bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEngine &diags,
                 Distribution &out);
 
+// The part of dim d's index at `op` that is the same for every lane of a wave: the workgroup,
+// wave, loop (inside `iterate d`) and expansion terms (wave-facts.md 1.3).
+sym::IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &op,
+                            const ir::Dim &dim);
+
+// The index of every dim of `shape` for operand `operand` (0 lhs, 1 rhs, 2 accumulator and
+// result) of an mma: its uniform terms plus the kind's lane layout on the operand's two matrix
+// dims (element g of lane T0 % W); batch dims have only uniform terms.
+std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distribution &dist,
+                                      const ir::Op &mma, int operand, const ir::Shape &shape);
+
 // `wavec --emit=distribution`.
 std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
                               const Distribution &d);

@@ -7,7 +7,7 @@
 // stride, 0 when it lacks the dim).
 #include "reference/reference.h"
 
-#include "symbolic/lowering.h"
+#include "symbolic/compiled_expr.h"
 
 #include <fmt/format.h>
 
@@ -64,95 +64,11 @@ struct View {
   std::vector<int64_t> stride; // per result dim
 };
 
-// A compiled index expression: a tree of integer ops over slots (iterators, the apply_expr
-// variable) and constants (symbol values), evaluated without GiNaC in the inner loops.
-struct Expr {
-  enum Op { Const, Slot, Add, Mul, FloorDiv, CeilDiv, Mod, Min, Max, ExactDiv } op = Const;
-  int64_t value = 0; // Const: the value; Slot: the slot index
-  const Expr *a = nullptr, *b = nullptr;
-};
-
-// Builds Expr trees through the shared index-expression lowering (symbolic/lowering.h). The
-// nodes live in `pool`, which the evaluator keeps for the whole evaluation.
-class ExprCompiler : public sym::IndexLowering<const Expr *> {
-public:
-  using E = const Expr *;
-  ExprCompiler(const std::map<std::string, int64_t> &symbols,
-               const std::vector<std::string> &slots, std::vector<std::unique_ptr<Expr>> &pool)
-      : symbols_(symbols), slots_(slots), pool_(pool) {}
-  std::string unknown;
-
-  E make(Expr::Op op, int64_t v = 0, E a = nullptr, E b = nullptr) {
-    auto e = std::make_unique<Expr>();
-    e->op = op;
-    e->value = v;
-    e->a = a;
-    e->b = b;
-    pool_.push_back(std::move(e));
-    return pool_.back().get();
-  }
-  E constant(int64_t v) override { return make(Expr::Const, v); }
-  std::optional<E> symbol(const std::string &name) override {
-    for (size_t k = 0; k < slots_.size(); ++k)
-      if (slots_[k] == name)
-        return make(Expr::Slot, static_cast<int64_t>(k));
-    auto it = symbols_.find(name);
-    if (it == symbols_.end()) {
-      unknown = name;
-      return std::nullopt;
-    }
-    return make(Expr::Const, it->second);
-  }
-  E add(E a, E b) override { return make(Expr::Add, 0, a, b); }
-  E mul(E a, E b) override { return make(Expr::Mul, 0, a, b); }
-  E floorDiv(E a, E b) override { return make(Expr::FloorDiv, 0, a, b); }
-  E ceilDiv(E a, E b) override { return make(Expr::CeilDiv, 0, a, b); }
-  E mod(E a, E b) override { return make(Expr::Mod, 0, a, b); }
-  E min(E a, E b) override { return make(Expr::Min, 0, a, b); }
-  E max(E a, E b) override { return make(Expr::Max, 0, a, b); }
-  E exactDiv(E a, E b) override { return make(Expr::ExactDiv, 0, a, b); }
-
-private:
-  const std::map<std::string, int64_t> &symbols_;
-  const std::vector<std::string> &slots_;
-  std::vector<std::unique_ptr<Expr>> &pool_;
-};
-
-int64_t floorDivI(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
+using Expr = sym::CompiledExpr;
+using sym::floorDivInt;
 
 // Evaluates a compiled expression; `ok` turns false on division by zero.
-int64_t run(const Expr &e, const int64_t *slots, bool &ok) {
-  switch (e.op) {
-  case Expr::Const: return e.value;
-  case Expr::Slot: return slots[e.value];
-  default: break;
-  }
-  int64_t a = run(*e.a, slots, ok), b = run(*e.b, slots, ok);
-  switch (e.op) {
-  case Expr::Add: return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-  case Expr::Mul: return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-  case Expr::Min: return std::min(a, b);
-  case Expr::Max: return std::max(a, b);
-  default: break;
-  }
-  if (b == 0) {
-    ok = false;
-    return 0;
-  }
-  switch (e.op) {
-  case Expr::FloorDiv: return floorDivI(a, b);
-  case Expr::CeilDiv: return -floorDivI(-a, b);
-  case Expr::Mod: return a - b * floorDivI(a, b);
-  case Expr::ExactDiv:
-    if (a % b != 0)
-      ok = false;
-    return a / b;
-  default: return 0;
-  }
-}
+int64_t run(const Expr &e, const int64_t *slots, bool &ok) { return sym::evaluate(e, slots, ok); }
 
 // A compiled predicate (apply_expr predicates).
 struct PredProgram {
@@ -208,7 +124,7 @@ private:
   std::unordered_map<const ir::Value *, TensorPtr> env_;
   std::map<std::string, std::pair<int64_t, int64_t>> tiles_; // iterated dim -> (lo, n)
   const ir::Op *op_ = nullptr;                                // the op being evaluated
-  std::vector<std::unique_ptr<Expr>> exprPool_;
+  sym::ExprPool exprPool_;
 
   bool fail(const std::string &msg) {
     if (op_ && op_->loc.valid())
@@ -310,15 +226,12 @@ private:
   }
 
   const Expr *compile(const sym::IndexExpr &e, const std::vector<std::string> &slots) {
-    ExprCompiler c(symbols_, slots, exprPool_);
-    auto r = sym::lowerIndexExpr<const Expr *>(e, c);
-    if (!r) {
-      fail(c.unknown.empty() ? "index expression '" + e.str() + "' cannot be evaluated"
-                             : "index expression '" + e.str() + "' uses '" + c.unknown +
-                                   "', which has no value");
-      return nullptr;
-    }
-    return *r;
+    const Expr *r = exprPool_.compile(e, slots, symbols_);
+    if (!r)
+      fail(exprPool_.unknown.empty() ? "index expression '" + e.str() + "' cannot be evaluated"
+                                     : "index expression '" + e.str() + "' uses '" +
+                                           exprPool_.unknown + "', which has no value");
+    return r;
   }
   bool compilePred(const sym::Pred &p, const std::vector<std::string> &slots, PredProgram &out) {
     out.kind = p.kind;
@@ -519,9 +432,9 @@ bool Evaluator::elementwise(const ir::Op &op, const std::vector<TensorPtr> &in, 
         if (op.binary == B::Div)
           v = x.i / y.i;
         else if (op.binary == B::FloorDiv)
-          v = floorDivI(x.i, y.i);
+          v = floorDivInt(x.i, y.i);
         else
-          v = x.i - y.i * floorDivI(x.i, y.i); // the sign of the divisor (Python's %)
+          v = x.i - y.i * floorDivInt(x.i, y.i); // the sign of the divisor (Python's %)
         break;
       default: break;
       }

@@ -1,0 +1,92 @@
+// Thread layouts of register values, and how to move a value from one layout to another
+// (architecture.md pipeline step 4: "conflicts are resolved explicitly").
+//
+// A layout says where every element a thread holds sits in the value's tensor: per dim, an
+// index expression over the thread ids ($T0, $T1, $T2), the expansion clone ($i_<dim>), the
+// element within the thread's vector ($g, 0 <= g < elems) and symbols that are the same for
+// every thread of a workgroup ($WG*, $IV_*, problem sizes). A dim the layout does not name is
+// one the value is uniform along (a reduction result, a broadcast).
+//
+// planRelayout() answers, for two layouts of values with the same dims (or the source having a
+// subset: it is broadcast along the rest), where each destination element comes from: the same
+// place (nothing to do), another element of the same thread (a register permutation: chained
+// matrix products whose accumulator layout is the next operand's layout up to element order),
+// or another lane of the same wave (a shuffle; e.g. an mma.sync accumulator feeding the next
+// mma as its B operand is an 8x8 transpose across lanes). Elements no lane of the wave holds
+// (another wave's) make the plan Impossible, with the reason.
+//
+// The answer is found by evaluating both layouts for every lane (compiled expressions, two
+// assignments of the thread-independent symbols, the first and last wave of axis 0), and a
+// Same answer is proven symbolically. Lane patterns are described as "bit-linear" functions of
+// the lane id (base + the sum of a weight per set bit), which covers the permutations and
+// replications of every matrix layout in the target table.
+#pragma once
+
+#include "symbolic/facts.h"
+#include "symbolic/index_expr.h"
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace wave {
+
+using CloneAssign = std::map<std::string, int64_t>; // $i_<dim> -> clone index
+
+struct ThreadLayout {
+  std::map<std::string, sym::IndexExpr> index; // by dim name
+  int64_t elems = 1;
+  std::set<std::string> cloneSyms; // the $i_<dim> symbols the value's clones vary over
+};
+
+// The launch shape layouts live in.
+struct LayoutMachine {
+  unsigned waveSize = 64;
+  unsigned block[3] = {64, 1, 1};
+  std::map<std::string, int64_t> cloneCounts; // $i_<dim> -> expansion count
+  // Every assignment of the clone symbols `syms` (each over its count), in a fixed order.
+  std::vector<CloneAssign> clones(const std::set<std::string> &syms) const;
+};
+
+// A function of the lane id l (0 <= l < wave size): base + sum over bits j set in l of weight[j].
+struct BitLinear {
+  int64_t base = 0;
+  std::vector<int64_t> weight;
+  int64_t at(int64_t lane) const;
+  bool isIdentity() const; // at(l) == l for every lane
+  bool isConstant() const;
+};
+
+struct RelayoutPlan {
+  enum Kind { Same, InLane, CrossLane, Impossible } kind = Impossible;
+  std::vector<CloneAssign> dstClones, srcClones; // enumeration orders the picks refer to
+  struct Pick {
+    size_t srcClone = 0;
+    int64_t elem = 0;
+    bool operator==(const Pick &o) const { return srcClone == o.srcClone && elem == o.elem; }
+  };
+  // InLane: inLane[dst clone][element] = where it comes from in the same thread.
+  std::vector<std::vector<Pick>> inLane;
+  // CrossLane: per destination element, the lane it comes from and which source element; when
+  // the source element differs between lanes, `choice` indexes `candidates` per lane.
+  struct LanePick {
+    BitLinear lane;
+    std::vector<Pick> candidates;
+    BitLinear choice;
+  };
+  std::vector<std::vector<LanePick>> crossLane;
+  std::string why; // Impossible: the first element no lane of the wave holds
+};
+
+// `facts` proves the Same case (index expressions equal under the kernel's facts).
+RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
+                          const LayoutMachine &machine, const sym::Facts &facts);
+
+// True when a value in layout `src` is already a value in layout `dst`: every dim of src has
+// the same index in dst, and the elements correspond (same count, or src has one element that
+// does not depend on $g and is splat).
+bool sameLayout(const ThreadLayout &src, const ThreadLayout &dst, const sym::Facts &facts);
+
+} // namespace wave
