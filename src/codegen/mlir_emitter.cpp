@@ -47,6 +47,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace wave {
 
@@ -2129,8 +2130,9 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
     break;
   }
   // Shuffles within the wave: element e of a lane comes from lane `p.lane(l)`, source element
-  // `p.candidates[p.choice(l)]`. gpu.shuffle moves 32- or 64-bit values: narrower ones are
-  // widened around it (exactly).
+  // `p.candidates[p.choice(l)]`. gpu.shuffle moves 32- or 64-bit values: elements narrower
+  // than 32 bits move as the 32-bit words that hold them (two f16, whose half is then picked),
+  // each word once per source lane; other narrow values are widened around the shuffle.
   const int64_t w = d_.waveSize;
   const IndexExpr lane = mod(IndexExpr::symbol("$T0"), w);
   auto bitLinear = [&](const BitLinear &f) {
@@ -2143,7 +2145,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   const std::string ety = mlirType(t);
   const bool fl = isFloat(t) && !opaque(t);
   const unsigned bits = t == ScalarType::I1 ? 1 : bitWidth(t);
-  const std::string sty = bits > 32 ? (fl ? "f64" : "i64") : (fl ? "f32" : "i32");
+  const int64_t perWord = bits < 32 && bits > 1 && v.elems % (32 / bits) == 0 ? 32 / bits : 1;
+  const std::string sty = perWord > 1 ? "i32" : bits > 32 ? (fl ? "f64" : "i64") : (fl ? "f32" : "i32");
   auto widen = [&](const std::string &x) {
     if (sty == ety)
       return x;
@@ -2160,6 +2163,39 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   };
   std::string width = fresh();
   line(width + " = arith.constant " + std::to_string(w) + " : i32");
+  std::map<size_t, std::string> words;                           // source clone -> i32 words
+  std::map<std::tuple<std::string, size_t, int64_t>, std::string> moved; // (lane, clone, slot)
+  const std::string wty = "vector<" + std::to_string(v.elems / perWord) + "xi32>";
+  auto fetch = [&](const std::string &from, const RelayoutPlan::Pick &cand) {
+    const int64_t slot = cand.elem / perWord;
+    std::string &got = moved[{from, cand.srcClone, slot}];
+    if (got.empty()) {
+      std::string x;
+      if (perWord > 1) {
+        std::string &ws = words[cand.srcClone];
+        if (ws.empty()) {
+          ws = fresh();
+          line(ws + " = llvm.bitcast " +
+               v.clones.at(cloneKey(plan.srcClones[cand.srcClone], v.cloneSyms)) + " : " +
+               vecType(t, v.elems) + " to " + wty);
+        }
+        x = extractElem(ws, ScalarType::I32, v.elems / perWord, slot);
+      } else {
+        x = widen(srcElem(cand));
+      }
+      got = x;
+      if (!from.empty()) {
+        got = fresh();
+        line(got + ", " + fresh() + " = gpu.shuffle idx " + x + ", " + from + ", " + width +
+             " : " + sty);
+      }
+    }
+    if (perWord == 1)
+      return narrow(got);
+    std::string pair = fresh();
+    line(pair + " = llvm.bitcast " + got + " : i32 to " + vecType(t, perWord));
+    return extractElem(pair, t, perWord, cand.elem % perWord);
+  };
   for (size_t c = 0; c < plan.dstClones.size(); ++c) {
     std::vector<std::string> elems;
     for (int64_t e = 0; e < out.elems; ++e) {
@@ -2170,16 +2206,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
         line(from + " = arith.index_cast " + bitLinear(p.lane) + " : index to i32");
       }
       std::vector<std::string> got;
-      for (const auto &cand : p.candidates) {
-        std::string x = srcElem(cand);
-        if (!from.empty()) {
-          std::string r = fresh();
-          line(r + ", " + fresh() + " = gpu.shuffle idx " + widen(x) + ", " + from + ", " + width +
-               " : " + sty);
-          x = narrow(r);
-        }
-        got.push_back(x);
-      }
+      for (const auto &cand : p.candidates)
+        got.push_back(fetch(from, cand));
       std::string r = got[0];
       if (got.size() > 1) {
         const std::string which = bitLinear(p.choice);
