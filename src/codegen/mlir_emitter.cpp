@@ -91,7 +91,7 @@ struct RegVal {
   std::map<std::string, std::string> clones; // clone key -> SSA value
   // Set for a value computed only from thread indices and uniform values (self_index,
   // apply_expr of one, and elementwise ops on those): it has no layout of its own and is
-  // computed by this op wherever it is used, in the user's layout (`materialize`).
+  // computed by this op wherever it is used, in the user's layout (`computeDeferred`).
   const ir::Op *deferred = nullptr;
   bool laidOut() const { return !layout.empty(); }
 };
@@ -225,7 +225,7 @@ private:
   // Clone `a` of a deferred or uniform value, in `like`'s layout (`like.elems` elements).
   std::string operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a);
   // Clone `a` of the deferred value computed by `op`, in `like`'s layout.
-  std::string materialize(const ir::Op &op, const RegVal &like, const CloneAssign &a);
+  std::string computeDeferred(const ir::Op &op, const RegVal &like, const CloneAssign &a);
   // One clone of an elementwise op (unary, binary, math, select, cast) on operands of `e`
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
@@ -2089,7 +2089,7 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   out.cloneSyms = like.cloneSyms;
   if (v.deferred) {
     for (const auto &a : clonesOver(out.cloneSyms))
-      out.clones[cloneKey(a, out.cloneSyms)] = materialize(*v.deferred, like, a);
+      out.clones[cloneKey(a, out.cloneSyms)] = computeDeferred(*v.deferred, like, a);
     return !failed_;
   }
   if (!v.laidOut()) {
@@ -2228,11 +2228,11 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
 
 std::string KernelEmitter::operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a) {
   if (v.deferred)
-    return materialize(*v.deferred, like, a);
+    return computeDeferred(*v.deferred, like, a);
   return operandAt(v, a, like.elems);
 }
 
-std::string KernelEmitter::materialize(const ir::Op &op, const RegVal &like,
+std::string KernelEmitter::computeDeferred(const ir::Op &op, const RegVal &like,
                                        const CloneAssign &a) {
   const int64_t e = like.elems;
   const ScalarType t = op.results[0]->type.dtype;

@@ -4,7 +4,7 @@
 # and runs the program: 0 = checked on a device, 77 = no device here (reported as skipped).
 #   sample_make.sh WAVEC SOURCE_DIR RUNTIME_LIB_DIR SAMPLE TARGET [DEVICE [PROGRAM ARGS...]]
 # DEVICE (e.g. cuda://0, hip://0, emu:sm_90) becomes $WAVE_DEVICE for the program; the program
-# is run once per "M,N" shape argument (none: its default shape).
+# is run once per shape argument, its sizes separated by commas ("M,N"; none: its default shape).
 set -euo pipefail
 wavec=$1 src=$2 rtlib=$3 sample=$4 target=$5
 shift 5
@@ -28,7 +28,7 @@ if [ $# -eq 0 ]; then
   exit $?
 fi
 for shape in "$@"; do
-  ./"${sample}_main" ${shape/,/ }
+  ./"${sample}_main" ${shape//,/ }
   status=$?
   if [ $status -ne 0 ]; then
     exit $status

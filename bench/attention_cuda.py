@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Attention forward through wavec's generated C stub against torch's scaled_dot_product_attention,
+same process, same data.
+
+  attention_cuda.py RUNTIME_SO NAME=STUB_SO:D [NAME=STUB_SO:D ...] [--shapes B,H,S ...]
+
+Each STUB_SO is a shared library built from `wavec samples/attention/attention.wave -DD=D --stub`
+(it exports attention_launch(stream, q, k, v, o, scale, BH, M, K2)); RUNTIME_SO is
+libwave_runtime.so. Per shape and head dim: q, k, v = randn f16 [B, H, S, D]; o poisoned with
+NaN; first a small shape against a float64 reference, then the big one against torch's f16
+result (||out - ref|| / ||ref||, no NaN), then both timed (warm-up, median of 7 batches of
+back-to-back launches between synchronizations). TFLOP/s = 4·B·H·S²·D / time. torch's default
+SDPA is the peer; its individual backends are timed too where they run.
+"""
+import contextlib
+import ctypes
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+def median_time(fn, sync, reps):
+    fn()
+    sync()
+    times = []
+    for _ in range(7):
+        sync()
+        t = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        sync()
+        times.append((time.perf_counter() - t) / reps)
+    return statistics.median(times)
+
+
+def main():
+    args = sys.argv[1:]
+    shapes = [(4, 32, 4096)]
+    if "--shapes" in args:
+        i = args.index("--shapes")
+        shapes = [tuple(int(x) for x in s.split(",")) for s in args[i + 1:]]
+        args = args[:i]
+    rt = ctypes.CDLL(args[0], mode=ctypes.RTLD_GLOBAL)
+    rt.wave_last_error.restype = ctypes.c_char_p
+    dev, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    torch.cuda.init()
+
+    def check(st, what):
+        if st != 0:
+            raise RuntimeError(f"{what}: status {st}: {rt.wave_last_error().decode()}")
+
+    check(rt.wave_device_open(b"cuda://0", ctypes.byref(dev)), "device_open")
+    check(rt.wave_stream_create(dev, ctypes.byref(stream)), "stream_create")
+    variants = []
+    for spec in args[1:]:
+        name, rest = spec.split("=", 1)
+        path, d = rest.rsplit(":", 1)
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        lib.attention_launch.argtypes = ([ctypes.c_void_p] * 5 + [ctypes.c_float] +
+                                         [ctypes.c_int64] * 3)
+        variants.append((name, lib, int(d)))
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+
+    def wsync():
+        check(rt.wave_stream_synchronize(stream), "synchronize")
+
+    def run(lib, q, k, v, o):
+        B, H, S, D = q.shape
+        check(lib.attention_launch(stream, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(),
+                                   1.0 / math.sqrt(D), B * H, S, k.shape[2]), "attention_launch")
+
+    ok = True
+    rows = []
+    # Correctness on a small ragged shape against float64.
+    for name, lib, D in variants:
+        torch.manual_seed(D)
+        q = torch.randn(2, 3, 333, D, device="cuda", dtype=torch.float16)
+        k = torch.randn(2, 3, 250, D, device="cuda", dtype=torch.float16)
+        v = torch.randn(2, 3, 250, D, device="cuda", dtype=torch.float16)
+        o = torch.full_like(q, float("nan"))
+        run(lib, q, k, v, o)
+        wsync()
+        ref = F.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(D), -1) @ v.double()
+        rel = float((o.double() - ref).norm() / ref.norm())
+        good = not bool(torch.isnan(o).any()) and rel < 5e-3
+        ok &= good
+        print(f"{name} D={D} 2x3x333 (keys 250) vs float64: rel.err {rel:.2e} "
+              f"{'PASS' if good else 'FAIL'}")
+    backends = {}
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                    "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    except ImportError:
+        pass
+    for (B, H, S) in shapes:
+        for D in sorted({d for _, _, d in variants}):
+            torch.manual_seed(B * 1000 + S + D)
+            q = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+            k = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+            v = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
+            flop = 4.0 * B * H * S * S * D
+            reps = max(3, int(5e12 / flop))
+            tsync = torch.cuda.synchronize
+            ref = F.scaled_dot_product_attention(q, k, v)
+            t_torch = median_time(lambda: F.scaled_dot_product_attention(q, k, v), tsync, reps)
+            shape = f"{B}x{H}x{S}x{D}"
+            rows.append((shape, "torch SDPA (default)", t_torch, flop / t_torch / 1e12, "", ""))
+            for bname, backend in backends.items():
+                try:
+                    with sdpa_kernel(backend):
+                        F.scaled_dot_product_attention(q, k, v)
+                        t = median_time(lambda: F.scaled_dot_product_attention(q, k, v), tsync,
+                                        reps)
+                    rows.append((shape, f"torch SDPA {bname}", t, flop / t / 1e12, "", ""))
+                except RuntimeError as e:
+                    rows.append((shape, f"torch SDPA {bname}", float("nan"), float("nan"),
+                                 "n/a", str(e).split("\n")[0][:30]))
+            for name, lib, d in variants:
+                if d != D:
+                    continue
+                o = torch.full_like(q, float("nan"))
+                torch.cuda.synchronize()
+                run(lib, q, k, v, o)
+                wsync()
+                nan = int(torch.isnan(o).sum())
+                rel = float((o.float() - ref.float()).norm() / ref.float().norm())
+                good = nan == 0 and rel < 5e-3
+                ok &= good
+                t = median_time(lambda: run(lib, q, k, v, o), wsync, reps)
+                rows.append((shape, name, t, flop / t / 1e12,
+                             f"{rel:.2e}{'' if nan == 0 else f' NaN {nan}'}",
+                             f"{t_torch / t:.2f}x" + ("" if good else " WRONG")))
+    print(f"{'BxHxSxD':>16} {'variant':>24} {'ms':>8} {'TFLOP/s':>8} {'rel.err':>10} "
+          f"{'vs torch':>10}")
+    for r in rows:
+        print(f"{r[0]:>16} {r[1]:>24} {r[2]*1e3:8.3f} {r[3]:8.1f} {r[4]:>10} {r[5]:>10}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())
