@@ -30,9 +30,15 @@
 // Reductions (emitReduce): the lane's elements and clones along the dim are combined in-thread,
 // then log2(wave size) butterfly `gpu.shuffle xor` steps combine the lanes of the wave.
 //
+// Layouts: every value has a thread layout (RegVal::layout; MMA results the kind's accumulator
+// layout). A value needed in another layout (an mma operand from an earlier mma, an elementwise
+// partner, a write's anchor) is moved by convertTo: register permutation or cross-lane
+// shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
+// layout of their user (RegVal::deferred).
+//
 // Not supported yet (reported as `codegen-unsupported`): mappings, reductions over a dynamic
-// number of elements per lane or across waves, if, atomics,
-// allocate, permute, self_index, apply_expr, arithmetic on fp8 types.
+// number of elements per lane or across waves, if, atomics, allocate, arithmetic on fp8 types,
+// values that would have to cross waves to change layout.
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"
