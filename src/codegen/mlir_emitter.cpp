@@ -1688,7 +1688,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     staged_.erase(o);
   for (size_t s = 0; s < prefetched.size(); ++s)
     coopStore(promotions_.at(staged[s]), prefetched[s]);
-  if (!yield || yield->operands.size() != carried.size())
+  if (yield ? yield->operands.size() != carried.size() : !carried.empty())
     return unsupported("an iterate body without a matching yield", op.loc);
   bool fits = true;
   for (size_t i = 0; i < carried.size(); ++i) {

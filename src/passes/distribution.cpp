@@ -139,6 +139,7 @@ public:
       out.facts.setRange("$IV_" + t.dim.str(), 0, c ? std::max<int64_t>(*c - 1, 0) : sym::Range::kInf);
     }
     collectExpansion();
+    checkReductions();
     findNarrowest();
     ir::walk(kernel.body, [&](const ir::Op &op) { visit(op); });
     return diags.errorCount() == errors;
@@ -425,6 +426,32 @@ private:
     if (kernel.workgroupFor(d) || kernel.tilingFor(d))
       return false;
     return !facts.provesExact(d.size, IndexExpr(coverage));
+  }
+
+  // A reduction combines the whole dim inside one workgroup. In the reduction layout the lanes
+  // of a wave cover W * ceil(vs / W) elements of the vector tile, which must not reach into the
+  // next tile when a workgroup or tiling splits the dim.
+  void checkReductions() {
+    const bool mma = firstMma() != nullptr;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.kind != ir::OpKind::Reduce)
+        return;
+      const ir::Dim &d = op.dims[0];
+      if (const auto *wg = kernel.workgroupFor(d)) {
+        IndexExpr n = out.facts.simplify(ceilDiv(d.size, wg->tile));
+        if (!out.facts.provesEqual(n, 1))
+          diags.report(DiagId::ReduceSplitDim, op.loc,
+                       {d.str(), std::to_string(wg->tile), n.str()});
+      }
+      auto vs = kernel.vectorShapeFor(d);
+      auto v = vs ? vs->asInteger() : std::nullopt;
+      if (!mma && v && *v % out.waveSize != 0 &&
+          (kernel.workgroupFor(d) || kernel.tilingFor(d)))
+        diags.report(DiagId::BadVectorShape, op.loc,
+                     {d.str(), fmt::format("is {}; a reduction over it needs a multiple of the "
+                                           "wave size ({}) when a workgroup or tiling splits it",
+                                           *v, out.waveSize)});
+    });
   }
 
   // Per reduced dim, the narrowest element (bytes) of the tensors accessed in its layout.
