@@ -79,8 +79,25 @@ Role backwardRole(const ir::Value *v, int depth) {
   const ir::Op *def = v->def;
   if (def->kind == ir::OpKind::Mma)
     return {Role::MmaAcc, def};
-  if (def->kind == ir::OpKind::Reduce)
+  if (def->kind == ir::OpKind::Reduce) {
+    // The result keeps its source's layout on the other dims: that of the anchor that laid
+    // out the source (a row sum of values laid out for a column reduction keeps the columns'
+    // lanes), else this reduction's own.
+    const ir::Value *src = def->operands[0];
+    if (Role r = backwardRole(src, depth + 1); r.kind != Role::Plain)
+      return r;
+    for (const ir::Value *x = src; x && x->def && depth < 32; ++depth) {
+      if (x->def->kind == ir::OpKind::Read) {
+        if (Role r = forwardRole(x); r.kind == Role::Reduce)
+          return r;
+        break;
+      }
+      if (!isElementwise(x->def->kind) || x->def->operands.empty())
+        break;
+      x = x->def->operands[0];
+    }
     return {Role::Reduce, def};
+  }
   if (def->kind == ir::OpKind::Iterate || def->kind == ir::OpKind::If) {
     for (size_t i = 0; i < def->results.size(); ++i) {
       if (def->results[i] != v)
@@ -420,11 +437,10 @@ private:
     }
   }
 
-  // A reduced dim that no workgroup or tiling splits is covered by lanes * elements per lane
-  // (per loop trip, for a streamed row): it needs a mask unless the facts prove it a multiple.
+  // The lanes of a wave cover `coverage` elements of a reduced dim (per loop trip, for a
+  // streamed row), which may be more than its vector tile when that is the dim's only tile
+  // (checkReductions): a mask is needed unless the facts prove the dim a multiple.
   bool rowOverrun(const ir::Dim &d, int64_t coverage, const sym::Facts &facts) const {
-    if (kernel.workgroupFor(d) || kernel.tilingFor(d))
-      return false;
     return !facts.provesExact(d.size, IndexExpr(coverage));
   }
 
@@ -439,17 +455,23 @@ private:
       const ir::Dim &d = op.dims[0];
       if (const auto *wg = kernel.workgroupFor(d)) {
         IndexExpr n = out.facts.simplify(ceilDiv(d.size, wg->tile));
-        if (!out.facts.provesEqual(n, 1))
+        if (!out.facts.prove(sym::Pred::cmp(sym::Pred::Le, n, IndexExpr(1))).value_or(false))
           diags.report(DiagId::ReduceSplitDim, op.loc,
                        {d.str(), std::to_string(wg->tile), n.str()});
       }
       auto vs = kernel.vectorShapeFor(d);
       auto v = vs ? vs->asInteger() : std::nullopt;
-      if (!mma && v && *v % out.waveSize != 0 &&
-          (kernel.workgroupFor(d) || kernel.tilingFor(d)))
+      const auto *wg = kernel.workgroupFor(d);
+      const int64_t waves = wg && kernel.waveFor(d) ? out.wavesPerBlock[wg->axis] : 1;
+      const ExpansionInfo *x = expansionFor(d);
+      const bool severalTiles = kernel.tilingFor(d) || waves > 1 || (x && x->count > 1);
+      Role anchor = backwardRole(op.results[0]);
+      const bool lanesAlongD = anchor.kind == Role::Reduce && anchor.op->dims[0] == d;
+      if (!mma && lanesAlongD && v && *v % out.waveSize != 0 && severalTiles)
         diags.report(DiagId::BadVectorShape, op.loc,
                      {d.str(), fmt::format("is {}; a reduction over it needs a multiple of the "
-                                           "wave size ({}) when a workgroup or tiling splits it",
+                                           "wave size ({}) when waves, clones or loop trips "
+                                           "share the dim",
                                            *v, out.waveSize)});
     });
   }
