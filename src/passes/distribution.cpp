@@ -418,11 +418,11 @@ private:
     auto nb = narrowest.find(d.str());
     const int64_t v = std::max<int64_t>(1, 16 / (nb == narrowest.end() ? 4 : nb->second));
     const int64_t u = v * kStreamUnroll;
-    const bool split = kernel.workgroupFor(d) || kernel.tilingFor(d);
     auto c = per.asInteger();
     auto vsc = vs.asInteger();
     bool streamed = !c || *c <= 0;
-    if (c && *c > kMaxHeld && (!split || (vsc && *vsc % (w * u) == 0)))
+    // Chunks may overrun the vector tile only when it is the dim's one tile in the workgroup.
+    if (c && *c > kMaxHeld && (!severalTiles(d) || (vsc && *vsc % (w * u) == 0)))
       streamed = true;
     if (streamed) {
       thread.push_back({d, floorDiv(kG, u) * (w * u) + lane * u + mod(kG, u)});
@@ -444,6 +444,15 @@ private:
     return !facts.provesExact(d.size, IndexExpr(coverage));
   }
 
+  // Whether a workgroup's extent of d holds more than one vector tile (waves, expansion
+  // clones or loop trips along d).
+  bool severalTiles(const ir::Dim &d) const {
+    const auto *wg = kernel.workgroupFor(d);
+    const int64_t waves = wg && kernel.waveFor(d) ? out.wavesPerBlock[wg->axis] : 1;
+    const ExpansionInfo *x = expansionFor(d);
+    return kernel.tilingFor(d) || waves > 1 || (x && x->count > 1);
+  }
+
   // A reduction combines the whole dim inside one workgroup. In the reduction layout the lanes
   // of a wave cover W * ceil(vs / W) elements of the vector tile, which must not reach into the
   // next tile when a workgroup or tiling splits the dim.
@@ -461,13 +470,9 @@ private:
       }
       auto vs = kernel.vectorShapeFor(d);
       auto v = vs ? vs->asInteger() : std::nullopt;
-      const auto *wg = kernel.workgroupFor(d);
-      const int64_t waves = wg && kernel.waveFor(d) ? out.wavesPerBlock[wg->axis] : 1;
-      const ExpansionInfo *x = expansionFor(d);
-      const bool severalTiles = kernel.tilingFor(d) || waves > 1 || (x && x->count > 1);
       Role anchor = backwardRole(op.results[0]);
       const bool lanesAlongD = anchor.kind == Role::Reduce && anchor.op->dims[0] == d;
-      if (!mma && lanesAlongD && v && *v % out.waveSize != 0 && severalTiles)
+      if (!mma && lanesAlongD && v && *v % out.waveSize != 0 && severalTiles(d))
         diags.report(DiagId::BadVectorShape, op.loc,
                      {d.str(), fmt::format("is {}; a reduction over it needs a multiple of the "
                                            "wave size ({}) when waves, clones or loop trips "
