@@ -3,6 +3,7 @@
 #ifndef WAVE_SAMPLE_UTIL_H
 #define WAVE_SAMPLE_UTIL_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,15 @@ static inline uint16_t sample_rand_f16(uint32_t *state) {
   uint16_t exp = (uint16_t)(13u + sample_rand(state) % 3u); /* 2^-2 .. 2^0 */
   uint16_t mant = (uint16_t)(sample_rand(state) & 0x3ffu);
   return (uint16_t)(sign | (exp << 10) | mant);
+}
+
+/* The value of an f16 bit pattern (infinities and NaN included: a poisoned 0xffff is NaN). */
+static inline double sample_f16_to_double(uint16_t h) {
+  int sign = h >> 15, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v = exp == 0    ? ldexp(mant, -24)
+             : exp == 31 ? (mant ? NAN : INFINITY)
+                         : ldexp(1024 + mant, exp - 25);
+  return sign ? -v : v;
 }
 
 static inline float sample_rand_f32(uint32_t *state) {

@@ -47,6 +47,8 @@
 #include "symbolic/ginac_functions.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -100,6 +102,11 @@ struct RegVal {
   // computed by this op wherever it is used, in the user's layout (`computeDeferred`).
   const ir::Op *deferred = nullptr;
   bool laidOut() const { return !layout.empty(); }
+  // A streamed row (DimIndex::chunk): not emitted where it is defined; each consumer (a
+  // reduction, a write) re-emits `lazy` and its streamed operands inside its loop over the row
+  // of dim `streamDim`, one chunk per trip. `clones` is empty.
+  const ir::Op *lazy = nullptr;
+  std::string streamDim;
 };
 
 std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
@@ -243,6 +250,41 @@ private:
   std::string buildVector(const std::vector<std::string> &elems, ScalarType t);
   std::string extractElem(const std::string &v, ScalarType t, int64_t e, int64_t i);
   LayoutMachine machine_;
+  // ---- reductions and streamed rows (emitReduce and below) ----
+  // The combiner of a reduction on one element type.
+  struct Combiner {
+    ScalarType t;
+    std::string ety, op, vkind, identity;
+  };
+  std::optional<Combiner> combinerFor(ir::ReduceKind k, ScalarType t);
+  std::string combine(const Combiner &c, const std::string &a, const std::string &b,
+                      int64_t e = 1);
+  std::string identitySplat(const Combiner &c, int64_t e);
+  // Element-wise in-bounds condition (i1, or vector<e x i1>) of clone `a` of a value whose dim
+  // has layout `di` with e elements per lane; empty when the dim needs no mask.
+  std::string rowMask(const DimIndex &di, const CloneAssign &a, int64_t e);
+  // Replaces masked-off elements by the combiner's identity.
+  std::string maskToIdentity(const Combiner &c, const DimIndex &di, const CloneAssign &a,
+                             const std::string &v, int64_t e);
+  std::string shuffleXor(const std::string &v, ScalarType t, int64_t mask);
+  // The reduction of a value held in registers; `masked`: apply the dim's row mask.
+  bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
+  bool emitStreamedReduce(const ir::Op &op);
+  bool emitStreamedWrite(const ir::Op &op);
+  // Opens the loop of a consumer of streamed dim `di` (emits the trip count); the body runs
+  // with stream_ set. `materialize` re-emits a streamed value for the current chunk.
+  struct Stream {
+    std::string dim, sym;
+    int64_t chunk = 0;
+  };
+  std::optional<Stream> stream_;
+  std::string streamTrips(const DimIndex &di);
+  DimIndex streamChunk(const DimIndex &di, bool innermost) const;
+  bool materialize(const ir::Value *v, std::vector<std::pair<const ir::Value *, RegVal>> &saved);
+  void restore(std::vector<std::pair<const ir::Value *, RegVal>> &saved);
+  const DimIndex *streamedDim(const ir::Op &op);
+  bool deferStreamed(const ir::Op &op);
+  std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
@@ -535,6 +577,16 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
       return unsupported("an access whose index misses dim " + memDim.str(), op.loc);
     acc.dims.push_back(*di);
     acc.sizes.push_back(memDim.size);
+  }
+  // A streamed row is accessed one chunk per trip of its consumer's loop.
+  for (size_t i = 0; i < acc.dims.size(); ++i) {
+    if (acc.dims[i].chunk <= 0)
+      continue;
+    if (!stream_ || stream_->dim != acc.dims[i].dim.str())
+      return unsupported("a streamed row of " + acc.dims[i].dim.str() +
+                             " outside the loop of a consumer",
+                         op.loc);
+    acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
   }
   acc.strides.assign(acc.sizes.size(), IndexExpr(1));
   for (size_t i = acc.sizes.size(); i-- > 1;)
@@ -954,6 +1006,20 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
     if (!staged_.count(&op))
       coopStore(p, coopLoad(p));
     return ldsRead(op, p);
+  }
+  if (const DimIndex *sd = streamedDim(op); sd && !stream_) {
+    RegVal lz;
+    lz.lazy = &op;
+    lz.streamDim = sd->dim.str();
+    lz.dtype = op.operands[0]->type.dtype;
+    for (const auto &di : accessOf(op)->dims) {
+      lz.layout[di.dim.str()] = di;
+      for (const auto &s : di.start.freeSymbols())
+        if (s.rfind("$i_", 0) == 0)
+          lz.cloneSyms.insert(s);
+    }
+    values_[op.results[0]] = std::move(lz);
+    return true;
   }
   Access acc;
   if (!prepareAccess(op, op.operands[0], acc))
@@ -1673,10 +1739,13 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     staged_.erase(o);
   for (size_t s = 0; s < prefetched.size(); ++s)
     coopStore(promotions_.at(staged[s]), prefetched[s]);
-  if (!yield || yield->operands.size() != carried.size())
+  if (yield ? yield->operands.size() != carried.size() : !carried.empty())
     return unsupported("an iterate body without a matching yield", op.loc);
   bool fits = true;
   for (size_t i = 0; i < carried.size(); ++i) {
+    if (values_.at(yield->operands[i]).lazy)
+      return unsupported("a streamed row (a dynamic or long reduced row) yielded by a loop",
+                         op.loc);
     yielded.push_back(values_.at(yield->operands[i]));
     fits &= carriedFits(carried[i], yielded.back());
   }
@@ -2384,123 +2453,709 @@ std::string floatLiteral(double v, ScalarType t) {
 }
 
 // ---- reductions ----------------------------------------------------------------------------
+//
+// sum/max/min over dim D of a value in any layout the emitter holds (wave-facts.md section 4.1):
+//  1. masked-off elements (a row shorter than its tile) become the combiner's identity;
+//  2. the clones along D are combined element-wise, then in-thread the lane's elements whose
+//     coordinates on the other dims agree (the result may keep several elements per lane);
+//  3. the lanes: D's index is evaluated for every lane of a wave (other symbols 0); each lane
+//     bit whose flip changes D but no other coordinate is one butterfly step `gpu.shuffle xor`
+//     2^b (f16/bf16 travel as f32, narrow integers as i32, 64-bit values as two i32 halves);
+//  4. the waves, when D's index depends on a wave id: every lane stores its partial result in
+//     a small shared-memory scratch (its own slot), a barrier (placed by the analysis of
+//     barrier_insertion.h), then every thread combines the slots of the waves along D in wave
+//     order, so that every thread holds the same bits;
+//  5. `init`, combined last.
+// Accumulation stays in the element type (the language's rule). The result drops D and is
+// uniform along it, so `broadcast` back is the value itself. A streamed operand (a dynamic or
+// long row) is first accumulated chunk by chunk in a loop (emitStreamedReduce).
 
-// sum/max/min over one dim whose elements the distribution's reduction anchor spreads over the
-// lanes of one wave: combine the lane's elements (vector.reduction), then the clones along the
-// dim, then the lanes by a butterfly of log2(wave size) `gpu.shuffle xor` steps (every lane ends
-// with the whole result), then `init`. The result is uniform along the dim, so it drops it.
-bool KernelEmitter::emitReduce(const ir::Op &op) {
-  const RegVal &x = values_.at(op.operands[0]);
-  const std::string dim = op.dims[0].str();
-  const ScalarType t = x.dtype;
-  const std::string ety = mlirType(t);
-  if (ety.empty() || opaque(t) || bitWidth(t) != 32)
-    return unsupported(std::string("a reduction of ") + scalarTypeName(t) +
-                           " values (32-bit types only)",
-                       op.loc);
-  if (x.deferred)
-    return unsupported("a reduction of a value computed from thread indices only", op.loc);
-  // The butterfly below combines all lanes: the other dims must not vary across lanes.
-  for (const auto &[other, di] : x.layout)
-    if (other != op.dims[0].str() && di.start.dependsOn("$T0"))
-      return unsupported("a reduction of a value whose other dims vary across the lanes (an MMA "
-                         "accumulator)",
-                         op.loc);
-  auto lay = x.layout.find(dim);
-  const int64_t w = d_.waveSize;
-  // A masked-off element reads 0: the identity of sum only.
-  if (lay != x.layout.end() && lay->second.masked && op.reduce != ir::ReduceKind::Sum)
-    return unsupported("a max/min reduction over a row that does not fill its tile", op.loc);
+std::optional<KernelEmitter::Combiner> KernelEmitter::combinerFor(ir::ReduceKind k, ScalarType t) {
+  Combiner c;
+  c.t = t;
+  c.ety = mlirType(t);
+  if (c.ety.empty() || opaque(t) || t == ScalarType::I1 || t == ScalarType::Index)
+    return std::nullopt;
   const bool fl = isFloat(t), sg = isSigned(t);
-  std::string vkind, combine;
-  switch (op.reduce) {
+  const unsigned w = bitWidth(t);
+  auto intLimit = [&](bool maxLimit) -> std::string {
+    if (!sg)
+      return maxLimit ? "-1" : "0"; // all ones is the largest unsigned value
+    if (w == 64)
+      return maxLimit ? "9223372036854775807" : "-9223372036854775808";
+    int64_t m = (int64_t(1) << (w - 1));
+    return std::to_string(maxLimit ? m - 1 : -m);
+  };
+  switch (k) {
   case ir::ReduceKind::Sum:
-    vkind = "add";
-    combine = fl ? "arith.addf" : "arith.addi";
+    c.vkind = "add";
+    c.op = fl ? "arith.addf" : "arith.addi";
+    c.identity = fl ? "0.0" : "0";
     break;
   case ir::ReduceKind::Max:
-    vkind = fl ? "maximumf" : sg ? "maxsi" : "maxui";
-    combine = fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui";
+    c.vkind = fl ? "maximumf" : sg ? "maxsi" : "maxui";
+    c.op = fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui";
+    c.identity = fl ? floatLiteral(-INFINITY, t) : intLimit(false);
     break;
   case ir::ReduceKind::Min:
-    vkind = fl ? "minimumf" : sg ? "minsi" : "minui";
-    combine = fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui";
+    c.vkind = fl ? "minimumf" : sg ? "minsi" : "minui";
+    c.op = fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui";
+    c.identity = fl ? floatLiteral(INFINITY, t) : intLimit(true);
     break;
   }
-  auto comb = [&](const std::string &a, const std::string &b) {
-    std::string r = fresh();
-    line(r + " = " + combine + " " + a + ", " + b + " : " + ety);
+  return c;
+}
+
+std::string KernelEmitter::combine(const Combiner &c, const std::string &a, const std::string &b,
+                                   int64_t e) {
+  std::string r = fresh();
+  line(r + " = " + c.op + " " + a + ", " + b + " : " + vecType(c.t, e));
+  return r;
+}
+
+std::string KernelEmitter::identitySplat(const Combiner &c, int64_t e) {
+  std::string r = fresh();
+  line(r + " = arith.constant " + (e == 1 ? c.identity : "dense<" + c.identity + ">") + " : " +
+       vecType(c.t, e));
+  return r;
+}
+
+std::string KernelEmitter::rowMask(const DimIndex &di, const CloneAssign &a, int64_t e) {
+  if (!di.masked)
+    return "";
+  auto at = [&](int64_t g) {
+    std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
+    for (const auto &[name, value] : subs_)
+      subs[name] = value;
+    for (const auto &[sname, v] : a)
+      subs[sname] = IndexExpr(v);
+    return facts_.simplify(di.start.subs(subs));
+  };
+  const IndexExpr base = at(0);
+  const std::string size = lowerIndex(di.dim.size);
+  if (e == 1)
+    return cmpLt(lowerIndex(base), size);
+  // Element g sits at base + off[g]: compare the constant offsets with size - base at once.
+  std::vector<int64_t> off;
+  for (int64_t g = 0; g < e; ++g) {
+    auto o = facts_.simplify(at(g) - base).asInteger();
+    if (!o)
+      break;
+    off.push_back(*o);
+  }
+  if (static_cast<int64_t>(off.size()) == e) {
+    const int64_t lo = std::min<int64_t>(0, *std::min_element(off.begin(), off.end()));
+    const int64_t hi = *std::max_element(off.begin(), off.end()) + 1;
+    std::string lim = binop("subi", size, lowerIndex(base));
+    lim = binop("maxsi", binop("minsi", lim, constIndex(hi)), constIndex(lo));
+    std::string l32 = fresh(), splat = fresh(), offs = fresh(), m = fresh(), list;
+    for (int64_t g = 0; g < e; ++g)
+      list += (g ? ", " : "") + std::to_string(off[g]);
+    line(l32 + " = arith.index_cast " + lim + " : index to i32");
+    line(splat + " = vector.splat " + l32 + " : vector<" + std::to_string(e) + "xi32>");
+    line(offs + " = arith.constant dense<[" + list + "]> : vector<" + std::to_string(e) + "xi32>");
+    line(m + " = arith.cmpi slt, " + offs + ", " + splat + " : vector<" + std::to_string(e) +
+         "xi32>");
+    return m;
+  }
+  std::string m = fresh();
+  line(m + " = arith.constant dense<false> : vector<" + std::to_string(e) + "xi1>");
+  for (int64_t g = 0; g < e; ++g) {
+    std::string c = cmpLt(lowerIndex(at(g)), size), n = fresh();
+    line(n + " = vector.insert " + c + ", " + m + " [" + std::to_string(g) + "] : i1 into vector<" +
+         std::to_string(e) + "xi1>");
+    m = n;
+  }
+  return m;
+}
+
+std::string KernelEmitter::maskToIdentity(const Combiner &c, const DimIndex &di,
+                                          const CloneAssign &a, const std::string &v,
+                                          int64_t e) {
+  std::string m = rowMask(di, a, e);
+  if (m.empty())
+    return v;
+  std::string id = identitySplat(c, e), r = fresh();
+  line(r + " = arith.select " + m + ", " + v + ", " + id + " : " + vecType(ScalarType::I1, e) +
+       ", " + vecType(c.t, e));
+  return r;
+}
+
+// gpu.shuffle moves i32, i64, f32 and f64; MLIR 19 lowers only the 32-bit ones to both ROCDL and
+// NVVM, so narrower values are widened (exactly) and 64-bit ones split into halves.
+std::string KernelEmitter::shuffleXor(const std::string &v, ScalarType t, int64_t mask) {
+  const std::string ety = mlirType(t);
+  auto shuffle = [&](const std::string &x, const std::string &ty) {
+    std::string o = fresh(), w = fresh(), r = fresh();
+    line(o + " = arith.constant " + std::to_string(mask) + " : i32");
+    line(w + " = arith.constant " + std::to_string(d_.waveSize) + " : i32");
+    line(r + ", " + fresh() + " = gpu.shuffle xor " + x + ", " + o + ", " + w + " : " + ty);
     return r;
   };
-  const bool alongVec = x.vecDim == dim && x.elems > 1;
+  auto cast = [&](const char *op, const std::string &x, const std::string &from,
+                  const std::string &to) {
+    std::string r = fresh();
+    line(r + " = " + op + " " + x + " : " + from + " to " + to);
+    return r;
+  };
+  const unsigned w = bitWidth(t);
+  if (w == 32)
+    return shuffle(v, ety);
+  if (w < 32 && isFloat(t))
+    return cast("arith.truncf", shuffle(cast("arith.extf", v, ety, "f32"), "f32"), "f32", ety);
+  if (w < 32)
+    return cast("arith.trunci", shuffle(cast("arith.extui", v, ety, "i32"), "i32"), "i32", ety);
+  // 64 bits: two 32-bit halves.
+  std::string bits = isFloat(t) ? cast("arith.bitcast", v, ety, "i64") : v;
+  std::string c32 = fresh(), hiBits = fresh();
+  line(c32 + " = arith.constant 32 : i64");
+  line(hiBits + " = arith.shrui " + bits + ", " + c32 + " : i64");
+  std::string lo = shuffle(cast("arith.trunci", bits, "i64", "i32"), "i32");
+  std::string hi = shuffle(cast("arith.trunci", hiBits, "i64", "i32"), "i32");
+  std::string lo64 = cast("arith.extui", lo, "i32", "i64"), hi64 = cast("arith.extui", hi, "i32", "i64");
+  std::string sh = fresh(), r = fresh();
+  line(sh + " = arith.shli " + hi64 + ", " + c32 + " : i64");
+  line(r + " = arith.ori " + sh + ", " + lo64 + " : i64");
+  return isFloat(t) ? cast("arith.bitcast", r, "i64", ety) : r;
+}
+
+namespace {
+// The coordinates of one element of a layout for concrete thread ids and element index, with
+// every other symbol 0 (workgroup, loop and clone terms are the same for the lanes compared).
+struct LayoutProbe {
+  std::vector<std::pair<std::string, IndexExpr>> dims; // reduced dim first
+  std::set<std::string> syms;
+  std::optional<std::vector<int64_t>> at(int64_t t0, int64_t t1, int64_t t2, int64_t g) const {
+    std::map<std::string, int64_t> vals;
+    for (const auto &s : syms)
+      vals[s] = 0;
+    vals["$T0"] = t0;
+    vals["$T1"] = t1;
+    vals["$T2"] = t2;
+    vals["$g"] = g;
+    std::vector<int64_t> out;
+    for (const auto &[name, e] : dims) {
+      auto v = e.evaluate(vals);
+      if (!v)
+        return std::nullopt;
+      out.push_back(*v);
+    }
+    return out;
+  }
+};
+} // namespace
+
+bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
+  const std::string dim = op.dims[0].str();
+  const ScalarType t = x.dtype;
+  auto cmb = combinerFor(op.reduce, t);
+  if (!cmb)
+    return unsupported(std::string("a reduction of ") + scalarTypeName(t) + " values on " +
+                           target_.name,
+                       op.loc);
+  const Combiner &c = *cmb;
+  const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
+  if (init && init->lazy)
+    return unsupported("a reduction init that is a streamed row", op.loc);
+  if (x.deferred)
+    return unsupported("a reduction of a value computed from thread indices only", op.loc);
+  auto lay = x.layout.find(dim);
+  if (lay == x.layout.end()) {
+    // Uniform along D: max and min of copies are the value itself (combined with init below).
+    if (op.reduce == ir::ReduceKind::Sum)
+      return unsupported("a sum over " + dim + " of a value uniform along it", op.loc);
+  }
+  const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
+  const int64_t e = std::max<int64_t>(x.elems, 1);
   const std::string cloneSym = "$i_" + dim;
+
+  // Element groups: the lane's elements with equal coordinates on the other dims.
+  sym::Facts gf = facts_;
+  gf.setRange("$g", 0, e - 1);
+  auto others = [&](int64_t g) {
+    std::string key;
+    for (const auto &[name, di] : x.layout)
+      if (name != dim)
+        key += gf.simplify(di.start.subs({{"$g", IndexExpr(g)}})).str() + ";";
+    return key;
+  };
+  std::vector<std::vector<int64_t>> groups;
+  {
+    std::map<std::string, size_t> byKey;
+    for (int64_t g = 0; g < e; ++g) {
+      auto [it, added] = byKey.emplace(others(g), groups.size());
+      if (added)
+        groups.emplace_back();
+      groups[it->second].push_back(g);
+    }
+  }
+  const int64_t eo = static_cast<int64_t>(groups.size());
+  const int64_t step = eo > 1 ? groups[1][0] : 1;
+  for (int64_t j = 0; j < eo; ++j)
+    if (groups[j][0] != j * step || groups[j].size() != groups[0].size())
+      return unsupported("a reduction over " + dim +
+                             " of a value whose other coordinates are not spread evenly over "
+                             "the lane's elements",
+                         op.loc);
   RegVal out;
   out.dtype = t;
-  out.layout = x.layout;
-  out.layout.erase(dim);
+  out.elems = eo;
   out.cloneSyms = x.cloneSyms;
   out.cloneSyms.erase(cloneSym);
-  if (!alongVec) {
-    out.elems = x.elems;
-    out.vecDim = x.vecDim;
+  {
+    sym::Facts of = facts_;
+    of.setRange("$g", 0, eo - 1);
+    for (const auto &[name, di] : x.layout) {
+      if (name == dim)
+        continue;
+      DimIndex d = di;
+      d.start = of.simplify(di.start.subs({{"$g", IndexExpr::symbol("$g") * step}}));
+      d.elements = d.start.dependsOn("$g") ? eo : 1;
+      if (d.start.dependsOn("$g"))
+        out.vecDim = name;
+      out.layout[name] = d;
+    }
   }
-  if (out.elems > 1)
-    return unsupported("a reduction of a value with elements per lane along another dim",
-                       op.loc);
-  const bool crossLanes = lay != x.layout.end() && lay->second.start.dependsOn("$T0");
-  if (lay != x.layout.end()) {
-    for (const auto &s : lay->second.start.freeSymbols())
-      if (s.rfind("$T", 0) == 0 && s != "$T0")
-        return unsupported("a reduction across waves", op.loc);
-    if (crossLanes && d_.wavesPerBlock[0] > 1)
-      return unsupported("a reduction across waves (more than one wave on workgroup axis 0)",
-                         op.loc);
+
+  // The lanes and waves that hold the other elements of D (step 3 and 4).
+  LayoutProbe probe;
+  probe.dims.push_back({dim, rowDi.start});
+  for (const auto &[name, di] : x.layout)
+    if (name != dim)
+      probe.dims.push_back({name, di.start});
+  for (const auto &[name, pe] : probe.dims)
+    for (const auto &s : pe.freeSymbols())
+      if (s != "$T0" && s != "$T1" && s != "$T2" && s != "$g")
+        probe.syms.insert(s);
+  const int64_t w = d_.waveSize;
+  std::vector<int64_t> laneMasks;
+  std::vector<int> waveAxes; // workgroup axes whose wave id moves along D
+  if (rowDi.start.dependsOn("$T0") || rowDi.start.dependsOn("$T1") ||
+      rowDi.start.dependsOn("$T2")) {
+    auto sameOther = [](const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
+      return std::equal(a.begin() + 1, a.end(), b.begin() + 1);
+    };
+    std::vector<std::vector<std::vector<int64_t>>> co(w); // [lane][group] -> coordinates
+    for (int64_t l = 0; l < w; ++l)
+      for (int64_t j = 0; j < eo; ++j) {
+        auto v = probe.at(l, 0, 0, groups[j][0]);
+        if (!v)
+          return unsupported("a reduction over " + dim + " whose index " + rowDi.start.str() +
+                                 " cannot be evaluated per lane",
+                             op.loc);
+        co[l].push_back(*v);
+      }
+    for (int64_t m = 1; m < w; m *= 2) {
+      bool allOther = true, anyOther = false, allD = true, anyD = false;
+      for (int64_t l = 0; l < w; ++l)
+        for (int64_t j = 0; j < eo; ++j) {
+          bool so = sameOther(co[l][j], co[l ^ m][j]), sd = co[l][j][0] == co[l ^ m][j][0];
+          allOther &= so;
+          anyOther |= !so;
+          allD &= !sd;
+          anyD |= !sd;
+        }
+      if (allOther && allD)
+        laneMasks.push_back(m);
+      else if (allOther ? anyD : !anyOther)
+        return unsupported("a reduction over " + dim + " in a lane layout (" +
+                               rowDi.start.str() + ") that a butterfly cannot combine",
+                           op.loc);
+    }
+    // Every lane's butterfly orbit must meet each D position of its class exactly once.
+    for (int64_t l = 0; l < w; ++l)
+      for (int64_t j = 0; j < eo; ++j) {
+        std::set<int64_t> orbit, cls;
+        size_t n = 1;
+        for (size_t k = 0; k < laneMasks.size(); ++k)
+          n *= 2;
+        for (size_t bits = 0; bits < n; ++bits) {
+          int64_t p = l;
+          for (size_t k = 0; k < laneMasks.size(); ++k)
+            if (bits >> k & 1)
+              p ^= laneMasks[k];
+          orbit.insert(co[p][j][0]);
+        }
+        for (int64_t p = 0; p < w; ++p)
+          if (sameOther(co[l][j], co[p][j]))
+            cls.insert(co[p][j][0]);
+        if (orbit.size() != n || orbit != cls)
+          return unsupported("a reduction over " + dim + " in a lane layout (" +
+                                 rowDi.start.str() + ") that a butterfly cannot combine",
+                             op.loc);
+      }
+    for (int a = 0; a < 3; ++a) {
+      const int64_t n = d_.wavesPerBlock[a];
+      if (n <= 1)
+        continue;
+      auto waveAt = [&](int64_t k, int64_t l, int64_t g) {
+        return probe.at(a == 0 ? k * w + l : l, a == 1 ? k : 0, a == 2 ? k : 0, g);
+      };
+      bool moves = false, othersMove = false;
+      for (int64_t k = 1; k < n; ++k)
+        for (int64_t l = 0; l < w; ++l)
+          for (int64_t j = 0; j < eo; ++j) {
+            auto p = waveAt(0, l, groups[j][0]), q = waveAt(k, l, groups[j][0]);
+            if (!p || !q)
+              return unsupported("a reduction over " + dim + " whose index cannot be evaluated",
+                                 op.loc);
+            moves |= (*p)[0] != (*q)[0];
+            othersMove |= !sameOther(*p, *q);
+          }
+      if (moves && othersMove)
+        return unsupported("a reduction over " + dim + " whose waves also move along another dim",
+                           op.loc);
+      if (moves)
+        waveAxes.push_back(a);
+    }
   }
-  const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
-  for (const auto &a : clonesOver(out.cloneSyms)) {
-    std::string acc;
-    CloneAssign b = a;
-    std::vector<CloneAssign> along(1, b);
+
+  // Steps 1 and 2, then 3, per result clone.
+  const std::vector<CloneAssign> outClones = clonesOver(out.cloneSyms);
+  std::vector<std::vector<std::string>> parts; // [clone][element]
+  for (const auto &a : outClones) {
+    std::vector<CloneAssign> along(1, a);
     if (x.cloneSyms.count(cloneSym)) {
       along.clear();
-      for (const auto &c : clonesOver({cloneSym})) {
-        b[cloneSym] = c.at(cloneSym);
+      for (const auto &cc : clonesOver({cloneSym})) {
+        CloneAssign b = a;
+        b[cloneSym] = cc.at(cloneSym);
         along.push_back(b);
       }
     }
-    for (const auto &c : along) {
-      std::string v = x.clones.at(cloneKey(c, x.cloneSyms));
-      if (alongVec) {
-        std::string r = fresh();
-        line(r + " = vector.reduction <" + vkind + ">, " + v + " : " + vecType(t, x.elems) +
-             " into " + ety);
-        v = r;
+    std::string acc;
+    for (const auto &cl : along) {
+      std::string v = operandAt(x, cl, e);
+      if (masked && lay != x.layout.end())
+        v = maskToIdentity(c, rowDi, cl, v, e);
+      acc = acc.empty() ? v : combine(c, acc, v, e);
+    }
+    std::vector<std::string> elems;
+    auto extract = [&](int64_t g) {
+      std::string r = fresh();
+      line(r + " = vector.extract " + acc + "[" + std::to_string(g) + "] : " + c.ety + " from " +
+           vecType(t, e));
+      return r;
+    };
+    if (e == 1) {
+      elems.push_back(acc);
+    } else if (eo == 1) {
+      std::string r = fresh();
+      line(r + " = vector.reduction <" + c.vkind + ">, " + acc + " : " + vecType(t, e) +
+           " into " + c.ety);
+      elems.push_back(r);
+    } else {
+      for (const auto &grp : groups) {
+        std::string r;
+        for (int64_t g : grp)
+          r = r.empty() ? extract(g) : combine(c, r, extract(g));
+        elems.push_back(r);
       }
-      acc = acc.empty() ? v : comb(acc, v);
     }
-    if (crossLanes) {
-      std::string width = fresh();
-      line(width + " = arith.constant " + std::to_string(w) + " : i32");
-      for (int64_t off = 1; off < w; off *= 2) {
-        std::string o = fresh(), s = fresh();
-        line(o + " = arith.constant " + std::to_string(off) + " : i32");
-        line(s + ", " + fresh() + " = gpu.shuffle xor " + acc + ", " + o + ", " + width + " : " +
-             ety);
-        acc = comb(acc, s);
+    for (int64_t m : laneMasks)
+      for (auto &v : elems)
+        v = combine(c, v, shuffleXor(v, t, m));
+    parts.push_back(elems);
+  }
+
+  // Step 4: across the waves along D, through a shared-memory scratch.
+  if (!waveAxes.empty()) {
+    const int64_t waves =
+        int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+    const int64_t nc = static_cast<int64_t>(outClones.size());
+    const int64_t slots = waves * nc * eo * w;
+    auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
+    if (added) {
+      LdsAlloc al;
+      al.tile = {slots};
+      al.strides = {IndexExpr(1)};
+      al.bytes = slots * byteSize(t);
+      al.base = "%lds_" + std::to_string(allocs_.size());
+      allocs_.push_back(al);
+    }
+    const int alloc = it->second;
+    const IndexExpr t0 = IndexExpr::symbol("$T0");
+    const IndexExpr ids[3] = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
+                              IndexExpr::symbol("$T2")};
+    auto linear = [&](const IndexExpr (&id)[3]) {
+      return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
+    };
+    const IndexExpr lane = mod(t0, w);
+    auto slot = [&](const IndexExpr &wave, int64_t ci, int64_t j) {
+      return facts_.simplify((wave * (nc * eo) + ci * eo + j) * w + lane);
+    };
+    auto addr = [&](const IndexExpr &off) {
+      std::string i64 = fresh(), p = fresh();
+      line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
+      line(p + " = llvm.getelementptr " + allocs_[alloc].base + "[" + i64 +
+           "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + c.ety);
+      return p;
+    };
+    const std::string align = std::to_string(byteSize(t));
+    {
+      LdsScope scope(*this, alloc, /*write=*/true);
+      for (int64_t ci = 0; ci < nc; ++ci)
+        for (int64_t j = 0; j < eo; ++j)
+          line("llvm.store " + parts[ci][j] + ", " + addr(slot(linear(ids), ci, j)) +
+               " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
+    }
+    // The waves of this thread's group, in order: its own ids except along the axes of D.
+    std::vector<IndexExpr> group{linear(ids)};
+    {
+      std::vector<std::array<IndexExpr, 3>> combos(1, {ids[0], ids[1], ids[2]});
+      for (int a : waveAxes) {
+        std::vector<std::array<IndexExpr, 3>> next;
+        for (const auto &cmb2 : combos)
+          for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
+            auto n = cmb2;
+            n[a] = IndexExpr(k);
+            next.push_back(n);
+          }
+        combos = std::move(next);
+      }
+      group.clear();
+      for (const auto &cb : combos) {
+        const IndexExpr id[3] = {cb[0], cb[1], cb[2]};
+        group.push_back(linear(id));
       }
     }
-    if (init) {
-      if (init->elems != 1 || init->deferred)
-        return unsupported("a reduction init with elements per lane", op.loc);
-      CloneAssign ia;
-      for (const auto &s : init->cloneSyms)
-        ia[s] = a.count(s) ? a.at(s) : 0;
-      acc = comb(acc, init->clones.at(cloneKey(ia, init->cloneSyms)));
+    LdsScope scope(*this, alloc, /*write=*/false);
+    for (int64_t ci = 0; ci < nc; ++ci)
+      for (int64_t j = 0; j < eo; ++j) {
+        std::string acc;
+        for (const auto &wave : group) {
+          std::string v = fresh();
+          line(v + " = llvm.load " + addr(slot(wave, ci, j)) + " {alignment = " + align +
+               " : i64} : !llvm.ptr<3> -> " + c.ety);
+          acc = acc.empty() ? v : combine(c, acc, v);
+        }
+        parts[ci][j] = acc;
+      }
+  }
+
+  // Step 5: the vector of the lane's results, then init (in the result's layout).
+  RegVal initIn;
+  if (init && !convertTo(*init, out, initIn, op.loc))
+    return false;
+  for (size_t ci = 0; ci < outClones.size(); ++ci) {
+    const auto &a = outClones[ci];
+    std::string r = parts[ci][0];
+    if (eo > 1) {
+      r = identitySplat(c, eo);
+      for (int64_t j = 0; j < eo; ++j) {
+        std::string n = fresh();
+        line(n + " = vector.insert " + parts[ci][j] + ", " + r + " [" + std::to_string(j) +
+             "] : " + c.ety + " into " + vecType(t, eo));
+        r = n;
+      }
     }
-    out.clones[cloneKey(a, out.cloneSyms)] = acc;
+    if (init)
+      r = combine(c, r, operandAt(initIn, a, eo), eo);
+    out.clones[cloneKey(a, out.cloneSyms)] = r;
   }
   values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+bool KernelEmitter::emitReduce(const ir::Op &op) {
+  const RegVal &x = values_.at(op.operands[0]);
+  if (x.lazy)
+    return emitStreamedReduce(op);
+  return reduceHeld(op, x, /*masked=*/true);
+}
+
+// ---- streamed rows -------------------------------------------------------------------------
+//
+// A row of a dynamic length, or too long to hold in registers, is *streamed* (the
+// distribution's DimIndex::chunk): a read of it, and element-wise ops on such values, emit
+// nothing where they stand. Each consumer, a reduction or a write, runs one loop over the row
+// with `chunk` elements per lane per trip, and re-emits inside it the ops its value depends on
+// for the current chunk (materialize): softmax's `v = read(x)`, used by the max, by the sum of
+// exp and by the write, is read three times (the later passes mostly hit the cache). Inside a
+// trip the values are ordinary register values (the chunk's index: g -> trip * chunk + g).
+
+const DimIndex *KernelEmitter::streamedDim(const ir::Op &op) {
+  const AccessIndex *ai = accessOf(op);
+  if (!ai)
+    return nullptr;
+  for (const auto &di : ai->dims)
+    if (di.chunk > 0)
+      return &di;
+  return nullptr;
+}
+
+DimIndex KernelEmitter::streamChunk(const DimIndex &di, bool innermost) const {
+  sym::Facts f = facts_;
+  f.setRange("$g", 0, stream_->chunk - 1);
+  const IndexExpr g = IndexExpr::symbol("$g");
+  DimIndex r = di;
+  r.start = f.simplify(
+      di.start.subs({{"$g", IndexExpr::symbol(stream_->sym) * stream_->chunk + g}}));
+  r.elements = stream_->chunk;
+  r.chunk = 0;
+  r.contiguous = innermost && f.provesEqual(r.start.subs({{"$g", g + 1}}) - r.start, 1);
+  return r;
+}
+
+// Trips of the loop over a streamed row: the extent of the row one wave walks (the dim, or its
+// vector shape when a workgroup or tiling splits it) over the distance of consecutive chunks.
+std::string KernelEmitter::streamTrips(const DimIndex &di) {
+  const IndexExpr s = IndexExpr::symbol("$Sprobe");
+  sym::Facts f = facts_;
+  f.setRange("$Sprobe", 0);
+  const IndexExpr e0 = di.start.subs({{"$g", s * di.chunk}});
+  const IndexExpr e1 = di.start.subs({{"$g", (s + 1) * di.chunk}});
+  auto stride = f.simplify(e1 - e0).asInteger();
+  if (!stride || *stride <= 0) {
+    unsupported("a streamed row whose chunks are not evenly spaced (" + di.start.str() + ")", {});
+    return "";
+  }
+  IndexExpr extent = di.dim.size;
+  if (k_.workgroupFor(di.dim) || k_.tilingFor(di.dim))
+    if (auto vs = k_.vectorShapeFor(di.dim))
+      extent = *vs;
+  return lowerIndex(facts_.simplify(ceilDiv(extent, IndexExpr(*stride))));
+}
+
+bool KernelEmitter::materialize(const ir::Value *v,
+                                std::vector<std::pair<const ir::Value *, RegVal>> &saved) {
+  auto it = values_.find(v);
+  if (it == values_.end() || !it->second.lazy)
+    return true;
+  const ir::Op *def = it->second.lazy;
+  for (const ir::Value *o : def->operands)
+    if (!materialize(o, saved))
+      return false;
+  saved.push_back({v, values_.at(v)});
+  return emitOp(*def);
+}
+
+void KernelEmitter::restore(std::vector<std::pair<const ir::Value *, RegVal>> &saved) {
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it)
+    values_[it->first] = it->second;
+  saved.clear();
+}
+
+bool KernelEmitter::deferStreamed(const ir::Op &op) {
+  RegVal lz;
+  lz.lazy = &op;
+  lz.dtype = op.results[0]->type.dtype;
+  for (const ir::Value *o : op.operands) {
+    const RegVal &v = values_.at(o);
+    if (v.lazy) {
+      if (!lz.streamDim.empty() && lz.streamDim != v.streamDim)
+        return unsupported("operands streamed along different dims", op.loc);
+      lz.streamDim = v.streamDim;
+    }
+    for (const auto &[dim, di] : v.layout)
+      lz.layout.emplace(dim, di);
+    lz.cloneSyms.insert(v.cloneSyms.begin(), v.cloneSyms.end());
+  }
+  values_[op.results[0]] = std::move(lz);
   return true;
+}
+
+bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
+  const ir::Value *xv = op.operands[0];
+  const RegVal x = values_.at(xv);
+  const std::string dim = op.dims[0].str();
+  if (x.streamDim != dim)
+    return unsupported("a reduction over " + dim + " of a row streamed along " + x.streamDim,
+                       op.loc);
+  auto cmb = combinerFor(op.reduce, x.dtype);
+  if (!cmb)
+    return unsupported(std::string("a reduction of ") + scalarTypeName(x.dtype) + " values on " +
+                           target_.name,
+                       op.loc);
+  const Combiner &c = *cmb;
+  const DimIndex &di = x.layout.at(dim);
+  const int64_t u = di.chunk;
+  const std::string trips = streamTrips(di);
+  if (failed_)
+    return false;
+  const unsigned n = next_++;
+  const std::string sym = "$S" + std::to_string(n), loop = "%sloop" + std::to_string(n),
+                    k = "%sk" + std::to_string(n);
+  facts_.setRange(sym, 0);
+  const std::vector<CloneAssign> clones = clonesOver(x.cloneSyms);
+  const std::string vty = vecType(x.dtype, u), id = identitySplat(c, u);
+  std::string ia, tys;
+  for (size_t i = 0; i < clones.size(); ++i) {
+    ia += (i ? ", " : "") + loop + "_" + std::to_string(i) + " = " + id;
+    tys += (i ? ", " : "") + vty;
+  }
+  line(loop + ":" + std::to_string(clones.size()) + " = scf.for " + k + " = " + constIndex(0) +
+       " to " + trips + " step " + constIndex(1) + " iter_args(" + ia + ") -> (" + tys + ") {");
+  const std::string outer = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  stream_ = Stream{dim, sym, u};
+  symbols_[sym] = k;
+  std::vector<std::pair<const ir::Value *, RegVal>> saved;
+  bool ok = materialize(xv, saved);
+  RegVal chunk;
+  if (ok) {
+    chunk = values_.at(xv);
+    ok = chunk.elems == u && chunk.layout.count(dim);
+    if (!ok)
+      unsupported("a streamed value with " + std::to_string(chunk.elems) +
+                      " elements per lane per trip",
+                  op.loc);
+  }
+  if (ok) {
+    std::string ys;
+    for (size_t i = 0; i < clones.size(); ++i) {
+      std::string v = maskToIdentity(c, chunk.layout.at(dim), clones[i], operandAt(chunk, clones[i], u), u);
+      ys += (i ? ", " : "") + combine(c, loop + "_" + std::to_string(i), v, u);
+    }
+    line("scf.yield " + ys + " : " + tys);
+  }
+  restore(saved);
+  stream_.reset();
+  symbols_.erase(sym);
+  indent_ = outer;
+  exprCache_ = cache;
+  line("}");
+  if (!ok || failed_)
+    return false;
+  // The per-lane partial results: the chunk's layout at trip 0, nothing masked any more.
+  RegVal held = chunk;
+  held.clones.clear();
+  for (size_t i = 0; i < clones.size(); ++i)
+    held.clones[cloneKey(clones[i], held.cloneSyms)] = loop + "#" + std::to_string(i);
+  for (auto &[name, d] : held.layout) {
+    d.start = facts_.simplify(d.start.subs({{sym, IndexExpr(0)}}));
+    d.masked = false;
+  }
+  return reduceHeld(op, held, /*masked=*/false);
+}
+
+bool KernelEmitter::emitStreamedWrite(const ir::Op &op) {
+  const DimIndex *di = streamedDim(op);
+  const RegVal &v = values_.at(op.operands[0]);
+  if (!di || (v.lazy && v.streamDim != di->dim.str()))
+    return unsupported("a write of a streamed row in another layout", op.loc);
+  const std::string trips = streamTrips(*di);
+  if (failed_)
+    return false;
+  const unsigned n = next_++;
+  const std::string sym = "$S" + std::to_string(n), k = "%sk" + std::to_string(n);
+  facts_.setRange(sym, 0);
+  line("scf.for " + k + " = " + constIndex(0) + " to " + trips + " step " + constIndex(1) + " {");
+  const std::string outer = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  stream_ = Stream{di->dim.str(), sym, di->chunk};
+  symbols_[sym] = k;
+  std::vector<std::pair<const ir::Value *, RegVal>> saved;
+  bool ok = materialize(op.operands[0], saved) && emitWrite(op);
+  restore(saved);
+  stream_.reset();
+  symbols_.erase(sym);
+  indent_ = outer;
+  exprCache_ = cache;
+  line("}");
+  return ok && !failed_;
 }
 
 bool KernelEmitter::emitOp(const ir::Op &op) {
@@ -2510,6 +3165,35 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     std::string &loc, saved;
     ~Restore() { loc = saved; }
   } restore{loc_, outerLoc};
+  if (!stream_) {
+    // Streamed rows: element-wise ops on them are deferred; reductions and writes loop.
+    bool streamedIn = false;
+    for (const ir::Value *o : op.operands) {
+      auto it = values_.find(o);
+      streamedIn |= it != values_.end() && it->second.lazy;
+    }
+    switch (op.kind) {
+    case ir::OpKind::Unary:
+    case ir::OpKind::Binary:
+    case ir::OpKind::Math:
+    case ir::OpKind::Select:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Broadcast:
+      if (streamedIn)
+        return deferStreamed(op);
+      break;
+    case ir::OpKind::Write:
+      if (streamedIn || streamedDim(op))
+        return emitStreamedWrite(op);
+      break;
+    case ir::OpKind::Reduce: break;
+    default:
+      if (streamedIn)
+        return unsupported(std::string("a streamed row (a dynamic or long reduced row) used by ") +
+                               opKindName(op.kind),
+                           op.loc);
+    }
+  }
   switch (op.kind) {
   case ir::OpKind::Read: return emitRead(op);
   case ir::OpKind::Write: return emitWrite(op);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <map>
 
 namespace wave {
 
@@ -50,15 +51,53 @@ Role forwardRole(const ir::Value *v, int depth = 0) {
   return {};
 }
 
+Role backwardRole(const ir::Value *v, int depth = 0);
+
+// The role of a read: the anchor its value reaches, else the one the write it ends in takes
+// (a read of layer norm's gamma meets the normalised row, anchored on the reductions, only
+// in the write: it must take the same layout).
+Role readRole(const ir::Value *v) {
+  if (Role r = forwardRole(v); r.kind != Role::Plain)
+    return r;
+  std::vector<const ir::Value *> work{v};
+  for (size_t i = 0; i < work.size() && i < 64; ++i)
+    for (const ir::Op *user : work[i]->users) {
+      if (user->kind == ir::OpKind::Write && user->operands[0] == work[i]) {
+        if (Role r = backwardRole(work[i]); r.kind == Role::Reduce)
+          return r;
+      } else if (isElementwise(user->kind)) {
+        work.push_back(user->results[0]);
+      }
+    }
+  return {};
+}
+
 // Where a value comes from: the anchor that produced it.
-Role backwardRole(const ir::Value *v, int depth = 0) {
+Role backwardRole(const ir::Value *v, int depth) {
   if (depth > 32 || !v->def)
     return {};
   const ir::Op *def = v->def;
   if (def->kind == ir::OpKind::Mma)
     return {Role::MmaAcc, def};
-  if (def->kind == ir::OpKind::Reduce)
+  if (def->kind == ir::OpKind::Reduce) {
+    // The result keeps its source's layout on the other dims: that of the anchor that laid
+    // out the source (a row sum of values laid out for a column reduction keeps the columns'
+    // lanes), else this reduction's own.
+    const ir::Value *src = def->operands[0];
+    if (Role r = backwardRole(src, depth + 1); r.kind != Role::Plain)
+      return r;
+    for (const ir::Value *x = src; x && x->def && depth < 32; ++depth) {
+      if (x->def->kind == ir::OpKind::Read) {
+        if (Role r = forwardRole(x); r.kind == Role::Reduce)
+          return r;
+        break;
+      }
+      if (!isElementwise(x->def->kind) || x->def->operands.empty())
+        break;
+      x = x->def->operands[0];
+    }
     return {Role::Reduce, def};
+  }
   if (def->kind == ir::OpKind::Iterate || def->kind == ir::OpKind::If) {
     for (size_t i = 0; i < def->results.size(); ++i) {
       if (def->results[i] != v)
@@ -147,6 +186,8 @@ public:
       out.facts.setRange("$IV_" + t.dim.str(), 0, c ? std::max<int64_t>(*c - 1, 0) : sym::Range::kInf);
     }
     collectExpansion();
+    checkReductions();
+    findNarrowest();
     ir::walk(kernel.body, [&](const ir::Op &op) { visit(op); });
     return diags.errorCount() == errors;
   }
@@ -248,7 +289,7 @@ private:
       return;
     const ir::Value *mem = isRead ? op.operands[0] : op.operands[1];
     const ir::Value *reg = isRead ? op.results[0] : op.operands[0];
-    Role role = isRead ? forwardRole(reg) : backwardRole(reg);
+    Role role = isRead ? readRole(reg) : backwardRole(reg);
     AccessIndex acc;
     acc.op = &op;
     acc.tensor = mem->name.empty() ? fmt::format("%{}", mem->id) : mem->name;
@@ -256,6 +297,7 @@ private:
     // Thread terms and element counts of the register-side dims.
     std::vector<std::pair<ir::Dim, IndexExpr>> thread;
     std::vector<std::pair<ir::Dim, IndexExpr>> elements;
+    std::map<std::string, int64_t> chunks; // streamed dims: elements per lane per loop trip
     IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(out.waveSize));
     const ir::Shape &shape = reg->type.shape;
     if (role.kind == Role::MmaLhs || role.kind == Role::MmaRhs || role.kind == Role::MmaAcc) {
@@ -277,17 +319,7 @@ private:
                                   "per lane",
                                   names[role.kind], k.name, layout.elements)});
     } else if (role.kind == Role::Reduce && !shape.empty()) {
-      const ir::Dim &d = role.op->dims[0];
-      auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(static_cast<int64_t>(out.waveSize)));
-      IndexExpr per = out.facts.simplify(ceilDiv(vs, static_cast<int64_t>(out.waveSize)));
-      acc.anchor = "reduction over " + d.str();
-      if (auto c = per.asInteger(); c && *c > 0) {
-        thread.push_back({d, lane * *c + kG});
-      } else {
-        // A dynamic row: each lane strides over it.
-        thread.push_back({d, lane + kG * static_cast<int64_t>(out.waveSize)});
-      }
-      elements.push_back({d, per});
+      reduceLayout(role.op->dims[0], lane, acc, thread, elements, chunks);
     } else if (!shape.empty()) {
       acc.anchor = "read/write";
       // Lanes run along the dim on workgroup axis 0; each owns `ept` consecutive elements.
@@ -323,12 +355,20 @@ private:
     for (const auto &[d, n] : elements)
       if (auto c = n.asInteger(); c && *c > 0)
         facts.setRange("$g", 0, *c - 1);
+      else
+        facts.setRange("$g", 0);
 
     if (!op.mapping) {
       for (const auto &d : mem->type.shape) {
         DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
         di.contiguous = &d == &mem->type.shape.back() && isUnitStride(di.start, facts);
         di.masked = isMasked(d, facts);
+        if (auto it = chunks.find(d.str()); it != chunks.end()) {
+          di.chunk = it->second;
+          di.masked |= rowOverrun(d, di.chunk * out.waveSize, facts);
+        } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
+          di.masked |= rowOverrun(d, di.elements * out.waveSize, facts);
+        }
         acc.dims.push_back(di);
       }
     } else {
@@ -356,6 +396,107 @@ private:
     }
     out.accesses.push_back(std::move(acc));
   }
+
+  // The reduction anchor over dim d (wave-facts.md 4.1; docs/internals.md, "Reductions"):
+  // the wave's vector tile of d (its vector shape) is spread over the lanes. A lane holds its
+  // elements in chunks of V = 16 bytes of the narrowest tensor element accessed in this layout
+  // (one 128-bit access each), chunk k of lane l at (k * W + l) * V, so that each access of the
+  // wave is contiguous; fewer than V elements per lane sit at l * c + g. A row of a dynamic
+  // length, or of more than kMaxHeld elements per lane, is *streamed*: its values are computed
+  // in the loop of each consumer, a chunk of U = V * kStreamUnroll elements per lane per trip
+  // (elements = 0, DimIndex::chunk = U), instead of being held in registers.
+  static constexpr int64_t kMaxHeld = 64, kStreamUnroll = 2;
+  void reduceLayout(const ir::Dim &d, const IndexExpr &lane, AccessIndex &acc,
+                    std::vector<std::pair<ir::Dim, IndexExpr>> &thread,
+                    std::vector<std::pair<ir::Dim, IndexExpr>> &elements,
+                    std::map<std::string, int64_t> &chunks) {
+    const int64_t w = out.waveSize;
+    auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(w));
+    IndexExpr per = out.facts.simplify(ceilDiv(vs, w));
+    acc.anchor = "reduction over " + d.str();
+    auto nb = narrowest.find(d.str());
+    const int64_t v = std::max<int64_t>(1, 16 / (nb == narrowest.end() ? 4 : nb->second));
+    const int64_t u = v * kStreamUnroll;
+    auto c = per.asInteger();
+    auto vsc = vs.asInteger();
+    bool streamed = !c || *c <= 0;
+    // Chunks may overrun the vector tile only when it is the dim's one tile in the workgroup.
+    if (c && *c > kMaxHeld && (!severalTiles(d) || (vsc && *vsc % (w * u) == 0)))
+      streamed = true;
+    if (streamed) {
+      thread.push_back({d, floorDiv(kG, u) * (w * u) + lane * u + mod(kG, u)});
+      elements.push_back({d, IndexExpr(0)});
+      chunks[d.str()] = u;
+    } else if (*c > v && *c % v == 0) {
+      thread.push_back({d, floorDiv(kG, v) * (w * v) + lane * v + mod(kG, v)});
+      elements.push_back({d, per});
+    } else {
+      thread.push_back({d, lane * *c + kG});
+      elements.push_back({d, per});
+    }
+  }
+
+  // The lanes of a wave cover `coverage` elements of a reduced dim (per loop trip, for a
+  // streamed row), which may be more than its vector tile when that is the dim's only tile
+  // (checkReductions): a mask is needed unless the facts prove the dim a multiple.
+  bool rowOverrun(const ir::Dim &d, int64_t coverage, const sym::Facts &facts) const {
+    return !facts.provesExact(d.size, IndexExpr(coverage));
+  }
+
+  // Whether a workgroup's extent of d holds more than one vector tile (waves, expansion
+  // clones or loop trips along d).
+  bool severalTiles(const ir::Dim &d) const {
+    const auto *wg = kernel.workgroupFor(d);
+    const int64_t waves = wg && kernel.waveFor(d) ? out.wavesPerBlock[wg->axis] : 1;
+    const ExpansionInfo *x = expansionOf(out, d);
+    return kernel.tilingFor(d) || waves > 1 || (x && x->count > 1);
+  }
+
+  // A reduction combines the whole dim inside one workgroup. In the reduction layout the lanes
+  // of a wave cover W * ceil(vs / W) elements of the vector tile, which must not reach into the
+  // next tile when a workgroup or tiling splits the dim.
+  void checkReductions() {
+    const bool mma = !mmaVectorShapes().empty();
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.kind != ir::OpKind::Reduce)
+        return;
+      const ir::Dim &d = op.dims[0];
+      if (const auto *wg = kernel.workgroupFor(d)) {
+        IndexExpr n = out.facts.simplify(ceilDiv(d.size, wg->tile));
+        if (!out.facts.prove(sym::Pred::cmp(sym::Pred::Le, n, IndexExpr(1))).value_or(false))
+          diags.report(DiagId::ReduceSplitDim, op.loc,
+                       {d.str(), std::to_string(wg->tile), n.str()});
+      }
+      auto vs = kernel.vectorShapeFor(d);
+      auto v = vs ? vs->asInteger() : std::nullopt;
+      Role anchor = backwardRole(op.results[0]);
+      const bool lanesAlongD = anchor.kind == Role::Reduce && anchor.op->dims[0] == d;
+      if (!mma && lanesAlongD && v && *v % out.waveSize != 0 && severalTiles(d))
+        diags.report(DiagId::BadVectorShape, op.loc,
+                     {d.str(), fmt::format("is {}; a reduction over it needs a multiple of the "
+                                           "wave size ({}) when waves, clones or loop trips "
+                                           "share the dim",
+                                           *v, out.waveSize)});
+    });
+  }
+
+  // Per reduced dim, the narrowest element (bytes) of the tensors accessed in its layout.
+  void findNarrowest() {
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      const bool rd = op.kind == ir::OpKind::Read;
+      if (!rd && op.kind != ir::OpKind::Write)
+        return;
+      Role r = rd ? readRole(op.results[0]) : backwardRole(op.operands[0]);
+      if (r.kind != Role::Reduce)
+        return;
+      const ir::Value *mem = rd ? op.operands[0] : op.operands[1];
+      int64_t b = std::max<int64_t>(1, bitWidth(mem->type.dtype) / 8);
+      auto [it, fresh] = narrowest.emplace(r.op->dims[0].str(), b);
+      if (!fresh)
+        it->second = std::min(it->second, b);
+    });
+  }
+  std::map<std::string, int64_t> narrowest;
 
   // True when consecutive register elements g, g + 1 sit at consecutive indices.
   static bool isUnitStride(const IndexExpr &start, const sym::Facts &facts) {
@@ -469,7 +610,8 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
     for (const auto &di : a.dims) {
       std::string note;
       if (di.start.dependsOn("$g"))
-        note = di.elements > 0 ? fmt::format("g < {}", di.elements) : "g strides the row";
+        note = di.elements > 0 ? fmt::format("g < {}", di.elements)
+                               : fmt::format("streamed, {} per lane per trip", di.chunk);
       if (di.contiguous)
         note += ", contiguous";
       if (di.masked)

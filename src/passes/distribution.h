@@ -25,6 +25,9 @@ struct DimIndex {
   int64_t elements = 1;    // elements per thread along this dim (g ranges over them)
   bool contiguous = false; // the g elements are consecutive along this dim
   bool masked = false;     // a tile can overrun the dim and no assumption proves otherwise
+  // A streamed row (elements == 0: a dynamic or long reduced row): its consumers walk it in a
+  // loop, `chunk` elements per lane per trip (g = trip * chunk + 0 .. chunk - 1).
+  int64_t chunk = 0;
 };
 
 struct AccessIndex {
