@@ -27,11 +27,12 @@
 // vector.maskedload/maskedstore are not used: they are scalarized into per-element branches on
 // AMDGPU anyway.
 //
-// Reductions (emitReduce): the lane's elements and clones along the dim are combined in-thread,
-// then log2(wave size) butterfly `gpu.shuffle xor` steps combine the lanes of the wave.
+// Reductions (emitReduce): from the operand's layout, in-thread, then butterfly
+// `gpu.shuffle xor` steps over the lane bits that move along the dim, then across waves through
+// shared memory. Rows of a dynamic length are streamed: their consumers loop over the row and
+// re-emit what the value depends on per chunk (see the sections at emitReduce).
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, reductions over a dynamic
-// number of elements per lane or across waves, if, atomics,
+// Not supported yet (reported as `codegen-unsupported`): mappings, if, atomics,
 // allocate, permute, self_index, apply_expr, arithmetic on fp8 types.
 #include "codegen/mlir_emitter.h"
 
