@@ -232,8 +232,9 @@ private:
   bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
-  // Opens the loop of a consumer of streamed dim `di` (emits the trip count); the body runs
-  // with stream_ set. `materialize` re-emits a streamed value for the current chunk.
+  // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
+  // streamTrips emits the trip count, streamChunk rewrites the streamed dim's index for the
+  // current trip, materialize re-emits a streamed value (and what it depends on) for it.
   struct Stream {
     std::string dim, sym;
     int64_t chunk = 0;
