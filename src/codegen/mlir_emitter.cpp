@@ -2500,9 +2500,9 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     }
     const int alloc = it->second;
     const IndexExpr t0 = IndexExpr::symbol("$T0");
-    const IndexExpr ids[3] = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
-                              IndexExpr::symbol("$T2")};
-    auto linear = [&](const IndexExpr (&id)[3]) {
+    using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
+    const WaveIds ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"), IndexExpr::symbol("$T2")};
+    auto linear = [&](const WaveIds &id) {
       return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
     };
     const IndexExpr lane = mod(t0, w);
@@ -2524,25 +2524,18 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
           line("llvm.store " + parts[ci][j] + ", " + addr(slot(linear(ids), ci, j)) +
                " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
     }
-    // The waves of this thread's group, in order: its own ids except along the axes of D.
-    std::vector<IndexExpr> group{linear(ids)};
-    {
-      std::vector<std::array<IndexExpr, 3>> combos(1, {ids[0], ids[1], ids[2]});
-      for (int a : waveAxes) {
-        std::vector<std::array<IndexExpr, 3>> next;
-        for (const auto &cmb2 : combos)
-          for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
-            auto n = cmb2;
-            n[a] = IndexExpr(k);
-            next.push_back(n);
-          }
-        combos = std::move(next);
-      }
-      group.clear();
-      for (const auto &cb : combos) {
-        const IndexExpr id[3] = {cb[0], cb[1], cb[2]};
-        group.push_back(linear(id));
-      }
+    // The waves of this thread's group, in the same order for every thread: its own wave ids
+    // except along the axes of D, which take every value.
+    std::vector<WaveIds> group(1, ids);
+    for (int a : waveAxes) {
+      std::vector<WaveIds> next;
+      for (const auto &g : group)
+        for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
+          WaveIds n = g;
+          n[a] = IndexExpr(k);
+          next.push_back(n);
+        }
+      group = std::move(next);
     }
     LdsScope scope(*this, alloc, /*write=*/false);
     for (int64_t ci = 0; ci < nc; ++ci)
@@ -2550,7 +2543,7 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
         std::string acc;
         for (const auto &wave : group) {
           std::string v = fresh();
-          line(v + " = llvm.load " + addr(slot(wave, ci, j)) + " {alignment = " + align +
+          line(v + " = llvm.load " + addr(slot(linear(wave), ci, j)) + " {alignment = " + align +
                " : i64} : !llvm.ptr<3> -> " + c.ety);
           acc = acc.empty() ? v : combine(c, acc, v);
         }
