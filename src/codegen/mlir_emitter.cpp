@@ -2370,19 +2370,22 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
                              op.loc);
         co[l].push_back(*v);
       }
+    // A lane bit that moves D for every lane and no other coordinate is a butterfly step; one
+    // that moves neither is a replication and one that moves other coordinates pairs lanes of
+    // different results (both skipped); one that moves D for only some lanes is unsupported.
+    // The orbit check below then proves that the steps meet every position of D once.
     for (int64_t m = 1; m < w; m *= 2) {
-      bool allOther = true, anyOther = false, allD = true, anyD = false;
+      bool allOther = true, allD = true, anyD = false;
       for (int64_t l = 0; l < w; ++l)
         for (int64_t j = 0; j < eo; ++j) {
           bool so = sameOther(co[l][j], co[l ^ m][j]), sd = co[l][j][0] == co[l ^ m][j][0];
           allOther &= so;
-          anyOther |= !so;
           allD &= !sd;
           anyD |= !sd;
         }
       if (allOther && allD)
         laneMasks.push_back(m);
-      else if (allOther ? anyD : !anyOther)
+      else if (allOther && anyD)
         return unsupported("a reduction over " + dim + " in a lane layout (" +
                                rowDi.start.str() + ") that a butterfly cannot combine",
                            op.loc);
