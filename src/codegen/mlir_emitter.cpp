@@ -2602,8 +2602,9 @@ bool KernelEmitter::emitReduce(const ir::Op &op) {
 // nothing where they stand. Each consumer, a reduction or a write, runs one loop over the row
 // with `chunk` elements per lane per trip, and re-emits inside it the ops its value depends on
 // for the current chunk (materialize): softmax's `v = read(x)`, used by the max, by the sum of
-// exp and by the write, is read three times (the later passes hit the cache when few rows are in flight). Inside a
-// trip the values are ordinary register values (the chunk's index: g -> trip * chunk + g).
+// exp and by the write, is read three times (the later passes hit the cache when few rows are
+// in flight). Inside a trip the values are ordinary register values (the chunk's index:
+// g -> trip * chunk + g).
 
 const DimIndex *KernelEmitter::streamedDim(const ir::Op &op) {
   const AccessIndex *ai = accessOf(op);
