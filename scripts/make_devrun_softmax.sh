@@ -14,31 +14,32 @@ cp "$src/samples/softmax/softmax_main.c" "$out/samples/softmax/"
 cp "$src/samples/layernorm/layernorm_main.c" "$out/samples/layernorm/"
 cp "$src/bench/softmax_cuda.py" "$out/"
 # Two rows per workgroup (the waves of the second row on workgroup axis 1).
-two=$(mktemp --suffix=.wave)
-trap 'rm -f "$two"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+two=$tmp/rows_m2.wave
 sed 's/^    workgroup(M, 1, dim = 1);/    workgroup(M, 2, dim = 1);\n    wave(M, 1);/' \
   "$src/samples/softmax/softmax_rows.wave" > "$two"
 grep -q 'wave(M, 1)' "$two"
 sm="$src/samples/softmax"
-# name: source: kind for softmax_cuda.py: -D flags
+# name: source: kind for softmax_cuda.py: row length compiled in (empty: dynamic): -D flags
 variants=(
-  "dyn:$sm/softmax.wave:softmax:"
-  "dyn_n8192:$sm/softmax.wave:softmax:8192:-DN=8192"
+  "dyn_w1:$sm/softmax.wave:softmax::-DWAVES=1"
+  "dyn_w4:$sm/softmax.wave:softmax::-DWAVES=4"
+  "dyn_w8:$sm/softmax.wave:softmax::-DWAVES=8"
+  "dyn_w16:$sm/softmax.wave:softmax::-DWAVES=16"
+  "dyn_w1_n8192:$sm/softmax.wave:softmax:8192:-DN=8192 -DWAVES=1"
+  "dyn_w8_n8192:$sm/softmax.wave:softmax:8192:-DN=8192 -DWAVES=8"
   "rows_w4:$sm/softmax_rows.wave:rows:8192:-DN=8192 -DWAVES=4"
   "rows_w8:$sm/softmax_rows.wave:rows:8192:-DN=8192 -DWAVES=8"
   "rows_w16:$sm/softmax_rows.wave:rows:8192:-DN=8192 -DWAVES=16"
   "rows_w8_m2:$two:rows:8192:-DN=8192 -DWAVES=8"
   "rows_w4_n4096:$sm/softmax_rows.wave:rows:4096:-DN=4096 -DWAVES=4"
-  "online:$sm/online_softmax.wave:online:"
+  "online:$sm/online_softmax.wave:online::"
 )
 specs=()
 for v in "${variants[@]}"; do
-  IFS=: read -r name file kind rest <<<"$v"
-  if [ "$kind" = rows ] || { [ "$kind" = softmax ] && [ "${rest%%:*}" != "" ]; }; then
-    kind="$kind:${rest%%:*}" flags=${rest#*:}
-  else
-    flags=$rest
-  fi
+  IFS=: read -r name file kind bound flags <<<"$v"
+  [ -z "$bound" ] || kind="$kind:$bound"
   mkdir -p "$out/$name"
   # shellcheck disable=SC2086
   "$wavec" "$file" --target=sm_90 --no-cache $flags -o "$out/$name/k.ptx" \

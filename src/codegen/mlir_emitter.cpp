@@ -27,8 +27,10 @@
 // vector.maskedload/maskedstore are not used: they are scalarized into per-element branches on
 // AMDGPU anyway.
 //
-// Reductions (emitReduce): the lane's elements and clones along the dim are combined in-thread,
-// then log2(wave size) butterfly `gpu.shuffle xor` steps combine the lanes of the wave.
+// Reductions (emitReduce): from the operand's layout, in-thread, then butterfly
+// `gpu.shuffle xor` steps over the lane bits that move along the dim, then across waves through
+// shared memory. Rows of a dynamic length are streamed: their consumers loop over the row and
+// re-emit what the value depends on per chunk (see the sections at emitReduce).
 //
 // Layouts: every value has a thread layout (RegVal::layout; MMA results the kind's accumulator
 // layout). A value needed in another layout (an mma operand from an earlier mma, an elementwise
@@ -36,9 +38,8 @@
 // shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
 // layout of their user (RegVal::deferred).
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, reductions over a dynamic
-// number of elements per lane or across waves, if, atomics, allocate, arithmetic on fp8 types,
-// values that would have to cross waves to change layout.
+// Not supported yet (reported as `codegen-unsupported`): mappings, if, atomics, allocate,
+// arithmetic on fp8 types, values that would have to cross waves to change layout.
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"
@@ -271,8 +272,9 @@ private:
   bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
-  // Opens the loop of a consumer of streamed dim `di` (emits the trip count); the body runs
-  // with stream_ set. `materialize` re-emits a streamed value for the current chunk.
+  // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
+  // streamTrips emits the trip count, streamChunk rewrites the streamed dim's index for the
+  // current trip, materialize re-emits a streamed value (and what it depends on) for it.
   struct Stream {
     std::string dim, sym;
     int64_t chunk = 0;
@@ -2745,19 +2747,22 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
                              op.loc);
         co[l].push_back(*v);
       }
+    // A lane bit that moves D for every lane and no other coordinate is a butterfly step; one
+    // that moves neither is a replication and one that moves other coordinates pairs lanes of
+    // different results (both skipped); one that moves D for only some lanes is unsupported.
+    // The orbit check below then proves that the steps meet every position of D once.
     for (int64_t m = 1; m < w; m *= 2) {
-      bool allOther = true, anyOther = false, allD = true, anyD = false;
+      bool allOther = true, allD = true, anyD = false;
       for (int64_t l = 0; l < w; ++l)
         for (int64_t j = 0; j < eo; ++j) {
           bool so = sameOther(co[l][j], co[l ^ m][j]), sd = co[l][j][0] == co[l ^ m][j][0];
           allOther &= so;
-          anyOther |= !so;
           allD &= !sd;
           anyD |= !sd;
         }
       if (allOther && allD)
         laneMasks.push_back(m);
-      else if (allOther ? anyD : !anyOther)
+      else if (allOther && anyD)
         return unsupported("a reduction over " + dim + " in a lane layout (" +
                                rowDi.start.str() + ") that a butterfly cannot combine",
                            op.loc);
@@ -2875,9 +2880,9 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     }
     const int alloc = it->second;
     const IndexExpr t0 = IndexExpr::symbol("$T0");
-    const IndexExpr ids[3] = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
-                              IndexExpr::symbol("$T2")};
-    auto linear = [&](const IndexExpr (&id)[3]) {
+    using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
+    const WaveIds ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"), IndexExpr::symbol("$T2")};
+    auto linear = [&](const WaveIds &id) {
       return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
     };
     const IndexExpr lane = mod(t0, w);
@@ -2899,25 +2904,18 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
           line("llvm.store " + parts[ci][j] + ", " + addr(slot(linear(ids), ci, j)) +
                " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
     }
-    // The waves of this thread's group, in order: its own ids except along the axes of D.
-    std::vector<IndexExpr> group{linear(ids)};
-    {
-      std::vector<std::array<IndexExpr, 3>> combos(1, {ids[0], ids[1], ids[2]});
-      for (int a : waveAxes) {
-        std::vector<std::array<IndexExpr, 3>> next;
-        for (const auto &cmb2 : combos)
-          for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
-            auto n = cmb2;
-            n[a] = IndexExpr(k);
-            next.push_back(n);
-          }
-        combos = std::move(next);
-      }
-      group.clear();
-      for (const auto &cb : combos) {
-        const IndexExpr id[3] = {cb[0], cb[1], cb[2]};
-        group.push_back(linear(id));
-      }
+    // The waves of this thread's group, in the same order for every thread: its own wave ids
+    // except along the axes of D, which take every value.
+    std::vector<WaveIds> group(1, ids);
+    for (int a : waveAxes) {
+      std::vector<WaveIds> next;
+      for (const auto &g : group)
+        for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
+          WaveIds n = g;
+          n[a] = IndexExpr(k);
+          next.push_back(n);
+        }
+      group = std::move(next);
     }
     LdsScope scope(*this, alloc, /*write=*/false);
     for (int64_t ci = 0; ci < nc; ++ci)
@@ -2925,7 +2923,7 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
         std::string acc;
         for (const auto &wave : group) {
           std::string v = fresh();
-          line(v + " = llvm.load " + addr(slot(wave, ci, j)) + " {alignment = " + align +
+          line(v + " = llvm.load " + addr(slot(linear(wave), ci, j)) + " {alignment = " + align +
                " : i64} : !llvm.ptr<3> -> " + c.ety);
           acc = acc.empty() ? v : combine(c, acc, v);
         }
@@ -2971,8 +2969,9 @@ bool KernelEmitter::emitReduce(const ir::Op &op) {
 // nothing where they stand. Each consumer, a reduction or a write, runs one loop over the row
 // with `chunk` elements per lane per trip, and re-emits inside it the ops its value depends on
 // for the current chunk (materialize): softmax's `v = read(x)`, used by the max, by the sum of
-// exp and by the write, is read three times (the later passes mostly hit the cache). Inside a
-// trip the values are ordinary register values (the chunk's index: g -> trip * chunk + g).
+// exp and by the write, is read three times (the later passes hit the cache when few rows are
+// in flight). Inside a trip the values are ordinary register values (the chunk's index:
+// g -> trip * chunk + g).
 
 const DimIndex *KernelEmitter::streamedDim(const ir::Op &op) {
   const AccessIndex *ai = accessOf(op);

@@ -365,9 +365,9 @@ private:
         di.masked = isMasked(d, facts);
         if (auto it = chunks.find(d.str()); it != chunks.end()) {
           di.chunk = it->second;
-          di.masked |= rowOverrun(d, di.chunk * out.waveSize, facts);
+          di.masked |= rowOverrun(d, di.chunk * rowThreads(d), facts);
         } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
-          di.masked |= rowOverrun(d, di.elements * out.waveSize, facts);
+          di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
         }
         acc.dims.push_back(di);
       }
@@ -410,7 +410,9 @@ private:
                     std::vector<std::pair<ir::Dim, IndexExpr>> &thread,
                     std::vector<std::pair<ir::Dim, IndexExpr>> &elements,
                     std::map<std::string, int64_t> &chunks) {
-    const int64_t w = out.waveSize;
+    // The threads the row is spread over: the lanes of a wave, or all the threads of axis 0.
+    const int64_t w = rowThreads(d);
+    const IndexExpr lanes = w == out.waveSize ? lane : IndexExpr::symbol("$T0");
     auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(w));
     IndexExpr per = out.facts.simplify(ceilDiv(vs, w));
     acc.anchor = "reduction over " + d.str();
@@ -424,16 +426,32 @@ private:
     if (c && *c > kMaxHeld && (!severalTiles(d) || (vsc && *vsc % (w * u) == 0)))
       streamed = true;
     if (streamed) {
-      thread.push_back({d, floorDiv(kG, u) * (w * u) + lane * u + mod(kG, u)});
+      thread.push_back({d, floorDiv(kG, u) * (w * u) + lanes * u + mod(kG, u)});
       elements.push_back({d, IndexExpr(0)});
       chunks[d.str()] = u;
     } else if (*c > v && *c % v == 0) {
-      thread.push_back({d, floorDiv(kG, v) * (w * v) + lane * v + mod(kG, v)});
+      thread.push_back({d, floorDiv(kG, v) * (w * v) + lanes * v + mod(kG, v)});
       elements.push_back({d, per});
     } else {
-      thread.push_back({d, lane * *c + kG});
+      thread.push_back({d, lanes * *c + kG});
       elements.push_back({d, per});
     }
+  }
+
+  // A reduced dim that no workgroup or tiling splits is spread over all the threads of
+  // workgroup axis 0 when that axis has several waves and no dim placed on it (waves asked for
+  // with waves_per_block that would otherwise repeat each other's work): a long row is then
+  // walked by the whole workgroup, and the reduction meets across the waves. Otherwise the
+  // row belongs to one wave.
+  int64_t rowThreads(const ir::Dim &d) const {
+    const int64_t w = out.waveSize;
+    if (out.wavesPerBlock[0] <= 1 || kernel.workgroupFor(d) || kernel.tilingFor(d) ||
+        !mmaVectorShapes().empty())
+      return w;
+    for (const auto &wg : kernel.workgroups)
+      if (wg.axis == 0)
+        return w;
+    return out.block[0];
   }
 
   // The lanes of a wave cover `coverage` elements of a reduced dim (per loop trip, for a

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Prepares a self-contained directory for attention runs on an NVIDIA device that has no wavec:
+# cubins + headers + stubs of samples/attention in several variants (compiled here), the runtime
+# sources, the C host program and bench/attention_cuda.py, and run.sh, which builds the runtime
+# and host programs there, checks every variant on ragged shapes through the C program, then
+# times them against torch's scaled_dot_product_attention.
+#   scripts/make_devrun_attention.sh WAVEC OUTDIR    (then on the device: bash OUTDIR/run.sh)
+set -euo pipefail
+wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
+rm -rf "$out" && mkdir -p "$out/samples"
+cp -r "$src/runtime" "$out/"
+cp -r "$src/samples/common" "$src/samples/attention" "$out/samples/"
+cp "$src/bench/attention_cuda.py" "$out/"
+# name: head dim: -D flags
+variants=(
+  "d64:64:"
+  "d64_w32:64:-DWAVE_M=32 -DBLOCK_M=128"
+  "d128_k32:128:-DBLOCK_K2=32"
+  "d128_k64:128:"
+)
+for v in "${variants[@]}"; do
+  name=${v%%:*} rest=${v#*:}
+  d=${rest%%:*} flags=${rest#*:}
+  mkdir -p "$out/$name"
+  # shellcheck disable=SC2086
+  "$wavec" "$src/samples/attention/attention.wave" --target=sm_90 -DD=$d $flags --no-cache \
+    -o "$out/$name/attention.cubin" --header "$out/$name/attention.h" --stub "$out/$name/attention.c"
+  /usr/local/cuda/bin/ptxas --version >/dev/null 2>&1 && "$wavec" "$src/samples/attention/attention.wave" \
+    --target=sm_90 -DD=$d $flags --no-cache -o "$out/$name/attention.ptx" || true
+  echo "$d" > "$out/$name/headdim"
+  echo "$flags" > "$out/$name/flags"
+done
+cat > "$out/run.sh" <<'RUN'
+#!/usr/bin/env bash
+set -u
+cd "$(dirname "$0")"
+mkdir -p "$OUT"
+{
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
+g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
+  -Iruntime/src -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+specs=()
+for d in d*/; do
+  d=${d%/}
+  hd=$(cat $d/headdim)
+  cc -O2 -std=c99 -shared -fPIC -Iruntime/include -I$d $d/attention.c -L. -Wl,-rpath,$PWD \
+    -lwave_runtime -o $d/libattention.so 2>&1 | tail -3
+  cc -O2 -std=c99 -Wall -Wextra -Werror -DATTENTION_D=$hd -Iruntime/include -I$d \
+    samples/attention/attention_main.c $d/attention.c -L. -Wl,-rpath,$PWD -lwave_runtime -lm \
+    -o $d/attention_main 2>&1 | tail -3
+  for shape in "2 100 77" "3 257 300" "1 64 4096"; do
+    WAVE_DEVICE=cuda://0 timeout 60 ./$d/attention_main $shape; echo "$d $shape exit $?"
+  done
+  specs+=("$d=$PWD/$d/libattention.so:$hd")
+done
+PYTHONUNBUFFERED=1 timeout 300 python3 attention_cuda.py "$PWD/libwave_runtime.so" "${specs[@]}"
+} 2>&1 | tee "$OUT/attention.log"
+RUN
+chmod +x "$out/run.sh"
+echo "prepared $out"
