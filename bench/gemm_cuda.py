@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """GEMM through wavec's generated C stub against torch.matmul (cuBLAS), same process, same data.
 
-  gemm_cuda.py RUNTIME_SO VARIANT=STUB_SO [VARIANT=STUB_SO ...] [--shapes M,N,K ...]
+  gemm_cuda.py RUNTIME_SO VARIANT=STUB_SO [VARIANT=STUB_SO ...] [--quick] [--shapes M,N,K ...]
 
 Each STUB_SO is a shared library built from a `wavec --stub` C file (it exports gemm_launch);
 RUNTIME_SO is libwave_runtime.so. For every shape: random f16 A[M,K], B[N,K]; C poisoned with
 NaN; C = A·Bᵀ (f32) by the variant, checked against torch in f32 (TF32 off) by
 ||out-ref||/||ref|| < 1e-3 and no NaN; then both timed (warm-up, then the median of several
-batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s.
+batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s. --quick times a few launches only (for a profiler run).
 """
 import ctypes
 import statistics
@@ -19,6 +19,9 @@ import torch
 
 def main():
     args = sys.argv[1:]
+    quick = "--quick" in args
+    if quick:
+        args.remove("--quick")
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4000)]
     if "--shapes" in args:
         i = args.index("--shapes")
@@ -71,13 +74,14 @@ def main():
         abf, bbf = a.bfloat16(), b.bfloat16()
         refbf = torch.matmul(abf.float(), bbf.float().t())
         flop = 2.0 * M * N * K
-        reps = max(3, int(2e13 / flop))
+        reps = 2 if quick else max(3, int(2e13 / flop))
+        batches = 1 if quick else 7
 
         def bench(fn, sync):
             fn()
             sync()
             times = []
-            for _ in range(7):
+            for _ in range(batches):
                 sync()
                 t = time.perf_counter()
                 for _ in range(reps):
