@@ -25,13 +25,14 @@ sed 's/f16]/bf16]/g' "$aligned" > "$bf16"
 grep -q 'bf16]' "$bf16"
 # name: source: -D flags
 main="-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
+wide="-DBLOCK_M=256 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
 variants=(
   "t128x128x32_w64x64:$src/samples/gemm/gemm_portable.wave:$main"
   "t128x128x32_w64x64_async:$aligned:$main"
-  "t128x128x32_w64x32_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=32"
-  "t128x128x32_w32x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=32 -DWAVE_N=64"
+  "t256x128x32_w64x64_async:$aligned:$wide"
+  "t128x256x32_w64x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=256 -DWAVE_M=64 -DWAVE_N=64"
   "t64x64x32_w32x32_async:$aligned:"
-  "t128x128x32_w64x64_async_bf16:$bf16:$main"
+  "t256x128x32_w64x64_async_bf16:$bf16:$wide"
 )
 # GEMM_VARIANTS (optional) replaces the list: lines of NAME:SOURCE:FLAGS, SOURCE one of
 # portable, aligned, bf16.

@@ -110,6 +110,8 @@ public:
         insertBarriers_(insertBarriers) {}
 
   bool emit(std::ostream &os);
+  // Dynamic shared memory the kernel's launch must provide (0: all static); set by emit.
+  int64_t dynamicShared() const { return dynamicShared_; }
 
 private:
   // ---- diagnostics ----
@@ -247,6 +249,7 @@ private:
   std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
   std::vector<LdsAlloc> allocs_;
   int64_t ldsBytes_ = 0;
+  int64_t dynamicShared_ = 0;
   bool promote(const ir::Op &op); // plans promotions_[&op]
   bool isPromoted(const ir::Op &op) const {
     return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
@@ -1562,19 +1565,28 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   bool async = !staged.empty();
   for (const ir::Op *o : staged)
     async = async && asyncCopyable(promotions_.at(o));
-  // Pipeline depth: 3 buffers with swizzled (unpadded) rows, else 2 padded ones, whichever fits
-  // the target's shared memory first; 1 (register prefetch) otherwise.
+  // Pipeline depth: the first of these that fits: 4 or 3 swizzled buffers within the static
+  // shared memory, 3 within the opt-in limit (NVIDIA dynamic shared memory: bigger block tiles
+  // need it, and 3 buffers measured best there, docs/performance.md), then 2 swizzled or padded
+  // ones; 1 (register prefetch) otherwise.
   int stages = 1;
   bool swizzle = false;
   for (const ir::Op *o : staged)
     allocs_[promotions_.at(o).alloc].stages = 1;
-  for (auto [s, swz] : {std::pair<int, bool>{4, true}, {3, true}, {2, true}, {2, false}}) {
+  struct Depth {
+    int stages;
+    bool swizzle;
+    int64_t budget;
+  };
+  const int64_t staticLds = target_.ldsBytes, optInLds = target_.ldsOptInBytes;
+  for (Depth c : {Depth{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
+                  {2, true, staticLds}, {2, false, staticLds}, {2, true, optInLds}}) {
     if (!async || stages > 1)
       break;
     bool ok = true;
     for (const ir::Op *o : staged) {
       LdsAlloc &al = allocs_[promotions_.at(o).alloc];
-      ok = ok && (!swz || swizzlable(al.tile, o->operands[0]->type.dtype));
+      ok = ok && (!c.swizzle || swizzlable(al.tile, o->operands[0]->type.dtype));
     }
     if (!ok)
       continue;
@@ -1585,14 +1597,14 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       for (const ir::Op *o : staged)
         mine |= promotions_.at(o).alloc == static_cast<int>(i);
       if (mine) {
-        relayout(al, staged.front()->operands[0]->type.dtype, swz);
-        al.stages = s;
+        relayout(al, staged.front()->operands[0]->type.dtype, c.swizzle);
+        al.stages = c.stages;
       }
       total += (al.bytes + 15) / 16 * 16 * al.stages;
     }
-    if (total <= static_cast<int64_t>(target_.ldsBytes)) {
-      stages = s;
-      swizzle = swz;
+    if (total <= c.budget) {
+      stages = c.stages;
+      swizzle = c.swizzle;
     }
   }
   if (stages == 1)
@@ -2428,18 +2440,21 @@ bool KernelEmitter::emit(std::ostream &os) {
     ldsBytes_ = al.offsetBytes + al.bytes * al.stages;
   }
   if (ldsBytes_ > 0) {
-    if (ldsBytes_ > target_.ldsBytes)
+    if (ldsBytes_ > target_.ldsOptInBytes)
       return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
                              " bytes of shared memory (" + target_.name + " has " +
-                             std::to_string(target_.ldsBytes) + " per workgroup)",
+                             std::to_string(target_.ldsOptInBytes) + " per workgroup)",
                          k_.loc);
     head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
     for (const auto &al : allocs_)
       head_ << "      " << al.base << " = llvm.getelementptr %lds[" << al.offsetBytes
             << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
-    os << "    llvm.mlir.global internal @__wave_lds_" << k_.name
-       << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<" << ldsBytes_
-       << " x i8>\n";
+    // Above the static limit the arena is dynamic shared memory: an external array of no size
+    // (PTX `.extern .shared`), sized by the launch (dynamicShared(), the host stub).
+    dynamicShared_ = ldsBytes_ > target_.ldsBytes ? ldsBytes_ : 0;
+    os << "    llvm.mlir.global " << (dynamicShared_ ? "external" : "internal") << " @__wave_lds_"
+       << k_.name << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<"
+       << (dynamicShared_ ? 0 : ldsBytes_) << " x i8>\n";
   }
 
   std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
@@ -2480,7 +2495,8 @@ bool KernelEmitter::emit(std::ostream &os) {
 
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
-                                    bool insertBarriers) {
+                                    bool insertBarriers,
+                                    std::map<std::string, int64_t> *dynamicShared) {
   std::ostringstream os;
   os << "module attributes {gpu.container_module} {\n  gpu.module @wave_kernels {\n";
   bool ok = true;
@@ -2489,6 +2505,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
     if (!e.emit(os)) {
       diags.note(DiagId::NoteInKernel, ck.kernel->loc, {ck.kernel->name});
       ok = false;
+    } else if (dynamicShared && e.dynamicShared() > 0) {
+      (*dynamicShared)[ck.kernel->name] = e.dynamicShared();
     }
   }
   os << "  }\n}\n";
