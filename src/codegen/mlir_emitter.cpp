@@ -12,8 +12,11 @@
 // padded on the innermost dim against bank conflicts; the whole workgroup copies the tile with
 // 128-bit global loads (masked as the original read), stores it to shared memory, and the read
 // itself then loads its MMA-operand layout from the tile (`ldmatrix` where the target table
-// gives one). Inside `iterate`, the copy of tile i + 1 is loaded into registers at the top of
-// iteration i and stored at its end (register prefetch: global latency hides behind the MMAs).
+// gives one). Inside `iterate`, later tiles are fetched while the current one is used: on
+// NVIDIA through a cp.async pipeline of S buffers (with several K steps per tile, the fragments
+// of the next tile's first step are read ahead too: emitLoopOnce), otherwise the copy of tile
+// i + 1 is loaded into registers at the top of iteration i and stored at its end (register
+// prefetch: global latency hides behind the MMAs).
 // Barriers are not emitted by hand: the stream of shared-memory accesses goes through
 // barrier_insertion.h, which places the fewest that make it race-free.
 //
@@ -1558,10 +1561,10 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
         return false;
       staged.push_back(o.get());
     }
-  // Two schedules. With cp.async (every staged copy can use it): two buffers per tile, the
-  // copy of tile i + 1 issued into the other buffer right after iteration i's shared reads;
-  // otherwise one buffer and a register prefetch (load tile i + 1 at the top of iteration i,
-  // store it at the end). Either way the barriers come from the analysis.
+  // Two schedules. With cp.async (every staged copy can use it): S buffers per tile, later
+  // tiles copied while the current one is read (below); otherwise one buffer and a register
+  // prefetch (load tile i + 1 at the top of iteration i, store it at the end). Either way the
+  // barriers come from the analysis.
   bool async = !staged.empty();
   for (const ir::Op *o : staged)
     async = async && asyncCopyable(promotions_.at(o));
@@ -1676,7 +1679,6 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       iterArg(operandAt(values_.at(op.operands[i]), a, carried[i].elems),
               vecType(carried[i].dtype, carried[i].elems));
   }
-  const size_t carriedArgs = args.size();
   // The carried K step 0 fragments (by clone key) and the buffer index: a loop-carried index
   // rotated by a compare and select rather than IV % S, which LLVM's loop strength reduction
   // would turn into one induction variable per shared-memory address.
@@ -1878,7 +1880,6 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       r.clones[cloneKey(a, r.cloneSyms)] = loop + "#" + std::to_string(j++);
     values_[op.results[i]] = std::move(r);
   }
-  (void)carriedArgs;
   return !failed_;
 }
 
