@@ -1633,7 +1633,18 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     pipe = pipe && alongLoop;
   }
   auto firstStep = [&](const CloneAssign &a) { return a.at(kSym) == 0; };
-  auto laterStep = [&](const CloneAssign &a) { return a.at(kSym) != 0; };
+  // Step by step when every user of the staged reads is an mma over the loop's dim (emitMma's
+  // hook then runs between its K steps): step 1 at the top, step k + 2 after the MMAs of step k,
+  // so at most two steps' fragments (and the carried step 0) are live. Otherwise all later
+  // steps at the top.
+  bool stepwise = pipe;
+  for (const ir::Op *o : staged)
+    for (const ir::Op *u : o->results[0]->users)
+      stepwise = stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
+                 u->dims[2] == dim;
+  auto laterStep = [&](const CloneAssign &a) {
+    return stepwise ? a.at(kSym) == 1 : a.at(kSym) != 0;
+  };
   // Prologue: tiles 0 .. ahead - 1 into buffers 0 .. ahead - 1 (clamped to the last tile), one
   // commit group per tile.
   const int ahead = pipe ? stages : std::max(1, stages - 1);
@@ -1785,8 +1796,32 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     loc_ = savedLoc;
   };
   auto savedHook = afterKStep_;
+  std::set<int64_t> stepsRead = {0, 1};
   afterKStep_ = [&](const std::string &sym, int64_t kk, int64_t count) {
-    if (!midDone && sym == kSym && kk == count - 2)
+    if (sym != kSym)
+      return;
+    if (stepwise && kk + 2 < count && stepsRead.insert(kk + 2).second) {
+      // Step kk + 2 of tile i, behind the MMAs of step kk + 1; added to the reads' values,
+      // which emitMma looks up per step.
+      std::string savedLoc = loc_;
+      stageIndex_ = IndexExpr::symbol(stSym);
+      stageTag_ = 0;
+      for (const ir::Op *o : staged) {
+        if (!midOk)
+          break;
+        loc_ = locOf(o->loc);
+        RegVal v;
+        midOk = ldsRead(*o, promotions_.at(o), v, [&](const CloneAssign &a) {
+          return a.at(kSym) == kk + 2;
+        });
+        for (const auto &[key, ssa] : v.clones)
+          values_.at(o->results[0]).clones[key] = ssa;
+      }
+      stageIndex_ = IndexExpr(0);
+      stageTag_ = -1;
+      loc_ = savedLoc;
+    }
+    if (!midDone && kk == count - 2)
       emitMid();
   };
   const ir::Op *lastStaged = staged.empty() ? nullptr : staged.back();
