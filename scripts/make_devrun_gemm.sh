@@ -5,7 +5,8 @@
 #   scripts/make_devrun_gemm.sh WAVEC OUTDIR [CONTROL_WAVEC]
 # CONTROL_WAVEC (another build, e.g. of the commit before a change) compiles the main variant
 # once more as "ctl_..." so that both are measured in the same process. On the device,
-# `PROFILE=VARIANT bash run.sh` also profiles that variant at 4096^3 with Nsight Compute, and
+# `PROFILE=VARIANT bash run.sh` also profiles that variant at 4096^3 with Nsight Compute (and
+# ROUNDS, SHAPES, below, control the timing), and
 # the SASS of every variant is written to $OUT/sass.txt when cuobjdump is there.
 set -euo pipefail
 wavec=$1 out=$2 control=${3:-} src=$(cd "$(dirname "$0")/.." && pwd)
@@ -103,7 +104,11 @@ if command -v cuobjdump > /dev/null; then
     cuobjdump -sass "$d/gemm.cubin"
   done > "$OUT/sass.txt" 2>&1
 fi
-timeout 400 python3 gemm_cuda.py "$PWD/libwave_runtime.so" "${specs[@]}" 2>&1 | tee "$OUT/bench.log"
+# ROUNDS=R interleaves R timing rounds of torch and the variants; SHAPES="M,N,K ..." replaces the
+# default shapes.
+# shellcheck disable=SC2086
+timeout 400 python3 gemm_cuda.py "$PWD/libwave_runtime.so" "${specs[@]}" ${ROUNDS:+--rounds $ROUNDS} \
+  ${SHAPES:+--shapes $SHAPES} 2>&1 | tee "$OUT/bench.log"
 if [ -n "${PROFILE:-}" ] && command -v ncu > /dev/null; then
   # One launch of each variant at 4096^3 (the kernel is named `gemm`; cuBLAS's are not): the
   # summary sections, then stall reasons, shared-memory wavefronts and bank conflicts, L2 traffic.
