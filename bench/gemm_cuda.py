@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """GEMM through wavec's generated C stub against torch.matmul (cuBLAS), same process, same data.
 
-  gemm_cuda.py RUNTIME_SO VARIANT=STUB_SO [VARIANT=STUB_SO ...] [--shapes M,N,K ...]
+  gemm_cuda.py RUNTIME_SO VARIANT=STUB_SO [VARIANT=STUB_SO ...] [--quick] [--rounds R]
+              [--shapes M,N,K ...]
 
 Each STUB_SO is a shared library built from a `wavec --stub` C file (it exports gemm_launch);
 RUNTIME_SO is libwave_runtime.so. For every shape: random f16 A[M,K], B[N,K]; C poisoned with
 NaN; C = A·Bᵀ (f32) by the variant, checked against torch in f32 (TF32 off) by
 ||out-ref||/||ref|| < 1e-3 and no NaN; then both timed (warm-up, then the median of several
-batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s.
+batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s. --quick times a few launches only (for a profiler run). --rounds R (default
+1) times torch and every variant R times in turn, interleaved, and reports per variant the
+median time and the median of the per-round ratios (cuBLAS's speed drifts with the card's
+clocks and temperature between runs; interleaving compares like with like).
 """
 import ctypes
 import statistics
@@ -19,6 +23,14 @@ import torch
 
 def main():
     args = sys.argv[1:]
+    quick = "--quick" in args
+    if quick:
+        args.remove("--quick")
+    rounds = 1
+    if "--rounds" in args:
+        i = args.index("--rounds")
+        rounds = int(args[i + 1])
+        del args[i:i + 2]
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (4095, 4097, 4000)]
     if "--shapes" in args:
         i = args.index("--shapes")
@@ -71,13 +83,14 @@ def main():
         abf, bbf = a.bfloat16(), b.bfloat16()
         refbf = torch.matmul(abf.float(), bbf.float().t())
         flop = 2.0 * M * N * K
-        reps = max(3, int(2e13 / flop))
+        reps = 2 if quick else max(3, int(2e13 / flop))
+        batches = 1 if quick else 7
 
         def bench(fn, sync):
             fn()
             sync()
             times = []
-            for _ in range(7):
+            for _ in range(batches):
                 sync()
                 t = time.perf_counter()
                 for _ in range(reps):
@@ -87,14 +100,14 @@ def main():
             return statistics.median(times)
 
         tsync = torch.cuda.synchronize
-        t_torch = bench(lambda: torch.matmul(a16, b16.t()), tsync)
-        rows.append((f"{M}x{N}x{K}", "torch.matmul", t_torch, flop / t_torch / 1e12, "", ""))
+        torch_fn = lambda: torch.matmul(a16, b16.t())  # noqa: E731
+        timed = []  # (name, launch, sync, rel text, good)
         for name, lib, dtype in variants:
             a, b, ref = (a16, b16, ref16) if dtype == torch.float16 else (abf, bbf, refbf)
             if K % 8 and "async" in name:
                 continue  # compiled with assume(K % 8 == 0)
 
-            def launch():
+            def launch(lib=lib, a=a, b=b):
                 check(lib.gemm_launch(stream, a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K),
                       "gemm_launch")
 
@@ -109,10 +122,26 @@ def main():
             rel = float((c - ref).norm() / ref.norm())
             good = nan == 0 and rel < 1e-3
             ok &= good
-            t = bench(launch, wsync)
-            rows.append((f"{M}x{N}x{K}", name, t, flop / t / 1e12,
-                         f"{rel:.2e}{'' if nan == 0 else f' NaN {nan}'}",
-                         f"{t_torch / t:.2f}x" + ("" if good else " WRONG")))
+            timed.append((name, launch, wsync, f"{rel:.2e}{'' if nan == 0 else f' NaN {nan}'}",
+                          good))
+        t_torch, t_var = [], {name: [] for name, *_ in timed}
+        for _ in range(rounds):
+            t_torch.append(bench(torch_fn, tsync))
+            for name, launch, wsync, _, _ in timed:
+                t_var[name].append(bench(launch, wsync))
+        tt = statistics.median(t_torch)
+        rows.append((f"{M}x{N}x{K}", "torch.matmul", tt, flop / tt / 1e12, "", ""))
+        for name, _, _, rel, good in timed:
+            t = statistics.median(t_var[name])
+            ratio = statistics.median(x / y for x, y in zip(t_torch, t_var[name]))
+            rows.append((f"{M}x{N}x{K}", name, t, flop / t / 1e12, rel,
+                         f"{ratio:.2f}x" + ("" if good else " WRONG")))
+        if rounds > 1:
+            per = ", ".join(f"{flop / x / 1e12:.0f}" for x in t_torch)
+            print(f"{M}x{N}x{K}: torch.matmul per round: {per} TFLOP/s")
+            for name, *_ in timed:
+                per = ", ".join(f"{flop / x / 1e12:.0f}" for x in t_var[name])
+                print(f"{M}x{N}x{K}: {name} per round: {per} TFLOP/s")
     print(f"{'shape':>16} {'variant':>22} {'ms':>8} {'TFLOP/s':>8} {'rel.err':>10} {'vs cuBLAS':>10}")
     for r in rows:
         print(f"{r[0]:>16} {r[1]:>22} {r[2]*1e3:8.3f} {r[3]:8.1f} {r[4]:>10} {r[5]:>10}")

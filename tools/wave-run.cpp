@@ -308,17 +308,21 @@ std::string selfDir() {
   return p.substr(0, p.rfind('/'));
 }
 
-// Runs wavec to make the code object; returns its path.
+// Runs wavec to make the code object (or, with `metadata`, the kernel metadata JSON); returns
+// its path.
 std::string compileWithWavec(const Options &o, const std::string &target, bool emu,
-                             const std::string &dir) {
+                             const std::string &dir, bool metadata = false) {
   const char *env = std::getenv("WAVEC");
   std::string wavec = env && *env ? env : selfDir() + "/wavec";
   if (::access(wavec.c_str(), X_OK) != 0)
     die(kFailed, fmt::format("cannot run the compiler '{}' (set $WAVEC to wavec's path)", wavec));
   const bool amd = target.rfind("gfx", 0) == 0;
-  std::string out = dir + "/kernel" + (emu ? ".wemu" : amd ? ".hsaco" : ".ptx");
+  std::string out =
+      dir + "/kernel" + (metadata ? ".json" : emu ? ".wemu" : amd ? ".hsaco" : ".ptx");
   std::vector<std::string> args{wavec, o.file, "--target=" + target, "-o", out};
-  if (emu)
+  if (metadata)
+    args.push_back("--emit=metadata");
+  else if (emu)
     args.push_back("--emit=emu");
   if (!o.kernel.empty())
     args.push_back("--kernel=" + o.kernel);
@@ -361,7 +365,7 @@ struct TempDir {
     if (path.empty())
       return;
     // Our own files, then the directory.
-    for (const char *f : {"/kernel.wemu", "/kernel.hsaco", "/kernel.ptx"})
+    for (const char *f : {"/kernel.wemu", "/kernel.hsaco", "/kernel.ptx", "/kernel.json"})
       std::remove((path + f).c_str());
     ::rmdir(path.c_str());
   }
@@ -414,6 +418,18 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
   if (tmp.path.empty())
     die(kFailed, "cannot create a temporary directory");
   std::string object = o.object.empty() ? compileWithWavec(o, target, emu, tmp.path) : o.object;
+  // A GPU launch requests the dynamic shared memory the code object needs (an emulator image
+  // counts it as its own): "dynamic_lds_bytes" of the kernel's metadata, written by wavec.
+  uint32_t dynamicShared = 0;
+  if (!emu) {
+    std::ifstream in(compileWithWavec(o, target, emu, tmp.path, /*metadata=*/true));
+    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t at = json.find("\"name\": \"" + kernel.name + "\"");
+    at = at == std::string::npos ? at : json.find("\"dynamic_lds_bytes\": ", at);
+    if (at == std::string::npos)
+      die(kFailed, "the kernel metadata from wavec names no dynamic_lds_bytes for " + kernel.name);
+    dynamicShared = static_cast<uint32_t>(std::stoul(json.substr(at + 21)));
+  }
   check(wave_module_load_file(run.dev, object.c_str(), &run.module), "wave_module_load_file");
   wave_kernel_t k = nullptr;
   check(wave_module_get_kernel(run.module, kernel.name.c_str(), &k), "wave_module_get_kernel");
@@ -458,9 +474,9 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     empty |= *g == 0;
   }
   // Kept for --bench, so it owns copies of everything it uses.
-  run.launch = [dev = run.dev, k, grid, block, empty, packed] {
+  run.launch = [dev = run.dev, k, grid, block, empty, packed, dynamicShared] {
     if (!empty)
-      check(wave_launch(dev, nullptr, k, grid.data(), block.data(), 0, packed.data(),
+      check(wave_launch(dev, nullptr, k, grid.data(), block.data(), dynamicShared, packed.data(),
                         packed.size()),
             "wave_launch");
     check(wave_device_synchronize(dev), "wave_device_synchronize");

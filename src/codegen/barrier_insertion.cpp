@@ -1,5 +1,7 @@
 #include "codegen/barrier_insertion.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <set>
 #include <utility>
@@ -8,47 +10,68 @@ namespace wave {
 
 namespace {
 
-// Accesses made since the last barrier, as (allocation, stage); stage -1 = any stage.
+constexpr int kAny = INT_MIN; // a tile offset that may be any buffer
+
+// Accesses made since the last barrier, as (allocation, tile offset). Inside a loop of S
+// buffers, offsets t and u touch the same buffer when t ≡ u (mod S); outside loops only when
+// equal. Asynchronous writes stay in `inflight` until a wait completes them (a barrier alone
+// does not); synchronous ones in `writes` until the next barrier.
 struct Pending {
-  std::set<std::pair<int, int>> reads, writes;
-  bool async = false; // some pending write is asynchronous
+  std::set<std::pair<int, int>> reads, writes, inflight;
   bool operator==(const Pending &o) const {
-    return reads == o.reads && writes == o.writes && async == o.async;
+    return reads == o.reads && writes == o.writes && inflight == o.inflight;
   }
   void join(const Pending &o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
-    async |= o.async;
+    inflight.insert(o.inflight.begin(), o.inflight.end());
   }
-  void clear() {
-    reads.clear();
-    writes.clear();
-    async = false;
+  static bool sameBuffer(int a, int b, int stages) {
+    if (a == kAny || b == kAny)
+      return true;
+    if (stages <= 0)
+      return a == b;
+    return ((a - b) % stages + stages) % stages == 0;
   }
-  static bool hits(const std::set<std::pair<int, int>> &s, int res, int stage) {
-    for (const auto &[r, st] : s)
-      if (r == res && (st < 0 || stage < 0 || st == stage))
-        return true;
-    return false;
+  // The newest conflicting tile offset of `s` (kAny when one may be any), or nothing.
+  static bool hits(const std::set<std::pair<int, int>> &s, int res, int tile, int stages,
+                   int *newest = nullptr) {
+    bool hit = false;
+    for (const auto &[r, t] : s)
+      if (r == res && sameBuffer(t, tile, stages)) {
+        if (newest)
+          *newest = hit ? (*newest == kAny || t == kAny ? kAny : std::max(*newest, t)) : t;
+        hit = true;
+      }
+    return hit;
   }
-  // The state as the next iteration of a loop of `stages` buffers sees it: what iteration i
-  // did to buffer (i + k) % S, iteration i + 1 calls buffer (i + 1 + k - 1) % S.
+  // The state as the next iteration of a loop of `stages` buffers sees it: tile i + k of
+  // iteration i is tile (i + 1) + (k - 1). Reads and synchronous writes only matter modulo the
+  // buffers; a copy still in flight keeps its order, and one whose tile has passed without a
+  // wait becomes "any".
   Pending shifted(int stages) const {
+    auto norm = [&](int t) {
+      if (t == kAny || stages <= 1)
+        return t;
+      return ((t - 1) % stages + stages) % stages;
+    };
     Pending p;
-    p.async = async;
-    for (const auto &[r, st] : reads)
-      p.reads.insert({r, st < 0 || stages <= 1 ? st : (st + stages - 1) % stages});
-    for (const auto &[r, st] : writes)
-      p.writes.insert({r, st < 0 || stages <= 1 ? st : (st + stages - 1) % stages});
+    for (const auto &[r, t] : reads)
+      p.reads.insert({r, norm(t)});
+    for (const auto &[r, t] : writes)
+      p.writes.insert({r, norm(t)});
+    for (const auto &[r, t] : inflight)
+      p.inflight.insert({r, t == kAny || t - 1 < 0 || stages <= 1 ? kAny : t - 1});
     return p;
   }
   Pending anyStage() const {
     Pending p;
-    p.async = async;
-    for (const auto &[r, st] : reads)
-      p.reads.insert({r, -1});
-    for (const auto &[r, st] : writes)
-      p.writes.insert({r, -1});
+    for (const auto &[r, t] : reads)
+      p.reads.insert({r, kAny});
+    for (const auto &[r, t] : writes)
+      p.writes.insert({r, kAny});
+    for (const auto &[r, t] : inflight)
+      p.inflight.insert({r, kAny});
     return p;
   }
 };
@@ -56,7 +79,8 @@ struct Pending {
 class Placer {
 public:
   explicit Placer(const std::vector<SyncItem> &items)
-      : items_(items), before_(items.size(), BarrierPlacement::None), match_(items.size(), -1) {
+      : items_(items), before_(items.size(), BarrierPlacement::None), keep_(items.size(), 0),
+        match_(items.size(), -1) {
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].kind == SyncItem::LoopBegin)
@@ -68,46 +92,86 @@ public:
     }
   }
 
-  std::vector<BarrierPlacement> run() {
-    walk(0, items_.size(), Pending{});
+  std::vector<BarrierPlacement> run(std::vector<int> *waitKeep) {
+    walk(0, items_.size(), Pending{}, 0);
+    if (waitKeep)
+      *waitKeep = keep_;
     return before_;
   }
 
 private:
-  void barrierAt(std::size_t i, Pending &s) {
-    if (s.async)
+  static int tileOf(const SyncItem &it) { return it.stage < 0 ? kAny : it.stage; }
+
+  // A barrier before item i. A read that needs asynchronous copies gets a wait first: for all
+  // copy groups up to the newest one it needs (one group per tile offset, committed in tile
+  // order), keeping the newer ones in flight. Every barrier orders the reads and synchronous
+  // writes before it against the accesses after it.
+  void barrierAt(std::size_t i, Pending &s, int stages) {
+    const SyncItem &it = items_[i];
+    int newest = 0;
+    bool wait = it.kind == SyncItem::Read &&
+                Pending::hits(s.inflight, it.resource, tileOf(it), stages, &newest);
+    if (wait) {
+      std::set<std::pair<int, int>> kept;
+      std::set<int> newerTiles;
+      for (const auto &[r, t] : s.inflight) {
+        if (newest == kAny || (t != kAny && t <= newest) ||
+            (r == it.resource && Pending::sameBuffer(t, tileOf(it), stages)))
+          continue;
+        kept.insert({r, t});
+        if (t != kAny)
+          newerTiles.insert(t);
+      }
+      // A copy of unknown age may be older than the needed one: then nothing stays in flight.
+      bool unknown = false;
+      for (const auto &[r, t] : kept)
+        unknown |= t == kAny;
+      const int keep = unknown ? 0 : static_cast<int>(newerTiles.size());
+      if (unknown)
+        kept.clear();
+      s.inflight = kept;
+      keep_[i] = before_[i] == BarrierPlacement::WaitAndBarrier ? std::min(keep_[i], keep) : keep;
       before_[i] = BarrierPlacement::WaitAndBarrier;
-    else if (before_[i] == BarrierPlacement::None)
+    } else if (before_[i] == BarrierPlacement::None) {
       before_[i] = BarrierPlacement::Barrier;
-    s.clear();
+    } else if (before_[i] == BarrierPlacement::WaitAndBarrier) {
+      s.inflight.clear(); // placed in an earlier round: its wait is still there
+      keep_[i] = 0;
+    }
+    s.reads.clear();
+    s.writes.clear();
   }
 
-  // Walks items [begin, end) from state `s`; returns the state after them.
-  Pending walk(std::size_t begin, std::size_t end, Pending s) {
+  // Walks items [begin, end) from state `s` inside a loop of `stages` buffers (0: outside any
+  // loop); returns the state after them.
+  Pending walk(std::size_t begin, std::size_t end, Pending s, int stages) {
     for (std::size_t i = begin; i < end; ++i) {
       const SyncItem &it = items_[i];
-      if (before_[i] != BarrierPlacement::None)
-        barrierAt(i, s);
+      const int tile = tileOf(it);
       switch (it.kind) {
-      case SyncItem::Barrier: s.clear(); break;
+      case SyncItem::Barrier: s.reads.clear(); s.writes.clear(); break;
       case SyncItem::Read:
-        if (Pending::hits(s.writes, it.resource, it.stage))
-          barrierAt(i, s);
-        s.reads.insert({it.resource, it.stage});
+        if (before_[i] != BarrierPlacement::None ||
+            Pending::hits(s.writes, it.resource, tile, stages) ||
+            Pending::hits(s.inflight, it.resource, tile, stages))
+          barrierAt(i, s, stages);
+        s.reads.insert({it.resource, tile});
         break;
       case SyncItem::Write:
-        if (Pending::hits(s.reads, it.resource, it.stage))
-          barrierAt(i, s);
-        s.writes.insert({it.resource, it.stage});
-        s.async |= it.async;
+        if (before_[i] != BarrierPlacement::None ||
+            Pending::hits(s.reads, it.resource, tile, stages))
+          barrierAt(i, s, stages);
+        (it.async ? s.inflight : s.writes).insert({it.resource, tile});
         break;
       case SyncItem::LoopBegin: {
+        if (before_[i] != BarrierPlacement::None)
+          barrierAt(i, s, stages);
         std::size_t close = match_[i] < 0 ? end : static_cast<std::size_t>(match_[i]);
         Pending entry = s, out;
         // Monotone: barriers are only added and pending sets only grow, so this terminates.
         for (int round = 0; round < 64; ++round) {
           std::vector<BarrierPlacement> saved = before_;
-          out = walk(i + 1, close, entry);
+          out = walk(i + 1, close, entry, it.stages);
           Pending next = s;
           next.join(out.shifted(it.stages));
           if (next == entry && saved == before_)
@@ -121,7 +185,10 @@ private:
         i = close;
         break;
       }
-      default: break;
+      default:
+        if (before_[i] != BarrierPlacement::None)
+          barrierAt(i, s, stages);
+        break;
       }
     }
     return s;
@@ -129,13 +196,15 @@ private:
 
   const std::vector<SyncItem> &items_;
   std::vector<BarrierPlacement> before_;
+  std::vector<int> keep_;
   std::vector<long> match_;
 };
 
 } // namespace
 
-std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items) {
-  return Placer(items).run();
+std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
+                                            std::vector<int> *waitKeep) {
+  return Placer(items).run(waitKeep);
 }
 
 } // namespace wave

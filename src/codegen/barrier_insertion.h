@@ -16,11 +16,14 @@
 // (iteration i + 1 sees iteration i's pending accesses) until nothing changes; the state after
 // a loop joins the state before it (zero trips). Barriers already present count.
 //
-// Multi-buffered tiles: an access names its buffer relative to the loop's iteration (stage k =
-// buffer (i + k) % S), so accesses to different buffers of one iteration do not conflict, and
-// the state carried into the next iteration renames stage k to k - 1. Asynchronous writes
-// (cp.async) complete only at a wait: a barrier placed while one is pending is preceded by a
-// wait for all of them.
+// Multi-buffered tiles: an access names its tile relative to the loop's iteration (stage k =
+// tile i + k, in buffer (i + k) % S), so accesses to different buffers of one iteration do not
+// conflict, and the state carried into the next iteration renames tile k to k - 1.
+// Asynchronous writes (cp.async) complete only at a wait, not at a barrier: they stay pending
+// until a read of their buffer needs them, and the barrier placed there is preceded by a wait
+// that completes the copy groups up to the one the read needs and keeps the newer ones in
+// flight. The emitter commits one copy group per tile, in tile order, which is what lets the
+// analysis count the groups to keep.
 #pragma once
 
 #include <vector>
@@ -31,13 +34,11 @@ struct SyncItem {
   enum Kind { Other, Read, Write, LoopBegin, LoopEnd, Barrier } kind = Other;
   int resource = -1; // the allocation of a Read or Write
   // Multi-buffered allocations: a Read/Write inside a loop of `stages` (on its LoopBegin)
-  // buffers touches buffer (iteration + stage) % stages; -1 = not multi-buffered.
+  // buffers touches tile iteration + stage, in buffer (iteration + stage) % stages; before the
+  // loop, tile `stage` of iteration 0. -1 = not multi-buffered (any buffer).
   int stage = -1;
   bool async = false; // a Write completed by a wait (NVIDIA cp.async), not by the barrier
   int stages = 1;     // LoopBegin only
-  // A Read that may run with this many of the newest asynchronous copy groups still in flight
-  // (a pipeline's later tiles); the emitter's wait before a barrier at it keeps them.
-  int inflight = 0;
 };
 
 enum class BarrierPlacement {
@@ -47,7 +48,9 @@ enum class BarrierPlacement {
 };
 
 // For each item, what must be placed right before it. Items inside a loop refer to the loop
-// body; LoopBegin/LoopEnd must nest.
-std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items);
+// body; LoopBegin/LoopEnd must nest. `waitKeep` (optional) receives, per WaitAndBarrier, how many
+// of the newest copy groups the wait may leave in flight (`cp.async.wait_group N`).
+std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
+                                            std::vector<int> *waitKeep = nullptr);
 
 } // namespace wave

@@ -39,6 +39,7 @@ enum class CodegenOutput {
 struct KernelResources {
   std::string name;
   int64_t sharedBytes = -1;  // static shared memory (LDS)
+  int64_t dynamicSharedBytes = 0; // dynamic shared memory each launch must request (NVIDIA)
   int64_t registers = -1;    // NVIDIA: registers per thread; AMD: VGPRs
   int64_t agprs = -1;        // AMD: accumulation VGPRs (CDNA)
   int64_t sgprs = -1;        // AMD: scalar registers
@@ -86,7 +87,7 @@ struct WaveCodegenApi {
                    EmuImageResult *emu);
 };
 
-constexpr unsigned kWaveCodegenApiVersion = 3;
+constexpr unsigned kWaveCodegenApiVersion = 4;
 
 } // namespace wave
 

@@ -10,10 +10,12 @@ namespace {
 bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &target,
               const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
               EmuImageResult *emu) {
-  std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers);
+  std::map<std::string, int64_t> dynamicShared;
+  std::optional<std::string> mlir =
+      emitMlir(kernels, target, diags, options.insertBarriers, &dynamicShared);
   if (!mlir)
     return false;
-  return lowerModule(*mlir, kernels, target, options, diags, out, emu);
+  return lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared);
 }
 
 const WaveCodegenApi kApi = {kWaveCodegenApiVersion, &generate};

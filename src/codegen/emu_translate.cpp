@@ -1061,12 +1061,16 @@ void putStr(std::string &out, const std::string &s) {
 } // namespace
 
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
-                         const TargetInfo &target, std::string &image, std::string &error) {
+                         const TargetInfo &target, std::string &image, std::string &error,
+                         const std::map<std::string, int64_t> &dynamicShared) {
   std::vector<EmuKernelInfo> infos;
-  for (const CodegenKernel &ck : kernels)
+  for (const CodegenKernel &ck : kernels) {
+    auto dyn = dynamicShared.find(ck.kernel->name);
     infos.push_back({ck.kernel->name,
                      {ck.dist->block[0], ck.dist->block[1], ck.dist->block[2]},
-                     ck.dist->waveSize});
+                     ck.dist->waveSize,
+                     dyn == dynamicShared.end() ? 0u : static_cast<unsigned>(dyn->second)});
+  }
   return translateToEmuImage(module, infos, target.name, target.defaultWaveSize(), image, error);
 }
 
@@ -1113,7 +1117,9 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
       putStr(body, name);
       for (int a = 0; a < 3; ++a)
         put32(body, ck.block[a]);
-      put32(body, ms.ldsBytes);
+      if (uint64_t(ms.ldsBytes) + ck.dynamicShared > (1u << 24))
+        throw Unsupported{"more than 16 MiB of shared memory"};
+      put32(body, ms.ldsBytes + ck.dynamicShared);
       put32(body, t.frameBytes);
       put32(body, uint32_t(t.args.size()));
       for (const auto &a : t.args) {

@@ -287,24 +287,33 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                        "\"{}_launch: the assumption '{}' does not hold ({})\"{});\n",
                        *c, n, formatText(k.assumptionText[i]), values, args);
   }
-  // Launch geometries: one per distinct (block, grid) among the code objects' targets.
-  std::vector<const Distribution *> geometries;
-  std::vector<size_t> geometryOf;
-  auto key = [](const Distribution *x) {
-    return fmt::format("{} {} {} {} {} {}", x->block[0], x->block[1], x->block[2],
-                       x->grid[0].str(), x->grid[1].str(), x->grid[2].str());
+  // Launch geometries: one per distinct (block, grid, dynamic shared memory) among the code
+  // objects. Emulator images count a kernel's dynamic shared memory as their own, so they request
+  // none.
+  struct Geometry {
+    const Distribution *dist;
+    uint64_t dynamicShared;
+    std::string key() const {
+      return fmt::format("{} {} {} {} {} {} {}", dist->block[0], dist->block[1], dist->block[2],
+                         dist->grid[0].str(), dist->grid[1].str(), dist->grid[2].str(),
+                         dynamicShared);
+    }
   };
+  std::vector<Geometry> geometries;
+  std::vector<size_t> geometryOf;
   for (const auto &obj : objects) {
-    const Distribution *x = hk.variants.empty() ? &d : hk.variants.at(obj.variant);
+    Geometry x{hk.variants.empty() ? &d : hk.variants.at(obj.variant), 0};
+    if (obj.variant < hk.dynamicShared.size() && obj.target.rfind("emu:", 0) != 0)
+      x.dynamicShared = hk.dynamicShared[obj.variant];
     size_t g = 0;
-    while (g < geometries.size() && key(geometries[g]) != key(x))
+    while (g < geometries.size() && geometries[g].key() != x.key())
       ++g;
     if (g == geometries.size())
       geometries.push_back(x);
     geometryOf.push_back(g);
   }
   if (geometries.empty())
-    geometries.push_back(&d);
+    geometries.push_back({&d, 0});
   auto gridOf = [&](const Distribution *x, const char *indent) {
     std::string s;
     for (int a = 0; a < 3; ++a)
@@ -313,16 +322,18 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
   };
   const std::string select = "  wave_device_t device;\n  wave_kernel_t kernel;\n";
   if (geometries.size() == 1) {
+    const Distribution *g0 = geometries[0].dist;
     for (int a = 0; a < 3; ++a)
       out += fmt::format("  int64_t grid{} = {};\n", a,
-                         cExpr(geometries[0]->grid[a]).value_or("INT64_C(-1)"));
+                         cExpr(g0->grid[a]).value_or("INT64_C(-1)"));
     out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
     out += select;
     out += fmt::format("  wave_status_t st = wave_select_kernel(stream, {0}_objects_, "
                        "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel);\n"
                        "  if (st != WAVE_SUCCESS)\n    return st;\n", n);
-    out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", geometries[0]->block[0],
-                       geometries[0]->block[1], geometries[0]->block[2]);
+    out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", g0->block[0],
+                       g0->block[1], g0->block[2]);
+    out += fmt::format("  const uint32_t shared = {};\n", geometries[0].dynamicShared);
   } else {
     // The geometry follows the code object the runtime picks for the device.
     out += select;
@@ -334,13 +345,15 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     for (size_t g : geometryOf)
       table += (table.empty() ? "" : ", ") + std::to_string(g);
     out += fmt::format("  static const unsigned char geometry[] = {{{}}};\n", table);
-    out += "  int64_t grid0, grid1, grid2;\n  uint32_t block[3];\n  switch (geometry[object]) {\n";
+    out += "  int64_t grid0, grid1, grid2;\n  uint32_t block[3], shared;\n"
+           "  switch (geometry[object]) {\n";
     for (size_t g = 0; g < geometries.size(); ++g) {
+      const Distribution *x = geometries[g].dist;
       out += g + 1 == geometries.size() ? "  default:\n" : fmt::format("  case {}:\n", g);
-      out += gridOf(geometries[g], "    ");
-      out += fmt::format("    block[0] = {};\n    block[1] = {};\n    block[2] = {};\n    break;\n",
-                         geometries[g]->block[0], geometries[g]->block[1],
-                         geometries[g]->block[2]);
+      out += gridOf(x, "    ");
+      out += fmt::format("    block[0] = {};\n    block[1] = {};\n    block[2] = {};\n"
+                         "    shared = {};\n    break;\n",
+                         x->block[0], x->block[1], x->block[2], geometries[g].dynamicShared);
     }
     out += "  }\n";
     out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
@@ -362,7 +375,8 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     }
   }
   out += "  const uint32_t grid[3] = {(uint32_t)grid0, (uint32_t)grid1, (uint32_t)grid2};\n";
-  out += "  return wave_launch(device, stream, kernel, grid, block, 0, args, sizeof args);\n}\n\n";
+  out += "  return wave_launch(device, stream, kernel, grid, block, shared, args, sizeof args);\n"
+         "}\n\n";
 }
 
 // The descriptor entry point: checks each tensor against the kernel's types, derives the

@@ -28,8 +28,12 @@ struct HostKernel {
   // Per compiled target, the kernel's distribution (block and grid may differ between targets,
   // e.g. wave64 and warp32); empty = every code object uses `dist`.
   std::vector<const Distribution *> variants = {};
-  // Static shared memory (LDS) bytes of the first target's code object (NAME_info).
+  // Shared memory (LDS) bytes of the first target's code object, static and dynamic
+  // (NAME_info).
   uint64_t sharedBytes = 0;
+  // Per compiled target (parallel to `variants`), the dynamic shared memory its launches request
+  // (the kernel's arena beyond the static limit); empty = none.
+  std::vector<uint64_t> dynamicShared = {};
 };
 
 struct HostApiOptions {

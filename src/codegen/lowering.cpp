@@ -409,7 +409,8 @@ bool linkHsaco(const std::string &object, const std::string &hsaco, std::string 
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
-                 std::string &out, EmuImageResult *emu) {
+                 std::string &out, EmuImageResult *emu,
+                 const std::map<std::string, int64_t> &dynamicShared) {
   const bool amd = target.vendor == Vendor::AMD;
   StepTimer timer(options);
   mlir::DialectRegistry registry;
@@ -566,12 +567,15 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     mpm.run(*llvmModule, mam);
   }
   timer.lap("LLVM optimization");
-  if (options.resources)
+  if (options.resources) {
     collectSharedBytes(*llvmModule, kernels, *options.resources);
+    for (const auto &[name, bytes] : dynamicShared)
+      resourcesOf(*options.resources, name).dynamicSharedBytes = bytes;
+  }
   // 4b. the emulator image: this very module, right before instruction selection.
   if (options.output == CodegenOutput::Emu) {
     std::string why;
-    if (!translateToEmuImage(*llvmModule, kernels, target, out, why)) {
+    if (!translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
       diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
       return false;
     }
@@ -580,7 +584,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   if (emu && options.output != CodegenOutput::LLVM) {
     emu->image.clear();
     emu->error.clear();
-    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error))
+    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
+                             dynamicShared))
       emu->image.clear();
   }
   // Line info (from the .wave locations) stays in the native output only with -g.

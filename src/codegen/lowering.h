@@ -5,13 +5,16 @@
 
 #include "codegen/codegen_api.h"
 
+#include <map>
 #include <string>
 
 namespace wave {
 
-// `kernels` are the kernels the text was emitted from (their block and wave sizes).
+// `kernels` are the kernels the text was emitted from (their block and wave sizes);
+// `dynamicShared` the dynamic shared memory of those that need it (emitMlir).
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
-                 std::string &out, EmuImageResult *emu = nullptr);
+                 std::string &out, EmuImageResult *emu = nullptr,
+                 const std::map<std::string, int64_t> &dynamicShared = {});
 
 } // namespace wave

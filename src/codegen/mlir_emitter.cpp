@@ -12,8 +12,11 @@
 // padded on the innermost dim against bank conflicts; the whole workgroup copies the tile with
 // 128-bit global loads (masked as the original read), stores it to shared memory, and the read
 // itself then loads its MMA-operand layout from the tile (`ldmatrix` where the target table
-// gives one). Inside `iterate`, the copy of tile i + 1 is loaded into registers at the top of
-// iteration i and stored at its end (register prefetch: global latency hides behind the MMAs).
+// gives one). Inside `iterate`, later tiles are fetched while the current one is used: on
+// NVIDIA through a cp.async pipeline of S buffers (with several K steps per tile, the fragments
+// of the next tile's first step are read ahead too: emitLoopOnce), otherwise the copy of tile
+// i + 1 is loaded into registers at the top of iteration i and stored at its end (register
+// prefetch: global latency hides behind the MMAs).
 // Barriers are not emitted by hand: the stream of shared-memory accesses goes through
 // barrier_insertion.h, which places the fewest that make it race-free.
 //
@@ -52,6 +55,7 @@
 #include <optional>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -131,6 +135,8 @@ public:
   }
 
   bool emit(std::ostream &os);
+  // Dynamic shared memory the kernel's launch must provide (0: all static); set by emit.
+  int64_t dynamicShared() const { return dynamicShared_; }
 
 private:
   // ---- diagnostics ----
@@ -178,7 +184,6 @@ private:
     LdsScope(KernelEmitter &em, int alloc, bool write, int stage = -1, bool async = false)
         : e(em), saved(em.lds_) {
       e.lds_ = {write ? SyncItem::Write : SyncItem::Read, alloc, stage, async};
-      e.lds_.inflight = write ? 0 : e.inflight_;
     }
     ~LdsScope() { e.lds_ = saved; }
   };
@@ -235,7 +240,9 @@ private:
   // when it is uniform; else its elements permuted within each thread, or fetched from other
   // lanes of the wave by shuffles; a deferred value is computed in that layout. False (after
   // reporting) when the layout needs elements no lane of the wave holds.
-  bool convertTo(const RegVal &v, const RegVal &like, RegVal &out, SourceRange loc);
+  // `asIs` (when given) is set when `out` is `v` itself (already in the layout, or uniform).
+  bool convertTo(const RegVal &v, const RegVal &like, RegVal &out, SourceRange loc,
+                 bool *asIs = nullptr);
   // Clone `a` of a deferred or uniform value, in `like`'s layout (`like.elems` elements).
   std::string operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a);
   // Clone `a` of the deferred value computed by `op`, in `like`'s layout.
@@ -324,7 +331,9 @@ private:
   // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
   IndexExpr stageIndex_ = IndexExpr(0);
   int stageTag_ = -1;
-  int inflight_ = 0; // async copy groups that may stay in flight at the reads emitted now
+  // Called by emitMma after the instructions of each step kk (of count) along clone symbol
+  // `kSym`: where a pipelined loop puts the reads of its next tile (emitLoopOnce).
+  std::function<void(const std::string &kSym, int64_t kk, int64_t count)> afterKStep_;
 
   struct Promotion {
     const ir::Op *op = nullptr;
@@ -339,6 +348,7 @@ private:
   std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
   std::vector<LdsAlloc> allocs_;
   int64_t ldsBytes_ = 0;
+  int64_t dynamicShared_ = 0;
   bool promote(const ir::Op &op); // plans promotions_[&op]
   bool isPromoted(const ir::Op &op) const {
     return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
@@ -346,7 +356,9 @@ private:
   }
   std::vector<std::string> coopLoad(const Promotion &p);
   void coopStore(const Promotion &p, const std::vector<std::string> &regs);
-  bool ldsRead(const ir::Op &op, const Promotion &p);
+  // The read's value from its shared tile (all clones, or those `keep` accepts) into `out`.
+  using CloneFilter = std::function<bool(const CloneAssign &)>;
+  bool ldsRead(const ir::Op &op, const Promotion &p, RegVal &out, const CloneFilter &keep = {});
   IndexExpr laneZero(const IndexExpr &e);
   const AccessIndex *accessOf(const ir::Op &op) {
     for (const auto &a : d_.accesses)
@@ -378,6 +390,8 @@ private:
   std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
   // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
   Access copyAccess(const Promotion &p, bool global, int64_t copy);
+  void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,
+                      const std::vector<CloneAssign> &assigns, RegVal &v);
 
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
@@ -1007,7 +1021,11 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
     const Promotion &p = promotions_.at(&op);
     if (!staged_.count(&op))
       coopStore(p, coopLoad(p));
-    return ldsRead(op, p);
+    RegVal v;
+    if (!ldsRead(op, p, v))
+      return false;
+    values_[op.results[0]] = std::move(v);
+    return true;
   }
   if (const DimIndex *sd = streamedDim(op); sd && !stream_) {
     RegVal lz;
@@ -1262,7 +1280,8 @@ IndexExpr KernelEmitter::laneZero(const IndexExpr &e) {
                                 {"$wv", floorDiv(IndexExpr::symbol("$T0"), w)}}));
 }
 
-bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
+bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
+                            const CloneFilter &keep) {
   const LdsAlloc &al = allocs_[p.alloc];
   Access acc;
   if (!prepareAccess(op, op.operands[0], acc))
@@ -1277,7 +1296,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
     acc.dims[i].masked = false;
     acc.sizes[i] = IndexExpr(al.tile[i]);
   }
-  RegVal v;
+  v = RegVal();
   v.dtype = acc.dtype;
   v.elems = acc.elems;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
@@ -1312,47 +1331,128 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p) {
       layout = nullptr;
   }
   LdsScope scope(*this, p.alloc, /*write=*/false, stageTag_);
-  for (const auto &a : clonesOver(v.cloneSyms)) {
-    if (!layout) {
+  std::vector<CloneAssign> assigns;
+  for (const auto &a : clonesOver(v.cloneSyms))
+    if (!keep || keep(a))
+      assigns.push_back(a);
+  if (layout)
+    ldmatrixClones(acc, *layout, rowIdx, colIdx, assigns, v);
+  else
+    for (const auto &a : assigns)
       v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
-      continue;
-    }
-    const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
-    std::vector<IndexExpr> idx;
-    for (size_t i = 0; i < acc.dims.size(); ++i) {
-      IndexExpr at = laneZero(dimIndex(acc, i, a, 0));
+  return true;
+}
+
+// ldmatrix loads for the clones of one mma.sync operand. A fragment of fewer than four 8x8
+// matrices (B of m16n8k16: two) is grouped with the next clones along the fastest clone dim
+// into one .x4: lanes [8t·j, 8t·j + 8t) address clone j of the group, whose registers then are
+// j·t .. j·t + t - 1 (t = the layout's ldTiles). Clones whose offsets differ by a constant share
+// one pointer (a constant GEP from it), so the loop keeps one lane-dependent address per
+// distinct swizzle phase rather than one per instruction.
+void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx,
+                                   int colIdx, const std::vector<CloneAssign> &assigns,
+                                   RegVal &v) {
+  const unsigned t = layout.ldTiles;
+  const int64_t group = t < 4 && 4 % t == 0 ? 4 / t : 1;
+  const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
+  const int64_t span = 8 * t; // lanes addressing one clone
+  const size_t nd = acc.dims.size();
+  std::vector<std::pair<IndexExpr, std::string>> bases; // offset -> pointer
+  // The buffer's base first, then the lane's offset in it: LLVM keeps the constant steps between
+  // clones as immediates of the instructions instead of hoisting one address per clone.
+  Access inBuffer = acc;
+  inBuffer.extra = IndexExpr(0);
+  if (!acc.extra.isInteger() || *acc.extra.asInteger() != 0)
+    inBuffer.base = gep(acc, acc.extra);
+  auto pointerTo = [&](const IndexExpr &off) {
+    for (const auto &[base, ptr] : bases)
+      if (auto c = facts_.simplify(off - base).asInteger()) {
+        if (*c == 0)
+          return ptr;
+        std::string p = fresh();
+        line(p + " = llvm.getelementptr " + ptr + "[" + std::to_string(*c) +
+             "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, " + mlirType(acc.dtype));
+        return p;
+      }
+    std::string p = gep(inBuffer, off);
+    bases.push_back({off, p});
+    return p;
+  };
+  auto emitGroup = [&](size_t first, int64_t count) {
+    std::vector<std::vector<IndexExpr>> at(count, std::vector<IndexExpr>(nd));
+    for (int64_t j = 0; j < count; ++j)
+      for (size_t i = 0; i < nd; ++i)
+        at[j][i] = laneZero(dimIndex(acc, i, assigns[first + j], 0));
+    std::vector<IndexExpr> idx(nd);
+    const IndexExpr which = floorDiv(lane, span), sub = mod(lane, span);
+    for (size_t i = 0; i < nd; ++i) {
+      IndexExpr x = at[0][i];
+      if (count > 1)
+        x = x + which * facts_.simplify(at[1][i] - at[0][i]);
       if (static_cast<int>(i) == rowIdx)
-        at = at + layout->ldRow(lane);
+        x = x + layout.ldRow(count > 1 ? sub : lane);
       else if (static_cast<int>(i) == colIdx)
-        at = at + layout->ldCol(lane);
-      idx.push_back(at);
+        x = x + layout.ldCol(count > 1 ? sub : lane);
+      idx[i] = x;
     }
-    IndexExpr off = offsetOf(acc, idx);
-    std::string ptr = gep(acc, facts_.simplify(off));
-    const unsigned t = layout->ldTiles;
+    std::string ptr = pointerTo(facts_.simplify(offsetOf(inBuffer, idx)));
+    const unsigned regs = t * static_cast<unsigned>(count);
     std::string sty = "!llvm.struct<(";
-    for (unsigned j = 0; j < t; ++j)
+    for (unsigned j = 0; j < regs; ++j)
       sty += std::string(j ? ", " : "") + "i32";
     sty += ")>";
     std::string s = fresh();
     line(s + " = llvm.call_intrinsic \"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" +
-         std::to_string(t) + ".b16\"(" + ptr + ") : (!llvm.ptr<3>) -> " + sty);
-    std::string vec = fresh();
+         std::to_string(regs) + ".b16\"(" + ptr + ") : (!llvm.ptr<3>) -> " + sty);
     const std::string ity = "vector<" + std::to_string(t) + "xi32>";
-    line(vec + " = llvm.mlir.undef : " + ity);
-    for (unsigned j = 0; j < t; ++j) {
-      std::string x = fresh(), idx = fresh(), r = fresh();
-      line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
-      line(idx + " = llvm.mlir.constant(" + std::to_string(j) + " : i32) : i32");
-      line(r + " = llvm.insertelement " + x + ", " + vec + "[" + idx + " : i32] : " + ity);
-      vec = r;
+    for (int64_t j = 0; j < count; ++j) {
+      std::string vec = fresh();
+      line(vec + " = llvm.mlir.undef : " + ity);
+      for (unsigned r = 0; r < t; ++r) {
+        std::string x = fresh(), pos = fresh(), n = fresh();
+        line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j * t + r) + "] : " + sty);
+        line(pos + " = llvm.mlir.constant(" + std::to_string(r) + " : i32) : i32");
+        line(n + " = llvm.insertelement " + x + ", " + vec + "[" + pos + " : i32] : " + ity);
+        vec = n;
+      }
+      std::string r = fresh();
+      line(r + " = llvm.bitcast " + vec + " : " + ity + " to " + vecType(acc.dtype, acc.elems));
+      v.clones[cloneKey(assigns[first + j], v.cloneSyms)] = r;
     }
-    std::string r = fresh();
-    line(r + " = llvm.bitcast " + vec + " : " + ity + " to " + vecType(acc.dtype, acc.elems));
-    v.clones[cloneKey(a, v.cloneSyms)] = r;
+  };
+  // A group: `group` consecutive clones that differ from the first in one clone dim only, by
+  // 1, 2, ... there, and whose origins are evenly spaced (the lane picks its clone by a
+  // multiple of one step). Anything else gets one instruction per clone.
+  auto groupAt = [&](size_t c) {
+    if (group == 1 || c + group > assigns.size())
+      return false;
+    std::string along;
+    for (int64_t j = 1; j < group; ++j)
+      for (const auto &[sym, val] : assigns[c + j]) {
+        const int64_t d = val - assigns[c].at(sym);
+        if (d == 0)
+          continue;
+        if (d != j || (!along.empty() && along != sym))
+          return false;
+        along = sym;
+      }
+    if (along.empty())
+      return false;
+    for (int64_t j = 2; j < group; ++j)
+      for (size_t i = 0; i < nd; ++i) {
+        IndexExpr a0 = laneZero(dimIndex(acc, i, assigns[c], 0));
+        IndexExpr a1 = laneZero(dimIndex(acc, i, assigns[c + 1], 0));
+        IndexExpr aj = laneZero(dimIndex(acc, i, assigns[c + j], 0));
+        if (!facts_.provesEqual(aj - a0, (a1 - a0) * j))
+          return false;
+      }
+    return true;
+  };
+  for (size_t c = 0; c < assigns.size();) {
+    const int64_t n = groupAt(c) ? group : 1;
+    emitGroup(c, n);
+    c += static_cast<size_t>(n);
   }
-  values_[op.results[0]] = std::move(v);
-  return true;
 }
 
 // ---- mma ---------------------------------------------------------------------------------
@@ -1492,33 +1592,42 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
                            op.loc);
   // Each operand in the kind's layout: values read for this mma already are; an earlier mma's
   // result is permuted in registers or shuffled across lanes (chained products).
-  RegVal opnd[3];
+  // An operand used as it is stays the value in values_ (not a copy): the fragment pipeline
+  // (afterKStep_) adds the clones of later K steps of a read to it while the instructions of
+  // earlier steps are emitted.
+  RegVal converted[3];
+  const RegVal *opnd[3];
   const LaneLayout *lanes[3] = {&k.a, &k.b, &k.c};
   for (int i = 0; i < 3; ++i) {
     const RegVal &v = values_.at(op.operands[i]);
     RegVal like = layoutFrom(mmaOperandIndex(k_, d_, op, i, op.operands[i]->type.shape),
                              lanes[i]->elements, v.dtype);
-    if (!convertTo(v, like, opnd[i], op.loc))
+    bool asIs = false;
+    if (!convertTo(v, like, converted[i], op.loc, &asIs))
       return false;
+    opnd[i] = asIs ? &v : &converted[i];
   }
   RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
                           k.c.elements, k.acc);
   const std::string kSym = "$i_" + op.dims[2].str();
   const int64_t kCount =
-      opnd[0].cloneSyms.count(kSym) || opnd[1].cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+      opnd[0]->cloneSyms.count(kSym) || opnd[1]->cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
   // K outermost: consecutive instructions update different accumulators, so none waits for
   // the previous one's result.
   const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
   for (const auto &a : assigns)
-    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(opnd[2], a, out.elems);
-  for (int64_t kk = 0; kk < kCount; ++kk)
+    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(*opnd[2], a, out.elems);
+  for (int64_t kk = 0; kk < kCount; ++kk) {
     for (const auto &a : assigns) {
       CloneAssign b = a;
       b[kSym] = kk;
       std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
-      c = mmaInstr(k, in, operandAt(opnd[0], b, k.a.elements),
-                   operandAt(opnd[1], b, k.b.elements), c);
+      c = mmaInstr(k, in, operandAt(*opnd[0], b, k.a.elements),
+                   operandAt(*opnd[1], b, k.b.elements), c);
     }
+    if (afterKStep_)
+      afterKStep_(kSym, kk, kCount);
+  }
   values_[op.results[0]] = std::move(out);
   return !failed_;
 }
@@ -1579,26 +1688,35 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
         return false;
       staged.push_back(o.get());
     }
-  // Two schedules. With cp.async (every staged copy can use it): two buffers per tile, the
-  // copy of tile i + 1 issued into the other buffer right after iteration i's shared reads;
-  // otherwise one buffer and a register prefetch (load tile i + 1 at the top of iteration i,
-  // store it at the end). Either way the barriers come from the analysis.
+  // Two schedules. With cp.async (every staged copy can use it): S buffers per tile, later
+  // tiles copied while the current one is read (below); otherwise one buffer and a register
+  // prefetch (load tile i + 1 at the top of iteration i, store it at the end). Either way the
+  // barriers come from the analysis.
   bool async = !staged.empty();
   for (const ir::Op *o : staged)
     async = async && asyncCopyable(promotions_.at(o));
-  // Pipeline depth: 3 buffers with swizzled (unpadded) rows, else 2 padded ones, whichever fits
-  // the target's shared memory first; 1 (register prefetch) otherwise.
+  // Pipeline depth: the first of these that fits: 4 or 3 swizzled buffers within the static
+  // shared memory, 3 within the opt-in limit (NVIDIA dynamic shared memory: bigger block tiles
+  // need it, and 3 buffers measured best there, docs/performance.md), then 2 swizzled or padded
+  // ones; 1 (register prefetch) otherwise.
   int stages = 1;
   bool swizzle = false;
   for (const ir::Op *o : staged)
     allocs_[promotions_.at(o).alloc].stages = 1;
-  for (auto [s, swz] : {std::pair<int, bool>{4, true}, {3, true}, {2, true}, {2, false}}) {
+  struct Depth {
+    int stages;
+    bool swizzle;
+    int64_t budget;
+  };
+  const int64_t staticLds = target_.ldsBytes, optInLds = target_.ldsOptInBytes;
+  for (Depth c : {Depth{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
+                  {2, true, staticLds}, {2, false, staticLds}, {2, true, optInLds}}) {
     if (!async || stages > 1)
       break;
     bool ok = true;
     for (const ir::Op *o : staged) {
       LdsAlloc &al = allocs_[promotions_.at(o).alloc];
-      ok = ok && (!swz || swizzlable(al.tile, o->operands[0]->type.dtype));
+      ok = ok && (!c.swizzle || swizzlable(al.tile, o->operands[0]->type.dtype));
     }
     if (!ok)
       continue;
@@ -1609,14 +1727,14 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       for (const ir::Op *o : staged)
         mine |= promotions_.at(o).alloc == static_cast<int>(i);
       if (mine) {
-        relayout(al, staged.front()->operands[0]->type.dtype, swz);
-        al.stages = s;
+        relayout(al, staged.front()->operands[0]->type.dtype, c.swizzle);
+        al.stages = c.stages;
       }
       total += (al.bytes + 15) / 16 * 16 * al.stages;
     }
-    if (total <= static_cast<int64_t>(target_.ldsBytes)) {
-      stages = s;
-      swizzle = swz;
+    if (total <= c.budget) {
+      stages = c.stages;
+      swizzle = c.swizzle;
     }
   }
   if (stages == 1)
@@ -1626,8 +1744,38 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     relayout(al, o->operands[0]->type.dtype, swizzle);
     al.stages = stages;
   }
-  // Prologue: tiles 0 .. stages - 2 into buffers 0 .. stages - 2 (clamped to the last tile).
-  for (int t = 0; t < std::max(1, stages - 1); ++t) {
+  // Fragment pipelining (with cp.async, when the staged reads have several clones along the
+  // loop's dim, i.e. several K steps of an mma): step 0 of tile i + 1 is read at the end of
+  // iteration i and carried into iteration i + 1, the other steps at its top. The end of the
+  // iteration then holds the one barrier (after the reads of step 1.. of tile i, before those
+  // of tile i + 1), so the copy of tile i + S goes into tile i's buffer right behind it, and the
+  // ldmatrix latency after the barrier overlaps the last step's MMAs (emitMid, placed by
+  // emitMma's afterKStep_ hook before the last K step).
+  const std::string kSym = "$i_" + dim.str();
+  bool pipe = async && expansionCount(kSym) >= 2;
+  for (const ir::Op *o : staged) {
+    bool alongLoop = false;
+    for (const auto &di : accessOf(*o)->dims)
+      alongLoop |= di.start.dependsOn(kSym);
+    pipe = pipe && alongLoop;
+  }
+  auto firstStep = [&](const CloneAssign &a) { return a.at(kSym) == 0; };
+  // Step by step when every user of the staged reads is an mma over the loop's dim (emitMma's
+  // hook then runs between its K steps): step 1 at the top, step k + 2 after the MMAs of step k,
+  // so at most two steps' fragments (and the carried step 0) are live. Otherwise all later
+  // steps at the top.
+  bool stepwise = pipe;
+  for (const ir::Op *o : staged)
+    for (const ir::Op *u : o->results[0]->users)
+      stepwise = stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
+                 u->dims[2] == dim;
+  auto laterStep = [&](const CloneAssign &a) {
+    return stepwise ? a.at(kSym) == 1 : a.at(kSym) != 0;
+  };
+  // Prologue: tiles 0 .. ahead - 1 into buffers 0 .. ahead - 1 (clamped to the last tile), one
+  // commit group per tile.
+  const int ahead = pipe ? stages : std::max(1, stages - 1);
+  for (int t = 0; t < ahead; ++t) {
     subs_[ivSym] = min(IndexExpr(t), li->tripCount - 1);
     stageIndex_ = IndexExpr(t);
     stageTag_ = async ? t : -1;
@@ -1641,6 +1789,14 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
   }
   subs_.erase(ivSym);
+  std::vector<RegVal> stepZero(staged.size());
+  if (pipe) {
+    stageIndex_ = IndexExpr(0);
+    stageTag_ = 0;
+    for (size_t s = 0; s < staged.size(); ++s)
+      if (!ldsRead(*staged[s], promotions_.at(staged[s]), stepZero[s], firstStep))
+        return false;
+  }
   stageIndex_ = IndexExpr(0);
   stageTag_ = -1;
 
@@ -1648,15 +1804,27 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   const unsigned n = next_++;
   const std::string loop = "%loop" + std::to_string(n), iv = "%iv" + std::to_string(n);
   std::vector<std::string> inits, types, args;
+  auto iterArg = [&](const std::string &init, const std::string &type) {
+    inits.push_back(init);
+    types.push_back(type);
+    args.push_back("%it" + std::to_string(n) + "_" + std::to_string(args.size()));
+    return args.back();
+  };
   std::vector<std::vector<CloneAssign>> clones;
   for (size_t i = 0; i < carried.size(); ++i) {
     clones.push_back(clonesOver(carried[i].cloneSyms));
-    for (const auto &a : clones.back()) {
-      inits.push_back(operandAt(values_.at(op.operands[i]), a, carried[i].elems));
-      types.push_back(vecType(carried[i].dtype, carried[i].elems));
-      args.push_back("%it" + std::to_string(n) + "_" + std::to_string(args.size()));
-    }
+    for (const auto &a : clones.back())
+      iterArg(operandAt(values_.at(op.operands[i]), a, carried[i].elems),
+              vecType(carried[i].dtype, carried[i].elems));
   }
+  // The carried K step 0 fragments (by clone key) and the buffer index: a loop-carried index
+  // rotated by a compare and select rather than IV % S, which LLVM's loop strength reduction
+  // would turn into one induction variable per shared-memory address.
+  std::vector<std::map<std::string, std::string>> stepZeroArgs(staged.size());
+  for (size_t s = 0; s < staged.size(); ++s)
+    for (const auto &[key, ssa] : stepZero[s].clones)
+      stepZeroArgs[s][key] = iterArg(ssa, vecType(stepZero[s].dtype, stepZero[s].elems));
+  const std::string stage = async ? iterArg(constIndex(0), "index") : "";
   std::string head = "scf.for " + iv + " = " + constIndex(0) + " to " + trips + " step " +
                      constIndex(1);
   if (!args.empty()) {
@@ -1687,11 +1855,33 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       r.clones[cloneKey(a, r.cloneSyms)] = args[j++];
     values_[body.args[i]] = std::move(r);
   }
-  // Tile IV + 1 (the last iteration fetches its own tile again: no bounds question).
+  // Buffer indices: this iteration's tile i in buffer `stage`, i + 1 in `stageNext`, the copy
+  // of tile i + S - 1 (without fragment pipelining) in `stagePrev` = (i + S - 1) % S.
+  const std::string stSym = "$ST_" + dim.str(), stNextSym = "$STnext_" + dim.str(),
+                    stPrevSym = "$STprev_" + dim.str();
+  std::string stageNext;
+  if (async) {
+    std::string inc = binop("addi", stage, constIndex(1)), wrap = fresh(), zero = fresh();
+    line(wrap + " = arith.cmpi eq, " + inc + ", " + constIndex(stages) + " : index");
+    stageNext = fresh();
+    line(stageNext + " = arith.select " + wrap + ", " + constIndex(0) + ", " + inc + " : index");
+    std::string dec = binop("subi", stage, constIndex(1)), prev = fresh();
+    line(zero + " = arith.cmpi eq, " + stage + ", " + constIndex(0) + " : index");
+    line(prev + " = arith.select " + zero + ", " + constIndex(stages - 1) + ", " + dec +
+         " : index");
+    for (const auto &[sym, ssa] : {std::pair<std::string, std::string>{stSym, stage},
+                                   {stNextSym, stageNext},
+                                   {stPrevSym, prev}}) {
+      symbols_[sym] = ssa;
+      facts_.setRange(sym, 0, stages - 1);
+    }
+  }
+  // The tile the copies of this iteration fetch (the last iterations fetch the last tile
+  // again: no bounds question).
   std::vector<std::vector<std::string>> prefetched;
   const std::string nextSym = "$IVnext_" + dim.str();
   if (!staged.empty()) {
-    std::string one = binop("addi", iv, constIndex(async ? stages - 1 : 1));
+    std::string one = binop("addi", iv, constIndex(pipe ? stages : async ? stages - 1 : 1));
     std::string last = binop("subi", trips, constIndex(1));
     symbols_[nextSym] = binop("minsi", one, last);
     sym::Range r = facts_.rangeOfSymbol(ivSym);
@@ -1704,39 +1894,104 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       prefetched.push_back(coopLoad(promotions_.at(o)));
     subs_.erase(ivSym);
   }
+  auto copyAhead = [&](const std::string &bufferSym, int tag) {
+    subs_[ivSym] = IndexExpr::symbol(nextSym);
+    stageIndex_ = IndexExpr::symbol(bufferSym);
+    stageTag_ = tag;
+    for (const ir::Op *st : staged)
+      cpAsyncCopy(promotions_.at(st));
+    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+    subs_.erase(ivSym);
+    stageIndex_ = IndexExpr(0);
+    stageTag_ = -1;
+  };
+  // Step 0 of tile i + 1 from the next buffer, then the copy of tile i + S into this
+  // iteration's buffer, whose reads are all before the barrier the analysis puts here.
+  std::vector<RegVal> nextStepZero(staged.size());
+  bool midDone = !pipe, midOk = true;
+  auto emitMid = [&]() {
+    midDone = true;
+    std::string savedLoc = loc_;
+    stageIndex_ = IndexExpr::symbol(stNextSym);
+    stageTag_ = 1;
+    for (size_t s = 0; s < staged.size() && midOk; ++s) {
+      loc_ = locOf(staged[s]->loc);
+      midOk = ldsRead(*staged[s], promotions_.at(staged[s]), nextStepZero[s], firstStep);
+    }
+    loc_ = locOf(staged.front()->loc);
+    copyAhead(stSym, stages);
+    loc_ = savedLoc;
+  };
+  auto savedHook = afterKStep_;
+  std::set<int64_t> stepsRead = {0, 1};
+  afterKStep_ = [&](const std::string &sym, int64_t kk, int64_t count) {
+    if (sym != kSym)
+      return;
+    if (stepwise && kk + 2 < count && stepsRead.insert(kk + 2).second) {
+      // Step kk + 2 of tile i, behind the MMAs of step kk + 1; added to the reads' values,
+      // which emitMma looks up per step.
+      std::string savedLoc = loc_;
+      stageIndex_ = IndexExpr::symbol(stSym);
+      stageTag_ = 0;
+      for (const ir::Op *o : staged) {
+        if (!midOk)
+          break;
+        loc_ = locOf(o->loc);
+        RegVal v;
+        midOk = ldsRead(*o, promotions_.at(o), v, [&](const CloneAssign &a) {
+          return a.at(kSym) == kk + 2;
+        });
+        for (const auto &[key, ssa] : v.clones)
+          values_.at(o->results[0]).clones[key] = ssa;
+      }
+      stageIndex_ = IndexExpr(0);
+      stageTag_ = -1;
+      loc_ = savedLoc;
+    }
+    if (!midDone && kk == count - 2)
+      emitMid();
+  };
   const ir::Op *lastStaged = staged.empty() ? nullptr : staged.back();
-  const IndexExpr ivExpr = IndexExpr::symbol(ivSym);
   const ir::Op *yield = nullptr;
+  bool ok = true;
   for (const auto &o : body.ops) {
     if (o->kind == ir::OpKind::Yield) {
       yield = o.get();
       break;
     }
-    // Reads of a double-buffered tile use buffer IV % 2.
+    // Reads of a multi-buffered tile use this iteration's buffer.
     if (async && staged_.count(o.get())) {
-      stageIndex_ = mod(ivExpr, stages);
+      stageIndex_ = IndexExpr::symbol(stSym);
       stageTag_ = 0;
-      inflight_ = stages - 2; // tiles i + 1 .. i + stages - 2 may still be in flight
     }
-    bool ok = emitOp(*o);
+    if (pipe && staged_.count(o.get())) {
+      // Steps 1.. of tile i; step 0 came with the previous iteration (or the prologue).
+      const size_t s = std::find(staged.begin(), staged.end(), o.get()) - staged.begin();
+      std::string savedLoc = locOf(o->loc);
+      std::swap(loc_, savedLoc);
+      RegVal v;
+      ok = ldsRead(*o, promotions_.at(o.get()), v, laterStep);
+      std::swap(loc_, savedLoc);
+      for (const auto &[key, arg] : stepZeroArgs[s])
+        v.clones[key] = arg;
+      values_[o->results[0]] = std::move(v);
+    } else {
+      ok = emitOp(*o);
+    }
     stageIndex_ = IndexExpr(0);
     stageTag_ = -1;
-    inflight_ = 0;
-    if (!ok)
-      return false;
-    if (async && o.get() == lastStaged) {
-      // The copy of the next tile into the other buffer, behind this iteration's reads.
-      subs_[ivSym] = IndexExpr::symbol(nextSym);
-      stageIndex_ = mod(ivExpr + (stages - 1), stages);
-      stageTag_ = stages - 1;
-      for (const ir::Op *st : staged)
-        cpAsyncCopy(promotions_.at(st));
-      line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
-      subs_.erase(ivSym);
-      stageIndex_ = IndexExpr(0);
-      stageTag_ = -1;
-    }
+    if (!ok || !midOk)
+      break;
+    if (async && !pipe && o.get() == lastStaged)
+      copyAhead(stPrevSym, stages - 1); // tile i + S - 1, behind this iteration's reads
   }
+  afterKStep_ = savedHook;
+  if (!ok || !midOk)
+    return false;
+  if (!midDone)
+    emitMid();
+  if (!midOk)
+    return false;
   for (const ir::Op *o : staged)
     staged_.erase(o);
   for (size_t s = 0; s < prefetched.size(); ++s)
@@ -1752,19 +2007,25 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     fits &= carriedFits(carried[i], yielded.back());
   }
   if (fits && !args.empty()) {
-    std::string ys, ty;
-    j = 0;
+    std::vector<std::string> ys;
     for (size_t i = 0; i < carried.size(); ++i) {
       RegVal y;
       if (!convertTo(yielded[i], carried[i], y, op.loc))
         return false;
-      for (const auto &a : clones[i]) {
-        ys += (j ? ", " : "") + operandAt(y, a, carried[i].elems);
-        ty += (j ? ", " : "") + types[j];
-        ++j;
-      }
+      for (const auto &a : clones[i])
+        ys.push_back(operandAt(y, a, carried[i].elems));
     }
-    line("scf.yield " + ys + " : " + ty);
+    for (size_t s = 0; s < staged.size(); ++s)
+      for (const auto &[key, arg] : stepZeroArgs[s])
+        ys.push_back(nextStepZero[s].clones.at(key));
+    if (async)
+      ys.push_back(stageNext);
+    std::string list, ty;
+    for (size_t k = 0; k < ys.size(); ++k) {
+      list += (k ? ", " : "") + ys[k];
+      ty += (k ? ", " : "") + types[k];
+    }
+    line("scf.yield " + list + " : " + ty);
   }
   indent_ = outer;
   exprCache_ = cache;
@@ -2157,7 +2418,9 @@ std::string KernelEmitter::buildVector(const std::vector<std::string> &elems, Sc
 }
 
 bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
-                              SourceRange loc) {
+                              SourceRange loc, bool *asIs) {
+  if (asIs)
+    *asIs = false;
   out = RegVal();
   out.dtype = v.dtype;
   out.layout = like.layout;
@@ -2171,6 +2434,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   }
   if (!v.laidOut()) {
     out = v;
+    if (asIs)
+      *asIs = true;
     return true;
   }
   const RelayoutPlan plan = planRelayout(layoutOf(v), layoutOf(out), machine_, facts_);
@@ -2182,6 +2447,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   switch (plan.kind) {
   case RelayoutPlan::Same:
     out = v;
+    if (asIs)
+      *asIs = true;
     return true;
   case RelayoutPlan::Impossible:
     return unsupported("moving a value between thread layouts: " + plan.why, loc);
@@ -3316,18 +3583,21 @@ bool KernelEmitter::emit(std::ostream &os) {
     ldsBytes_ = al.offsetBytes + al.bytes * al.stages;
   }
   if (ldsBytes_ > 0) {
-    if (ldsBytes_ > target_.ldsBytes)
+    if (ldsBytes_ > target_.ldsOptInBytes)
       return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
                              " bytes of shared memory (" + target_.name + " has " +
-                             std::to_string(target_.ldsBytes) + " per workgroup)",
+                             std::to_string(target_.ldsOptInBytes) + " per workgroup)",
                          k_.loc);
     head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
     for (const auto &al : allocs_)
       head_ << "      " << al.base << " = llvm.getelementptr %lds[" << al.offsetBytes
             << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
-    os << "    llvm.mlir.global internal @__wave_lds_" << k_.name
-       << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<" << ldsBytes_
-       << " x i8>\n";
+    // Above the static limit the arena is dynamic shared memory: an external array of no size
+    // (PTX `.extern .shared`), sized by the launch (dynamicShared(), the host stub).
+    dynamicShared_ = ldsBytes_ > target_.ldsBytes ? ldsBytes_ : 0;
+    os << "    llvm.mlir.global " << (dynamicShared_ ? "external" : "internal") << " @__wave_lds_"
+       << k_.name << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<"
+       << (dynamicShared_ ? 0 : ldsBytes_) << " x i8>\n";
   }
 
   std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
@@ -3340,14 +3610,15 @@ bool KernelEmitter::emit(std::ostream &os) {
   std::vector<SyncItem> sync;
   for (const auto &it : items_)
     sync.push_back(it.sync);
-  std::vector<BarrierPlacement> barrier = placeBarriers(sync);
+  std::vector<int> keepInFlight;
+  std::vector<BarrierPlacement> barrier = placeBarriers(sync, &keepInFlight);
   for (size_t i = 0; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
     const std::string ind = t.substr(0, t.find_first_not_of(' '));
     if (barrier[i] == BarrierPlacement::WaitAndBarrier) {
-      // The reads here need their own tile; the newest `inflight` copy groups (later tiles)
-      // may still be in flight.
-      const int keep = items_[i].sync.inflight;
+      // The reads here need their own tile; the newest `keep` copy groups (later tiles) may
+      // still be in flight.
+      const int keep = keepInFlight[i];
       if (keep > 0)
         os << ind << "%wait_" << i << " = llvm.mlir.constant(" << keep << " : i32) : i32\n"
            << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.group\"(%wait_" << i
@@ -3367,7 +3638,8 @@ bool KernelEmitter::emit(std::ostream &os) {
 
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
-                                    bool insertBarriers) {
+                                    bool insertBarriers,
+                                    std::map<std::string, int64_t> *dynamicShared) {
   std::ostringstream os;
   os << "module attributes {gpu.container_module} {\n  gpu.module @wave_kernels {\n";
   bool ok = true;
@@ -3376,6 +3648,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
     if (!e.emit(os)) {
       diags.note(DiagId::NoteInKernel, ck.kernel->loc, {ck.kernel->name});
       ok = false;
+    } else if (dynamicShared && e.dynamicShared() > 0) {
+      (*dynamicShared)[ck.kernel->name] = e.dynamicShared();
     }
   }
   os << "  }\n}\n";

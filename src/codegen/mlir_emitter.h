@@ -14,6 +14,7 @@
 
 #include "codegen/codegen_api.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -21,9 +22,13 @@ namespace wave {
 
 // Returns the module text, or nullopt after reporting what is not supported.
 // `insertBarriers` = false leaves out the shared-memory barriers the analysis places (a debug
-// switch: the emulator's race detector must then report the races).
+// switch: the emulator's race detector must then report the races). `dynamicShared` receives,
+// per kernel whose shared memory exceeds the target's static limit (TargetInfo::ldsBytes, up to
+// ldsOptInBytes), the bytes of dynamic shared memory its launches must request: its arena is
+// then an external, unsized array (`.extern .shared` in PTX).
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
-                                    bool insertBarriers = true);
+                                    bool insertBarriers = true,
+                                    std::map<std::string, int64_t> *dynamicShared = nullptr);
 
 } // namespace wave

@@ -107,22 +107,22 @@ const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", 
 constexpr uint64_t kAmdGridThreads = 0xffffffffull;
 
 const std::vector<TargetInfo> kTargets = {
-    {"gfx942", Vendor::AMD, "AMD CDNA3 (MI300)", {64}, 65536, 1024, MmaFamily::MFMA,
+    {"gfx942", Vendor::AMD, "AMD CDNA3 (MI300)", {64}, 65536, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"F32_16x16x32_F8", "F32_32x32x16_F8", "F32_16x16x32_K4_F8",
                           "I32_16x16x32_I8", "I32_32x32x16_I8"}),
      "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
-    {"gfx90a", Vendor::AMD, "AMD CDNA2 (MI200)", {64}, 65536, 1024, MmaFamily::MFMA,
+    {"gfx90a", Vendor::AMD, "AMD CDNA2 (MI200)", {64}, 65536, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"I32_16x16x16_I8", "I32_32x32x8_I8"}), "amdgcn-amd-amdhsa", "gfx90a",
      "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
-    {"gfx1100", Vendor::AMD, "AMD RDNA3 (RX 7900)", {32, 64}, 65536, 1024, MmaFamily::WMMA,
+    {"gfx1100", Vendor::AMD, "AMD RDNA3 (RX 7900)", {32, 64}, 65536, 65536, 1024, MmaFamily::WMMA,
      {"F32_16x16x16_F16", "F32_16x16x16_BF16"}, "amdgcn-amd-amdhsa", "gfx1100",
      "+wavefrontsize32", kAmdGrid, kAmdGridThreads},
-    {"sm_80", Vendor::NVIDIA, "NVIDIA Ampere (A100)", {32}, 49152, 1024, MmaFamily::MmaSync,
-     kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", kNvGrid, 0},
-    {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 1024, MmaFamily::MmaSync, kSync,
-     "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, 0},
-    {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152, 1024,
-     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kNvGrid, 0},
+    {"sm_80", Vendor::NVIDIA, "NVIDIA Ampere (A100)", {32}, 49152, 166912, 1024,
+     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", kNvGrid, 0},
+    {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 232448, 1024,
+     MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, 0},
+    {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152,
+     232448, 1024, MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kNvGrid, 0},
 };
 
 #undef kAmdGrid
@@ -213,9 +213,12 @@ std::string describeTargets() {
     for (unsigned w : t.waveSizes)
       waves += (waves.empty() ? "" : "/") + std::to_string(w);
     out += fmt::format("{:<8} {}\n", t.name, t.description);
-    out += fmt::format("         wave size {} (default {}), shared memory {} bytes, "
+    const std::string optIn = t.ldsOptInBytes > t.ldsBytes
+                                  ? fmt::format(" ({} opt-in)", t.ldsOptInBytes)
+                                  : std::string();
+    out += fmt::format("         wave size {} (default {}), shared memory {} bytes{}, "
                        "max {} threads per workgroup\n",
-                       waves, t.defaultWaveSize(), t.ldsBytes, t.maxThreadsPerBlock);
+                       waves, t.defaultWaveSize(), t.ldsBytes, optIn, t.maxThreadsPerBlock);
     out += fmt::format("         LLVM {} cpu {} {}\n", t.llvmTriple, t.llvmCpu, t.llvmFeatures);
     out += fmt::format("         matrix kinds ({}):\n", familyName(t.mmaFamily));
     for (const char *name : t.mmaKinds) {

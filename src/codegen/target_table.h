@@ -48,6 +48,9 @@ struct TargetInfo {
   const char *description;
   std::vector<unsigned> waveSizes; // supported, first = default
   unsigned ldsBytes;               // shared memory per workgroup (static limit)
+  // Shared memory a workgroup may use when the kernel opts in (NVIDIA: dynamic shared memory
+  // above 48 KB, cuFuncSetAttribute); equal to ldsBytes where there is no such opt-in.
+  unsigned ldsOptInBytes;
   unsigned maxThreadsPerBlock;
   MmaFamily mmaFamily;
   std::vector<const char *> mmaKinds; // available kinds, best first per operand type

@@ -49,6 +49,7 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
       if (candidate.name == k.name)
         r = candidate;
     out += fmt::format("      \"lds_bytes\": {},\n", std::max<int64_t>(r.sharedBytes, 0));
+    out += fmt::format("      \"dynamic_lds_bytes\": {},\n", r.dynamicSharedBytes);
     if (target.vendor == Vendor::AMD)
       out += fmt::format("      \"registers\": {{\"vgprs\": {}, \"agprs\": {}, \"sgprs\": {}, "
                          "\"scratch_bytes\": {}, \"spills\": {}}},\n",

@@ -232,13 +232,14 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
 }
 
 // The kernels' resources as cache text: one line per kernel, "name shared registers agprs sgprs
-// scratch spills".
+// scratch spills dynamic-shared".
 std::string resourcesText(const std::vector<KernelResources> &resources) {
   std::string out;
   for (const auto &r : resources)
     out += r.name + " " + std::to_string(r.sharedBytes) + " " + std::to_string(r.registers) + " " +
            std::to_string(r.agprs) + " " + std::to_string(r.sgprs) + " " +
-           std::to_string(r.scratchBytes) + " " + std::to_string(r.spills) + "\n";
+           std::to_string(r.scratchBytes) + " " + std::to_string(r.spills) + " " +
+           std::to_string(r.dynamicSharedBytes) + "\n";
   return out;
 }
 
@@ -249,7 +250,7 @@ bool parseResources(const std::string &text, std::vector<KernelResources> &out) 
     std::istringstream fields(line);
     KernelResources r;
     if (!(fields >> r.name >> r.sharedBytes >> r.registers >> r.agprs >> r.sgprs >>
-          r.scratchBytes >> r.spills))
+          r.scratchBytes >> r.spills >> r.dynamicSharedBytes))
       return false;
     out.push_back(r);
   }
@@ -534,8 +535,9 @@ int compile(const DriverOptions &opts) {
   for (const CodegenKernel &k : first.kernels) {
     hostKernels.push_back({k.kernel, k.dist});
     for (const KernelResources &r : first.resources)
-      if (r.name == k.kernel->name && r.sharedBytes > 0)
-        hostKernels.back().sharedBytes = static_cast<uint64_t>(r.sharedBytes);
+      if (r.name == k.kernel->name)
+        hostKernels.back().sharedBytes = static_cast<uint64_t>(
+            std::max<int64_t>(r.sharedBytes, 0) + r.dynamicSharedBytes);
   }
   std::string outText, outPath = opts.output;
   if (opts.emit == EmitKind::AST)
@@ -574,6 +576,11 @@ int compile(const DriverOptions &opts) {
           return finish(1);
         }
         hk.variants.push_back(c.kernels[k].dist);
+        uint64_t dynamic = 0;
+        for (const KernelResources &r : c.resources)
+          if (r.name == hk.kernel->name)
+            dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
+        hk.dynamicShared.push_back(dynamic);
       }
     }
     HostApiOptions ho;

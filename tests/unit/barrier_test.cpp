@@ -71,13 +71,64 @@ TEST(Barriers, DoubleBufferedAsyncLoopNeedsOneWithWait) {
 
 TEST(Barriers, ThreeStagePipelineNeedsOne) {
   // prologue: copies into buffers 0 and 1; loop { read buffer i; copy into buffer i + 2 }.
+  std::vector<int> keep;
   auto b = placeBarriers({wr(0, 0, true), wr(0, 1, true), loop(3), rd(0, 0), wr(0, 2, true),
-                          end()});
+                          end()},
+                         &keep);
   EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::WaitAndBarrier, P::None, P::None}));
+  EXPECT_EQ(keep[3], 1); // tile i + 1 may still be in flight
   // A shallower schedule on three buffers (copy into buffer i + 1): buffer i + 1 was last read
   // in iteration i - 2, before iteration i's barrier, so one barrier still suffices.
   auto c = placeBarriers({wr(0, 0, true), loop(3), rd(0, 0), wr(0, 1, true), end()});
   EXPECT_EQ(count(c), 1);
+}
+
+TEST(Barriers, WaitKeepsTheNewerCopiesInFlight) {
+  // Three tiles copied, one commit group each; the read of tile 0 needs only the oldest group.
+  std::vector<int> keep;
+  auto b = placeBarriers({wr(0, 0, true), wr(0, 1, true), wr(0, 2, true), rd(0, 0)}, &keep);
+  EXPECT_EQ(b[3], P::WaitAndBarrier);
+  EXPECT_EQ(keep[3], 2);
+  // Copies of several allocations in one tile are one group: still two newer groups.
+  b = placeBarriers({wr(0, 0, true), wr(1, 0, true), wr(0, 1, true), wr(1, 1, true),
+                     wr(0, 2, true), wr(1, 2, true), rd(1, 0)},
+                    &keep);
+  EXPECT_EQ(b[6], P::WaitAndBarrier);
+  EXPECT_EQ(keep[6], 2);
+  // The newest copy needed: nothing may stay in flight.
+  b = placeBarriers({wr(0, 0, true), wr(0, 1, true), rd(0, 1)}, &keep);
+  EXPECT_EQ(keep[2], 0);
+}
+
+TEST(Barriers, ABarrierDoesNotCompleteACopy) {
+  // read buffer 0; copy into it (WAR: a barrier, no wait needed); read it again: the copy is
+  // still in flight past that barrier, so the second read needs a wait and another barrier.
+  std::vector<int> keep;
+  auto b = placeBarriers({rd(0, 0), wr(0, 0, true), other(), rd(0, 0)}, &keep);
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::Barrier, P::None, P::WaitAndBarrier}));
+  EXPECT_EQ(keep[3], 0);
+}
+
+TEST(Barriers, FragmentPipelinedLoopNeedsOneMidIteration) {
+  // The fragment-pipelined schedule of three buffers (docs/internals.md): tiles 0-2 copied,
+  // step 0 of tile 0 read before the loop; in iteration i: step 1 of tile i (no barrier: tile i
+  // landed before iteration i - 1's barrier), MMAs, step 0 of tile i + 1 (wait for it, keeping
+  // tile i + 2 in flight, and the barrier), the copy of tile i + 3 into tile i's buffer (its
+  // reads are before that barrier).
+  std::vector<int> keep;
+  auto b = placeBarriers({wr(0, 0, true), wr(0, 1, true), wr(0, 2, true), rd(0, 0), loop(3),
+                          rd(0, 0), other(), rd(0, 1), wr(0, 3, true), other(), end(), other()},
+                         &keep);
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::WaitAndBarrier, P::None, P::None,
+                               P::None, P::WaitAndBarrier, P::None, P::None, P::None, P::None}));
+  EXPECT_EQ(keep[3], 2);
+  EXPECT_EQ(keep[7], 1);
+  // Without the prologue's read (and barrier) the first top read needs tile 0 too.
+  b = placeBarriers({wr(0, 0, true), wr(0, 1, true), wr(0, 2, true), loop(3), rd(0, 0),
+                     rd(0, 1), wr(0, 3, true), end()},
+                    &keep);
+  EXPECT_EQ(b[4], P::WaitAndBarrier);
+  EXPECT_EQ(keep[4], 2);
 }
 
 TEST(Barriers, ReadingTheBufferBeingFilledNeedsASecondBarrier) {

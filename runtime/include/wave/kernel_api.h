@@ -60,7 +60,7 @@ typedef struct {
   const char *targets;      /* space-separated */
   uint32_t block[3];
   const char *grid[3];      /* formulas in the dynamic symbols */
-  uint32_t shared_bytes;    /* static shared memory of the kernel */
+  uint32_t shared_bytes;    /* shared memory of the kernel per workgroup, static and dynamic */
   uint32_t num_args;
   const wave_arg_info_t *args;
   uint32_t args_size;       /* bytes of the packed argument buffer */
