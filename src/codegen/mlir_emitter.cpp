@@ -345,6 +345,7 @@ private:
     std::vector<BufferPiece> pieces;
     int64_t word = 4;      // row masking: the range check's unit (bytes)
     std::string tailNeeds; // row masking: i1, the row ends inside a word this lane holds
+    std::string tailBytes; // row masking: index, how far (0 when the row is masked off)
     std::string value;  // a load's value before the fallback / a store's value
     std::string result; // a load's final result, defined by the fallback branch
     bool load = true;
@@ -1133,6 +1134,14 @@ KernelEmitter::BufferAccess KernelEmitter::bufferPrepare(const Access &acc, cons
       line(r + " = arith.select " + valid + ", " + tail + ", " + constIndex(0) + " : index");
       tail = r;
     }
+    b.tailBytes = tail;
+    std::string ends = exact;
+    if (!valid.empty()) {
+      ends = fresh();
+      line(ends + " = arith.select " + valid + ", " + exact + ", " + constIndex(0) + " : index");
+    }
+    b.rowBytes = fresh();
+    line(b.rowBytes + " = arith.index_cast " + ends + " : index to i32");
     std::string exists = fresh(), holds = fresh();
     line(exists + " = arith.cmpi ne, " + tail + ", " + constIndex(0) + " : index");
     std::string last = lowerIndex(acc.sizes[vd] - 1 - dimIndex(acc, vd, a, 0));
@@ -1379,22 +1388,26 @@ void KernelEmitter::bufferFallback(const BufferAccess &access, std::string &vec)
     vec = next;
   };
   if (!b.tailNeeds.empty()) {
-    // Element g is in the tail when it is in bounds but the word it shares with its successors
-    // is not (g = the word's first elements; a word's last element never is).
+    // The tail's elements size - k (k = 1 .. while the tail has k elements) at the row's end
+    // minus k elements, at lane position size - k - first (clamped for the lanes without it).
     const size_t vd = static_cast<size_t>(b.acc.vecDim);
-    const int64_t per = b.word / static_cast<int64_t>(byteSize(b.acc.dtype));
-    for (int64_t g = 0; g < e; ++g) {
-      if (g % per == per - 1)
-        continue;
-      IndexExpr idx = dimIndex(b.acc, vd, b.clone, g);
-      std::string in = cmpLt(lowerIndex(idx), lowerIndex(b.acc.sizes[vd]));
-      std::string cut = cmpLt(lowerIndex(idx + (per - 1 - g % per)), lowerIndex(b.acc.sizes[vd]));
-      std::string c = fresh(), c2 = fresh();
-      line(c + " = arith.xori " + cut + ", " + constTrue() + " : i1");
-      line(c2 + " = arith.andi " + in + ", " + c + " : i1");
-      std::string c3 = fresh();
-      line(c3 + " = arith.andi " + c2 + ", " + b.tailNeeds + " : i1");
-      element(std::to_string(g), bufferOffset(b, g, c3), c3);
+    const int64_t bytes = byteSize(b.acc.dtype);
+    for (int64_t k = 1; k * bytes < b.word; ++k) {
+      std::string cond = b.tailNeeds;
+      if (k > 1) {
+        std::string more = fresh(), c = fresh();
+        line(more + " = arith.cmpi sge, " + b.tailBytes + ", " + constIndex(k * bytes) +
+             " : index");
+        line(c + " = arith.andi " + cond + ", " + more + " : i1");
+        cond = c;
+      }
+      std::string pos = binop("minui",
+                              lowerIndex(b.acc.sizes[vd] - k - dimIndex(b.acc, vd, b.clone, 0)),
+                              constIndex(e - 1));
+      std::string at = fresh(), voff = fresh();
+      line(at + " = arith.subi " + b.rowBytes + ", " + constI32(k * bytes) + " : i32");
+      line(voff + " = arith.select " + cond + ", " + at + ", " + constI32(kBufferOob) + " : i32");
+      element(pos, voff, cond);
     }
   }
   for (const auto &pc : b.pieces) {
