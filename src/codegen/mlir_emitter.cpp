@@ -18,14 +18,18 @@
 // barrier_insertion.h, which places the fewest that make it race-free.
 //
 // Accesses: contiguous elements become `llvm.load`/`llvm.store` of vectors of at most 128 bits,
-// aligned as far as the distribution's facts prove. A masked access (DimIndex::masked) takes a
-// uniform fast path: when the vector's last element is in bounds, the wide access; otherwise one
-// guarded scalar access per element (a masked-off load reads 0 through a clamped address and a
-// select, no branch). A masked store of elements along one contiguous dim stores its in-bounds
-// prefix in one loop (storePrefix) rather than one branch per element: fewer basic blocks is
-// what LLVM's AMDGPU code generation time scales with (docs/performance.md). MLIR 19's
-// vector.maskedload/maskedstore are not used: they are scalarized into per-element branches on
-// AMDGPU anyway.
+// aligned as far as the distribution's facts prove. On AMD a masked or possibly misaligned
+// global access becomes buffer loads/stores (`rocdl.raw.buffer.*`, see bufferEligible): the
+// hardware's range check against the descriptor's num_records, or a voffset beyond it, masks
+// without branches, and the few partial vectors at the tensor's edge share one branch per op.
+// Elsewhere (NVIDIA, shared memory, lane offsets the facts cannot bound to 31 bits) a masked
+// access (DimIndex::masked) takes a uniform fast path: when the vector's last element is in
+// bounds, the wide access; otherwise one guarded scalar access per element (a masked-off load
+// reads 0 through a clamped address and a select, no branch). A masked store of elements along
+// one contiguous dim stores its in-bounds prefix in one loop (storePrefix) rather than one
+// branch per element: fewer basic blocks and instructions is what LLVM's AMDGPU code generation
+// time scales with (docs/performance.md). MLIR 19's vector.maskedload/maskedstore are not used:
+// they are scalarized into per-element branches on AMDGPU anyway.
 //
 // Reductions (emitReduce): the lane's elements and clones along the dim are combined in-thread,
 // then log2(wave size) butterfly `gpu.shuffle xor` steps combine the lanes of the wave.

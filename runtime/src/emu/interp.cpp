@@ -452,6 +452,16 @@ private:
                    std::string("the emulator does not model ") + bad + " (word 3 " + hex(w3) +
                        ")");
     const bool check = !(gfx10 && oobSelect == 2);
+    if (!check || uint64_t(voffset) + bytes <= records) { // wholly in range: one access
+      const uint64_t addr = base + soffset + uint64_t(voffset);
+      if (!checkGlobal(lane, in, addr, bytes, what))
+        return false;
+      if (store)
+        copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(addr)), data, bytes);
+      else
+        copyBytes(data, reinterpret_cast<const uint8_t *>(uintptr_t(addr)), bytes);
+      return true;
+    }
     const uint32_t unit = bytes <= 4 ? bytes : 4;
     for (uint32_t at = 0; at < bytes; at += unit) {
       const uint32_t n = std::min(unit, bytes - at);
