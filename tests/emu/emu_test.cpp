@@ -817,13 +817,19 @@ TEST(EmuBuffer, InRangeButOutsideTheAllocationIsReported) {
   EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 64, kGfx9Word3, 0, 0, mem, plain),
             WAVE_ERROR_LAUNCH);
   std::string msg = wave_last_error();
-  EXPECT_TRUE(contains(msg, "bufload: out-of-bounds global load of 4 bytes at handmade.wave:7:3 "
+  EXPECT_TRUE(contains(msg, "bufload: out-of-bounds global load of 8 bytes at handmade.wave:7:3 "
                             "in workgroup (0,0,0) thread (5,0,0)"))
       << msg;
   EXPECT_EQ(runBuffer({"gfx942", 0, 8}, true, 40, 64, kGfx9Word3, 0, 0, mem, plain),
             WAVE_ERROR_LAUNCH);
   msg = wave_last_error();
-  EXPECT_TRUE(contains(msg, "bufstore: out-of-bounds global store of 4 bytes")) << msg;
+  EXPECT_TRUE(contains(msg, "bufstore: out-of-bounds global store of 8 bytes")) << msg;
+  // A partly in-range access: its in-range word (bytes 40-43 of thread 5) is still outside.
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 44, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_ERROR_LAUNCH);
+  msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "bufload: out-of-bounds global load of 4 bytes")) << msg;
+  EXPECT_TRUE(contains(msg, "thread (5,0,0)")) << msg;
   // Cut by num_records at the allocation's end, the same launch is clean.
   EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 40, kGfx9Word3, 0, 0, mem, plain),
             WAVE_SUCCESS)
