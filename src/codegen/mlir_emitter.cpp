@@ -345,11 +345,10 @@ private:
     CloneAssign clone;
     IndexExpr uniform = IndexExpr(0); // in the base (elements)
     std::string rsrc;
-    std::string rowBytes; // row masking: i32 bytes from the base to the row's end, else ""
+    std::string rowBytes; // row masking: index, bytes from the base to the row's end
     std::vector<BufferPiece> pieces;
     int64_t word = 4;      // row masking: the range check's unit (bytes)
     std::string tailNeeds; // row masking: i1, the row ends inside a word this lane holds
-    std::string tailBytes; // row masking: index, how far (0 when the row is masked off)
     std::string value;  // a load's value before the fallback / a store's value
     std::string result; // a load's final result, defined by the fallback branch
     bool load = true;
@@ -1131,27 +1130,21 @@ KernelEmitter::BufferAccess KernelEmitter::bufferPrepare(const Access &acc, cons
     if (exact.empty() || bytes >= word)
       return b;
     // The tail: the row ends inside a word (the word's range check drops it whole), which
-    // happens to at most one lane: the one holding the row's last element.
-    std::string tail = binop("andi", exact, constIndex(word - 1));
-    if (!valid.empty()) {
-      std::string r = fresh();
-      line(r + " = arith.select " + valid + ", " + tail + ", " + constIndex(0) + " : index");
-      tail = r;
-    }
-    b.tailBytes = tail;
-    std::string ends = exact;
-    if (!valid.empty()) {
-      ends = fresh();
-      line(ends + " = arith.select " + valid + ", " + exact + ", " + constIndex(0) + " : index");
-    }
-    b.rowBytes = fresh();
-    line(b.rowBytes + " = arith.index_cast " + ends + " : index to i32");
-    std::string exists = fresh(), holds = fresh();
-    line(exists + " = arith.cmpi ne, " + tail + ", " + constIndex(0) + " : index");
+    // happens to at most one lane: the one holding the row's last element. (The same for every
+    // clone but the row's validity: shared after CSE.)
+    std::string inside = fresh(), holds = fresh(), tail = binop("andi", exact, constIndex(word - 1));
+    line(inside + " = arith.cmpi ne, " + tail + ", " + constIndex(0) + " : index");
     std::string last = lowerIndex(acc.sizes[vd] - 1 - dimIndex(acc, vd, a, 0));
     line(holds + " = arith.cmpi ult, " + last + ", " + constIndex(acc.elems) + " : index");
-    b.tailNeeds = fresh();
-    line(b.tailNeeds + " = arith.andi " + exists + ", " + holds + " : i1");
+    std::string needs = fresh();
+    line(needs + " = arith.andi " + inside + ", " + holds + " : i1");
+    if (!valid.empty()) {
+      std::string r = fresh();
+      line(r + " = arith.andi " + needs + ", " + valid + " : i1");
+      needs = r;
+    }
+    b.tailNeeds = needs;
+    b.rowBytes = exact;
     return b;
   }
   b.rsrc = bufferRsrc(acc, uniform, constI32(kBufferNumRecords));
@@ -1396,12 +1389,14 @@ void KernelEmitter::bufferFallback(const BufferAccess &access, std::string &vec)
     // minus k elements, at lane position size - k - first (clamped for the lanes without it).
     const size_t vd = static_cast<size_t>(b.acc.vecDim);
     const int64_t bytes = byteSize(b.acc.dtype);
+    std::string ends = fresh();
+    line(ends + " = arith.index_cast " + b.rowBytes + " : index to i32");
     for (int64_t k = 1; k * bytes < b.word; ++k) {
       std::string cond = b.tailNeeds;
       if (k > 1) {
+        std::string tail = binop("andi", b.rowBytes, constIndex(b.word - 1));
         std::string more = fresh(), c = fresh();
-        line(more + " = arith.cmpi sge, " + b.tailBytes + ", " + constIndex(k * bytes) +
-             " : index");
+        line(more + " = arith.cmpi sge, " + tail + ", " + constIndex(k * bytes) + " : index");
         line(c + " = arith.andi " + cond + ", " + more + " : i1");
         cond = c;
       }
@@ -1409,7 +1404,7 @@ void KernelEmitter::bufferFallback(const BufferAccess &access, std::string &vec)
                               lowerIndex(b.acc.sizes[vd] - k - dimIndex(b.acc, vd, b.clone, 0)),
                               constIndex(e - 1));
       std::string at = fresh(), voff = fresh();
-      line(at + " = arith.subi " + b.rowBytes + ", " + constI32(k * bytes) + " : i32");
+      line(at + " = arith.subi " + ends + ", " + constI32(k * bytes) + " : i32");
       line(voff + " = arith.select " + cond + ", " + at + ", " + constI32(kBufferOob) + " : i32");
       element(pos, voff, cond);
     }
