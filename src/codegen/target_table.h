@@ -59,9 +59,9 @@ struct TargetInfo {
   uint64_t maxGridThreads;
   // AMD buffer instructions (masked global accesses, wave-facts.md 2.4): word 3 of a raw buffer
   // resource (V#) that range-checks the offset against num_records; 0 = not used. gfx9: data
-  // format 32 (nonzero, else the access is dropped), num format float; gfx10+: the same plus
-  // bit 24 (reserved, 1) and OOB_SELECT = 3 (raw: check the offset), which the emulator honours
-  // when `bufferOobSelect` is set.
+  // format 32 (must be nonzero), num format float; gfx10+: the same plus bit 24 (reserved, 1)
+  // and OOB_SELECT = 3 (raw: check the offset), which the emulator honours when
+  // `bufferOobSelect` is set.
   uint32_t bufferRsrcWord3 = 0;
   bool bufferOobSelect = false;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
