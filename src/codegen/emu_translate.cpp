@@ -6,6 +6,7 @@
 // conditional branches get a trampoline), and each instruction carries the `.wave` location of
 // its debug location. Anything without an emulator counterpart is rejected by name.
 #include "codegen/emu_translate.h"
+#include "codegen/target_table.h"
 
 #include "../../runtime/src/emu/emu_image.h"
 
@@ -68,8 +69,8 @@ struct ModuleState {
 class FunctionTranslator {
 public:
   FunctionTranslator(const llvm::Function &f, const llvm::DataLayout &dl, ModuleState &ms,
-                     Type ptrType)
-      : f_(f), dl_(dl), ms_(ms), ptr_(ptrType) {
+                     Type ptrType, uint8_t bufferRules)
+      : f_(f), dl_(dl), ms_(ms), ptr_(ptrType), bufferRules_(bufferRules) {
     locs_.push_back({emu::kNoString, 0, 0});
   }
 
@@ -93,6 +94,7 @@ private:
   const llvm::DataLayout &dl_;
   ModuleState &ms_;
   Type ptr_;
+  uint8_t bufferRules_; // Op::BufferLoad's aux: 1 = gfx10+ descriptor rules
   std::map<const llvm::Value *, uint32_t> slots_;
   std::map<const llvm::BasicBlock *, uint32_t> blockPc_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> locIds_;
@@ -563,6 +565,29 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
     unsigned as = arg(1)->getType()->getPointerAddressSpace();
     emit(Op::MaskedStore, vl.type, vl.lanes, 0, slot(arg(1)), slot(arg(0)), slot(arg(3)),
          space(as, call));
+    return;
+  }
+
+  // AMD raw buffer accesses through a <4 x i32> descriptor (the emulator models the raw,
+  // range-checked kind: see Op::BufferLoad).
+  if (starts("llvm.amdgcn.raw.buffer.load.") || starts("llvm.amdgcn.raw.buffer.store.")) {
+    const bool store = starts("llvm.amdgcn.raw.buffer.store.");
+    const std::string rest = name.substr(store ? 29 : 28);
+    const unsigned first = store ? 1 : 0; // the descriptor's argument
+    auto *rsrcType = llvm::dyn_cast<llvm::FixedVectorType>(arg(first)->getType());
+    auto *cache = llvm::dyn_cast<llvm::ConstantInt>(arg(first + 3));
+    if (rest.find("format") != std::string::npos || rest.find("lds") != std::string::npos ||
+        rest.find("tfe") != std::string::npos || !rsrcType || rsrcType->getNumElements() != 4 ||
+        !rsrcType->getElementType()->isIntegerTy(32) || !cache || (cache->getZExtValue() & 8))
+      unsupported("the buffer access " + name + " (only plain raw loads/stores are emulated)");
+    if (store) {
+      Layout vl = layoutOf(arg(0)->getType());
+      emit(Op::BufferStore, vl.type, vl.lanes, slot(arg(4)), slot(arg(1)), slot(arg(0)),
+           slot(arg(2)), 0, bufferRules_);
+    } else {
+      emit(Op::BufferLoad, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(1)), slot(arg(2)), 0,
+           bufferRules_);
+    }
     return;
   }
 
@@ -1078,6 +1103,8 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
                          const std::string &targetName, unsigned defaultWaveSize,
                          std::string &image, std::string &error) {
   const llvm::DataLayout &dl = module.getDataLayout();
+  const TargetInfo *target = findTarget(targetName);
+  const uint8_t bufferRules = target && target->bufferOobSelect ? 1 : 0;
   ModuleState ms;
   try {
     // Shared memory: every addrspace(3) global gets an offset; zero-sized (extern) ones are the
@@ -1108,7 +1135,7 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
       const llvm::Function *f = module.getFunction(name);
       if (!f || f->isDeclaration())
         throw Unsupported{"kernel " + name + " has no function in the module"};
-      FunctionTranslator t(*f, dl, ms, Type::Ptr);
+      FunctionTranslator t(*f, dl, ms, Type::Ptr, bufferRules);
       try {
         t.run();
       } catch (Unsupported &u) {

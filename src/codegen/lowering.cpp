@@ -587,6 +587,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
                              dynamicShared))
       emu->image.clear();
+    timer.lap("emulator image");
   }
   // Line info (from the .wave locations) stays in the native output only with -g.
   if (!options.debugInfo)

@@ -105,18 +105,22 @@ const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", 
 #define kAmdGrid {0xffffffffull, 0xffffffffull, 0xffffffffull}
 #define kNvGrid {0x7fffffffull, 65535ull, 65535ull}
 constexpr uint64_t kAmdGridThreads = 0xffffffffull;
+// Buffer resource word 3: NUM_FORMAT 7 (bits 12-14), DATA_FORMAT 4 (bits 15-18); gfx10+ also
+// bit 24 and OOB_SELECT 3 (bits 28-29). The same words MLIR's amdgpu-to-rocdl lowering uses.
+constexpr uint32_t kGfx9Rsrc = (7u << 12) | (4u << 15);
+constexpr uint32_t kGfx10Rsrc = kGfx9Rsrc | (1u << 24) | (3u << 28);
 
 const std::vector<TargetInfo> kTargets = {
     {"gfx942", Vendor::AMD, "AMD CDNA3 (MI300)", {64}, 65536, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"F32_16x16x32_F8", "F32_32x32x16_F8", "F32_16x16x32_K4_F8",
                           "I32_16x16x32_I8", "I32_32x32x16_I8"}),
-     "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
+     "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64", kAmdGrid, kAmdGridThreads, kGfx9Rsrc},
     {"gfx90a", Vendor::AMD, "AMD CDNA2 (MI200)", {64}, 65536, 65536, 1024, MmaFamily::MFMA,
      concat(kCdnaCommon, {"I32_16x16x16_I8", "I32_32x32x8_I8"}), "amdgcn-amd-amdhsa", "gfx90a",
-     "+wavefrontsize64", kAmdGrid, kAmdGridThreads},
+     "+wavefrontsize64", kAmdGrid, kAmdGridThreads, kGfx9Rsrc},
     {"gfx1100", Vendor::AMD, "AMD RDNA3 (RX 7900)", {32, 64}, 65536, 65536, 1024, MmaFamily::WMMA,
      {"F32_16x16x16_F16", "F32_16x16x16_BF16"}, "amdgcn-amd-amdhsa", "gfx1100",
-     "+wavefrontsize32", kAmdGrid, kAmdGridThreads},
+     "+wavefrontsize32", kAmdGrid, kAmdGridThreads, kGfx10Rsrc, true},
     {"sm_80", Vendor::NVIDIA, "NVIDIA Ampere (A100)", {32}, 49152, 166912, 1024,
      MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_80", "+ptx70", kNvGrid, 0},
     {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 232448, 1024,

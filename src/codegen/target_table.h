@@ -60,6 +60,13 @@ struct TargetInfo {
   // Launch limits: workgroups per grid axis, and (AMD) threads per grid axis, 0 = none.
   uint64_t maxGrid[3];
   uint64_t maxGridThreads;
+  // AMD buffer instructions (masked global accesses, wave-facts.md 2.4): word 3 of a raw buffer
+  // resource (V#) that range-checks the offset against num_records; 0 = not used. gfx9: data
+  // format 32 (must be nonzero), num format float; gfx10+: the same plus bit 24 (reserved, 1)
+  // and OOB_SELECT = 3 (raw: check the offset), which the emulator honours when
+  // `bufferOobSelect` is set.
+  uint32_t bufferRsrcWord3 = 0;
+  bool bufferOobSelect = false;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
 };
 

@@ -83,6 +83,23 @@ def test_gfx942_wide_access(a, tmp):
           "no narrow loads when N is aligned", asm)
     check(not re.search(r"\bscratch_", asm) and
           re.search(r"\.amdhsa_private_segment_fixed_size\s+0\b", asm), "no scratch", asm)
+    # N dynamic: the masked accesses go through buffer instructions (128-bit ones for the
+    # vectors; the ragged row ends element by element), each descriptor with its family's
+    # word 3 (wave-facts.md 2.4); no plain global access and no scratch remain.
+    for target, wide_load, wide_store, word3 in (
+            ("gfx942", "buffer_load_dwordx4", "buffer_store_dwordx4", "0x27000"),
+            ("gfx90a", "buffer_load_dwordx4", "buffer_store_dwordx4", "0x27000"),
+            ("gfx1100", "buffer_load_b128", "buffer_store_b128", "0x31027000")):
+        asm = run([a.wavec, src, f"--target={target}", "--emit=asm"]).stdout.decode()
+        check(re.search(rf"\b{wide_load}\b", asm) and re.search(rf"\b{wide_store}\b", asm),
+              f"{target}, N dynamic: 128-bit buffer loads and stores", asm)
+        check(re.search(rf"s_mov_b32\s+s\d+, {word3}\b", asm),
+              f"{target}: buffer descriptor word 3 {word3}", asm)
+        check(not re.search(r"\bglobal_(load|store)", asm), f"{target}: no plain global access",
+              asm)
+        check(not re.search(r"\bscratch_", asm) and
+              re.search(r"\.amdhsa_private_segment_fixed_size\s+0\b", asm),
+              f"{target}: no scratch", asm)
 
 
 def test_code_object_version(a, tmp):

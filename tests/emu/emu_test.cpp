@@ -646,6 +646,223 @@ TEST(EmuDetectors, OutOfBoundsGlobalStoreOfACompiledKernel) {
   }
 }
 
+// ---- AMD raw buffer accesses --------------------------------------------------------------------
+
+// A kernel of `threads` threads: thread t moves `bytes` (as I32 x bytes/4, or one I16 for 2)
+// between a buffer (descriptor = argument bytes 0-15, voffset = arg 24 + t * bytes, soffset =
+// arg 28) and plain global memory at arg 16 + t * bytes: loads when `store` is false.
+KernelBuilder bufferKernel(bool store, uint32_t bytes, uint8_t rules) {
+  KernelBuilder k;
+  k.name = store ? "bufstore" : "bufload";
+  k.block[0] = 8;
+  // The descriptor: one 16-byte slot filled by two 8-byte arguments.
+  uint32_t rsrc = k.slot(16);
+  k.args.push_back({rsrc, 0, 8});
+  k.args.push_back({rsrc + 8, 8, 8});
+  uint32_t ptr = k.arg(16, 8), voff0 = k.arg(24, 4), soff = k.arg(28, 4);
+  uint32_t t64 = k.tid64(), t32 = k.slot(4), step = k.slot(4), voff = k.slot(4), at = k.slot(8),
+           data = k.slot(8);
+  k.op(Op::TruncI, Type::I32, 1, t32, t64, 0, 0, 0, uint8_t(Type::I64));
+  k.op(Op::Mul, Type::I32, 1, step, t32, k.constant<uint32_t>(bytes));
+  k.op(Op::Add, Type::I32, 1, voff, voff0, step);
+  k.op(Op::PtrAdd, Type::Ptr, 1, at, ptr, t64, 0, bytes);
+  const Type type = bytes == 2 ? Type::I16 : Type::I32;
+  const uint32_t lanes = bytes == 2 ? 1 : bytes / 4;
+  if (store) {
+    k.op(Op::Load, type, lanes, data, at, 0, 0, uint32_t(Space::Global));
+    k.op(Op::BufferStore, type, lanes, soff, rsrc, data, voff, 0, rules);
+  } else {
+    k.op(Op::BufferLoad, type, lanes, data, rsrc, voff, soff, 0, rules);
+    k.op(Op::Store, type, lanes, 0, at, data, 0, uint32_t(Space::Global));
+  }
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  return k;
+}
+
+struct BufferCase {
+  const char *target;
+  uint8_t rules;
+  uint32_t bytes;
+};
+
+// Runs one buffer kernel over `mem` (the buffer's bytes, initially 1, 2, 3, ...) and `plain`
+// (the other side, poisoned with 0xee); returns the status and both sides afterwards.
+wave_status_t runBuffer(const BufferCase &c, bool store, uint64_t memBytes, uint32_t records,
+                        uint32_t word3, uint32_t voff0, uint32_t soff, std::vector<uint8_t> &mem,
+                        std::vector<uint8_t> &plain, uint32_t stride = 0) {
+  Device d((std::string("emu:") + c.target).c_str());
+  void *m = nullptr, *p = nullptr;
+  EXPECT_EQ(wave_malloc(d.dev, memBytes, &m), WAVE_SUCCESS);
+  EXPECT_EQ(wave_malloc(d.dev, 8 * c.bytes, &p), WAVE_SUCCESS);
+  mem.resize(memBytes);
+  for (size_t i = 0; i < memBytes; ++i)
+    mem[i] = uint8_t(i + 1);
+  plain.assign(8 * c.bytes, 0xee);
+  EXPECT_EQ(wave_memcpy_htod(d.dev, m, mem.data(), memBytes), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memcpy_htod(d.dev, p, plain.data(), plain.size()), WAVE_SUCCESS);
+  const uint64_t base = reinterpret_cast<uintptr_t>(m);
+  std::vector<uint8_t> args;
+  pack(args, 0, uint32_t(base));
+  pack(args, 4, uint32_t((base >> 32) & 0xffff) | stride << 16);
+  pack(args, 8, records);
+  pack(args, 12, word3);
+  pack(args, 16, p);
+  pack(args, 24, voff0);
+  pack(args, 28, soff);
+  std::string image = assemble(c.target, c.rules ? 32 : 64, {bufferKernel(store, c.bytes, c.rules)});
+  wave_status_t s = launch(d.dev, image, store ? "bufstore" : "bufload", 1, 8, args);
+  EXPECT_EQ(wave_memcpy_dtoh(d.dev, mem.data(), m, memBytes), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memcpy_dtoh(d.dev, plain.data(), p, plain.size()), WAVE_SUCCESS);
+  wave_free(d.dev, m);
+  wave_free(d.dev, p);
+  return s;
+}
+
+constexpr uint32_t kGfx9Word3 = 0x27000, kGfx11Word3 = 0x31027000;
+
+// The expected bytes of a load: unit by unit (the whole access when <= 4 bytes, else 32-bit
+// words at saturated offsets), in range when the unit ends at or before num_records; the
+// address adds soffset, the check does not.
+std::vector<uint8_t> expectLoad(uint32_t bytes, uint32_t records, uint32_t voff0, uint32_t soff,
+                                bool check = true) {
+  std::vector<uint8_t> want(8 * bytes, 0);
+  const uint32_t unit = std::min<uint32_t>(bytes, 4);
+  for (uint32_t t = 0; t < 8; ++t) {
+    const uint32_t voff = voff0 + t * bytes; // the kernel's 32-bit arithmetic wraps
+    for (uint32_t at = 0; at < bytes; at += unit) {
+      uint64_t off = std::min<uint64_t>(uint64_t(voff) + at, 0xffffffffu);
+      if (check && off + unit > records)
+        continue;
+      for (uint32_t i = 0; i < unit; ++i)
+        want[t * bytes + at + i] = uint8_t(uint64_t(voff) + at + i + soff + 1);
+    }
+  }
+  return want;
+}
+
+TEST(EmuBuffer, LoadsRangeCheckEachWordAndReadZeroOutOfRange) {
+  for (BufferCase c : {BufferCase{"gfx942", 0, 8}, BufferCase{"gfx90a", 0, 16},
+                       BufferCase{"gfx1100", 1, 8}, BufferCase{"gfx942", 0, 2}}) {
+    const uint32_t w3 = c.rules ? kGfx11Word3 : kGfx9Word3, all = 8 * c.bytes;
+    std::vector<uint8_t> mem, plain;
+    // In range; partly out of range (the last word, or a word straddling num_records, which
+    // counts as out); wholly out (a masked-off voffset of 2^31, and one that saturates at the
+    // top of the 32-bit range instead of wrapping to 0); soffset added but not checked.
+    struct {
+      uint32_t records, voff0, soff;
+    } cases[] = {{all, 0, 0}, {all - 4, 0, 0}, {all - 2, 0, 0}, {all - 1, 0, 0},
+                 {all, 0x80000000u, 0}, {all, 0xfffffffcu, 0}, {all / 2, 0, all / 2},
+                 {0, 0, 0}};
+    for (const auto &k : cases) {
+      ASSERT_EQ(runBuffer(c, false, 2 * all, k.records, w3, k.voff0, k.soff, mem, plain),
+                WAVE_SUCCESS)
+          << c.target << " records " << k.records << ": " << wave_last_error();
+      EXPECT_EQ(plain, expectLoad(c.bytes, k.records, k.voff0, k.soff))
+          << c.target << " " << c.bytes << "-byte loads, records " << k.records << ", voffset "
+          << k.voff0 << ", soffset " << k.soff;
+    }
+  }
+}
+
+// The same rules written out for single cases.
+TEST(EmuBuffer, AWordStraddlingNumRecordsIsOutOfRange) {
+  std::vector<uint8_t> mem, plain;
+  // dwordx2 loads, num_records 62: thread 7's first word (bytes 56-59) is in, its second
+  // (60-63) straddles the end and reads 0.
+  ASSERT_EQ(runBuffer({"gfx942", 0, 8}, false, 64, 62, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_SUCCESS);
+  EXPECT_EQ(plain[56], 57);
+  EXPECT_EQ(plain[59], 60);
+  EXPECT_EQ(plain[60], 0);
+  EXPECT_EQ(plain[63], 0);
+  // 16-bit loads, num_records 15: thread 7 (bytes 14-15) is out, thread 6 (12-13) in.
+  ASSERT_EQ(runBuffer({"gfx942", 0, 2}, false, 16, 15, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_SUCCESS);
+  EXPECT_EQ(plain[12], 13);
+  EXPECT_EQ(plain[13], 14);
+  EXPECT_EQ(plain[14], 0);
+  EXPECT_EQ(plain[15], 0);
+  // A store of dwordx2 with num_records 6: bytes 0-3 written, 4-7 left alone.
+  ASSERT_EQ(runBuffer({"gfx1100", 1, 8}, true, 64, 6, kGfx11Word3, 0, 0, mem, plain),
+            WAVE_SUCCESS);
+  EXPECT_EQ(mem[3], 0xee);
+  EXPECT_EQ(mem[4], 5);
+  EXPECT_EQ(mem[8], 9);
+}
+
+TEST(EmuBuffer, OutOfRangeStoresAreDropped) {
+  for (BufferCase c : {BufferCase{"gfx942", 0, 8}, BufferCase{"gfx1100", 1, 8},
+                       BufferCase{"gfx90a", 0, 2}}) {
+    const uint32_t w3 = c.rules ? kGfx11Word3 : kGfx9Word3, all = 8 * c.bytes;
+    for (uint32_t records : {all, all - 4, all - 2, 3u, 0u}) {
+      std::vector<uint8_t> mem, plain;
+      ASSERT_EQ(runBuffer(c, true, all, records, w3, 0, 0, mem, plain), WAVE_SUCCESS)
+          << wave_last_error();
+      // The stored data is the poison 0xee: a byte changed iff its unit is in range.
+      const uint32_t unit = std::min<uint32_t>(c.bytes, 4);
+      for (uint32_t i = 0; i < all; ++i) {
+        bool in = i / unit * unit + unit <= records;
+        EXPECT_EQ(mem[i], in ? 0xee : uint8_t(i + 1))
+            << c.target << " records " << records << " byte " << i;
+      }
+    }
+  }
+}
+
+TEST(EmuBuffer, InRangeButOutsideTheAllocationIsReported) {
+  // num_records (64) covers more than the 40-byte allocation: the hardware would not catch
+  // the access, the detector does.
+  std::vector<uint8_t> mem, plain;
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 64, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_ERROR_LAUNCH);
+  std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "bufload: out-of-bounds global load of 8 bytes at handmade.wave:7:3 "
+                            "in workgroup (0,0,0) thread (5,0,0)"))
+      << msg;
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, true, 40, 64, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_ERROR_LAUNCH);
+  msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "bufstore: out-of-bounds global store of 8 bytes")) << msg;
+  // A partly in-range access: its in-range word (bytes 40-43 of thread 5) is still outside.
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 44, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_ERROR_LAUNCH);
+  msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "bufload: out-of-bounds global load of 4 bytes")) << msg;
+  EXPECT_TRUE(contains(msg, "thread (5,0,0)")) << msg;
+  // Cut by num_records at the allocation's end, the same launch is clean.
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 40, 40, kGfx9Word3, 0, 0, mem, plain),
+            WAVE_SUCCESS)
+      << wave_last_error();
+  EXPECT_EQ(plain, expectLoad(8, 40, 0, 0));
+}
+
+TEST(EmuBuffer, DescriptorRulesPerFamily) {
+  std::vector<uint8_t> mem, plain;
+  // gfx10+: OOB_SELECT 2 checks nothing; 0 and 1 (structured) are not modelled.
+  ASSERT_EQ(runBuffer({"gfx1100", 1, 8}, false, 64, 0, (kGfx11Word3 & ~(3u << 28)) | 2u << 28, 0,
+                      0, mem, plain),
+            WAVE_SUCCESS)
+      << wave_last_error();
+  EXPECT_EQ(plain, expectLoad(8, 0, 0, 0, /*check=*/false));
+  EXPECT_EQ(runBuffer({"gfx1100", 1, 8}, false, 64, 64, kGfx11Word3 & ~(3u << 28), 0, 0, mem,
+                      plain),
+            WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "unsupported buffer descriptor in a buffer load"))
+      << wave_last_error();
+  // gfx9: the same word 3 bits are ignored (always checked); a zero data format and a stride
+  // are not modelled.
+  ASSERT_EQ(runBuffer({"gfx942", 0, 8}, false, 64, 60, kGfx9Word3 | 2u << 28, 0, 0, mem, plain),
+            WAVE_SUCCESS);
+  EXPECT_EQ(plain, expectLoad(8, 60, 0, 0));
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, false, 64, 64, 7u << 12, 0, 0, mem, plain),
+            WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "data format 0")) << wave_last_error();
+  EXPECT_EQ(runBuffer({"gfx942", 0, 8}, true, 64, 64, kGfx9Word3, 0, 0, mem, plain, 16),
+            WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "a stride")) << wave_last_error();
+}
+
 // ---- image validation ---------------------------------------------------------------------------
 
 TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {

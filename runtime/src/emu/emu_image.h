@@ -142,6 +142,18 @@ enum class Op : uint16_t {
   // vector reductions (llvm.vector.reduce.*): dst scalar `type` <- reduce of a (aux lanes);
   // imm Reduce kind; FAdd/FMul start from b (ordered, like LLVM without reassoc)
   Reduce,
+  // AMD raw buffer accesses (llvm.amdgcn.raw.buffer.load/store with a <4 x i32> descriptor V#:
+  // base = w0 | (w1 & 0xffff) << 32, stride = (w1 >> 16) & 0x3fff, which must be 0 (raw),
+  // num_records = w2, word 3 = w3). The address is base + soffset + voffset; the range check
+  // looks at voffset alone: an access of at most 4 bytes is one unit, a longer one is checked
+  // per 32-bit word j at sat32(voffset + 4j) (the rule LLVM's AMDGPUUsage states under "Relaxed
+  // Buffer OOB Mode"), and a unit is in range when it ends at or before num_records. Out-of-range units read 0 / are not written; in-range
+  // units still go through the global out-of-bounds detector. aux bit 0: the gfx10+ rules,
+  // under which word 3's OOB_SELECT (bits 28-29) must be 3 (check) or 2 (no check); without it
+  // (gfx9) word 3's data format (bits 15-18) must be nonzero. Descriptors outside these rules
+  // (strides, add-tid, other OOB modes) fail the launch.
+  BufferLoad,  // dst (type x lanes) <- descriptor a, voffset b (u32), soffset c (u32)
+  BufferStore, // descriptor a, data b (type x lanes), voffset c, soffset dst
   Count
 };
 

@@ -431,6 +431,57 @@ private:
                  detail);
   }
 
+  // An AMD raw buffer load (store) of `bytes` at `data` (emu_image.h, Op::BufferLoad): the
+  // descriptor's rules, the per-unit range check, then the global detector on what is in range.
+  bool bufferAccess(const Lane &lane, const Inst &in, const uint8_t *rsrc, uint32_t voffset,
+                    uint32_t soffset, uint8_t *data, uint32_t bytes, bool store) {
+    const uint32_t w1 = rd<uint32_t>(rsrc + 4), records = rd<uint32_t>(rsrc + 8),
+                   w3 = rd<uint32_t>(rsrc + 12);
+    const uint64_t base = rd<uint32_t>(rsrc) | uint64_t(w1 & 0xffff) << 32;
+    const char *what = store ? "store" : "load";
+    const bool gfx10 = in.aux & 1;
+    const uint32_t oobSelect = (w3 >> 28) & 3;
+    const char *bad = (w1 >> 16) & 0x3fff ? "a stride (structured buffers)"
+                      : (w3 >> 23) & 1    ? "ADD_TID_ENABLE"
+                      : gfx10 && oobSelect < 2
+                          ? "OOB_SELECT 0 or 1 (structured range checks)"
+                      : !gfx10 && ((w3 >> 15) & 15) == 0 ? "data format 0"
+                                                           : nullptr;
+    if (bad)
+      return fault(lane, in, std::string("unsupported buffer descriptor in a buffer ") + what,
+                   std::string("the emulator does not model ") + bad + " (word 3 " + hex(w3) +
+                       ")");
+    const bool check = !(gfx10 && oobSelect == 2);
+    if (!check || uint64_t(voffset) + bytes <= records) { // wholly in range: one access
+      const uint64_t addr = base + soffset + uint64_t(voffset);
+      if (!checkGlobal(lane, in, addr, bytes, what))
+        return false;
+      if (store)
+        copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(addr)), data, bytes);
+      else
+        copyBytes(data, reinterpret_cast<const uint8_t *>(uintptr_t(addr)), bytes);
+      return true;
+    }
+    const uint32_t unit = bytes <= 4 ? bytes : 4;
+    for (uint32_t at = 0; at < bytes; at += unit) {
+      const uint32_t n = std::min(unit, bytes - at);
+      const uint64_t off = std::min<uint64_t>(uint64_t(voffset) + at, 0xffffffffu);
+      if (check && off + n > records) { // out of range: reads 0, writes nothing
+        if (!store)
+          std::memset(data + at, 0, n);
+        continue;
+      }
+      const uint64_t addr = base + soffset + uint64_t(voffset) + at;
+      if (!checkGlobal(lane, in, addr, n, what))
+        return false;
+      if (store)
+        copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(addr)), data + at, n);
+      else
+        copyBytes(data + at, reinterpret_cast<const uint8_t *>(uintptr_t(addr)), n);
+    }
+    return true;
+  }
+
   // Shared memory: bounds, then the race and uninitialised-read detectors.
   bool checkShared(const Lane &lane, const Inst &in, uint64_t off, uint32_t bytes, bool read,
                    bool write, bool atomic, const char *what) {
@@ -830,6 +881,18 @@ void Runner::run(Lane &L) {
           }
           copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(at)), s, n);
         }
+      }
+      break;
+    }
+    case Op::BufferLoad:
+    case Op::BufferStore: {
+      const bool store = Op(in.op) == Op::BufferStore;
+      uint8_t *data = f + (store ? in.b : in.dst);
+      if (!bufferAccess(L, in, f + in.a, rd<uint32_t>(f + (store ? in.c : in.b)),
+                        rd<uint32_t>(f + (store ? in.dst : in.c)), data, typeSize(t) * in.lanes,
+                        store)) {
+        L.state = Done;
+        return;
       }
       break;
     }

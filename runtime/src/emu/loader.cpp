@@ -196,6 +196,12 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
     }
     break;
   }
+  case Op::BufferLoad:
+    ok = in.aux <= 1 && slot(in.dst, full) && slot(in.a, 16) && slot(in.b, 4) && slot(in.c, 4);
+    break;
+  case Op::BufferStore:
+    ok = in.aux <= 1 && slot(in.b, full) && slot(in.a, 16) && slot(in.c, 4) && slot(in.dst, 4);
+    break;
   case Op::Mbcnt:
   case Op::CvtFp8ToF32:
     ok = slot(in.dst, 4) && slot(in.a, 4) && slot(in.b, 4);
