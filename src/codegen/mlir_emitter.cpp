@@ -394,8 +394,9 @@ private:
   std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
   // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
   Access copyAccess(const Promotion &p, bool global, int64_t copy);
+  // `trans`: the tile stores the operand's row dim innermost (ldmatrix .trans).
   void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,
-                      const std::vector<CloneAssign> &assigns, RegVal &v);
+                      const std::vector<CloneAssign> &assigns, RegVal &v, bool trans);
 
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
@@ -1836,7 +1837,8 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   if (acc.vecDim >= 0)
     v.vecDim = acc.dims[acc.vecDim].dim.str();
 
-  // ldmatrix: an mma.sync operand of 16-bit elements whose K dim is the innermost memory dim.
+  // ldmatrix: an mma.sync operand of 16-bit elements whose K dim is the innermost memory dim,
+  // or (.trans) whose row dim is (attention's V as the A operand of Vᵀ·Pᵀ).
   const ir::Op *mma = nullptr;
   for (const ir::Op *u : op.results[0]->users)
     if (u->kind == ir::OpKind::Mma &&
@@ -1844,6 +1846,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
       mma = u;
   const LaneLayout *layout = nullptr;
   int rowIdx = -1, colIdx = -1;
+  bool trans = false;
   if (mma && mma->mma && bitWidth(acc.dtype) == 16) {
     const bool lhs = mma->operands[0] == op.results[0];
     layout = lhs ? &mma->mma->a : &mma->mma->b;
@@ -1854,7 +1857,9 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
       if (acc.dims[i].dim == mma->dims[2])
         colIdx = static_cast<int>(i);
     }
-    if (layout->ldTiles == 0 || colIdx + 1 != static_cast<int>(acc.dims.size()) || rowIdx < 0 ||
+    const int inner = static_cast<int>(acc.dims.size()) - 1;
+    trans = colIdx != inner && rowIdx == inner && layout->ldTransRow;
+    if (layout->ldTiles == 0 || (colIdx != inner && !trans) || rowIdx < 0 || colIdx < 0 ||
         layout->ldTiles * 2 != static_cast<unsigned>(acc.elems))
       layout = nullptr;
   }
@@ -1864,7 +1869,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
     if (!keep || keep(a))
       assigns.push_back(a);
   if (layout)
-    ldmatrixClones(acc, *layout, rowIdx, colIdx, assigns, v);
+    ldmatrixClones(acc, *layout, rowIdx, colIdx, assigns, v, trans);
   else
     for (const auto &a : assigns)
       v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
@@ -1879,7 +1884,9 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
 // distinct swizzle phase rather than one per instruction.
 void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx,
                                    int colIdx, const std::vector<CloneAssign> &assigns,
-                                   RegVal &v) {
+                                   RegVal &v, bool trans) {
+  auto ldRow = trans ? layout.ldTransRow : layout.ldRow;
+  auto ldCol = trans ? layout.ldTransCol : layout.ldCol;
   const unsigned t = layout.ldTiles;
   const int64_t group = t < 4 && 4 % t == 0 ? 4 / t : 1;
   const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
@@ -1918,9 +1925,9 @@ void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, 
       if (count > 1)
         x = x + which * facts_.simplify(at[1][i] - at[0][i]);
       if (static_cast<int>(i) == rowIdx)
-        x = x + layout.ldRow(count > 1 ? sub : lane);
+        x = x + ldRow(count > 1 ? sub : lane);
       else if (static_cast<int>(i) == colIdx)
-        x = x + layout.ldCol(count > 1 ? sub : lane);
+        x = x + ldCol(count > 1 ? sub : lane);
       idx[i] = x;
     }
     std::string ptr = pointerTo(facts_.simplify(offsetOf(inBuffer, idx)));
@@ -1931,7 +1938,8 @@ void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, 
     sty += ")>";
     std::string s = fresh();
     line(s + " = llvm.call_intrinsic \"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" +
-         std::to_string(regs) + ".b16\"(" + ptr + ") : (!llvm.ptr<3>) -> " + sty);
+         std::to_string(regs) + (trans ? ".trans" : "") + ".b16\"(" + ptr +
+         ") : (!llvm.ptr<3>) -> " + sty);
     const std::string ity = "vector<" + std::to_string(t) + "xi32>";
     for (int64_t j = 0; j < count; ++j) {
       std::string vec = fresh();

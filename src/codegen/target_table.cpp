@@ -46,6 +46,12 @@ IndexExpr ldARow(const IndexExpr &l) { return mod(l, 16); }
 IndexExpr ldACol(const IndexExpr &l) { return 8 * floorDiv(l, 16); }
 IndexExpr ldBRow(const IndexExpr &l) { return mod(l, 8); }
 IndexExpr ldBCol(const IndexExpr &l) { return 8 * mod(floorDiv(l, 8), 2); }
+// .trans: the 8x8 matrices are stored K-major, each lane addressing one K index and 8 row
+// elements. A: matrix j covers rows 8 (j % 2) .. + 7 and K 8 (j / 2) .. + 7; B: K 8 j .. + 7.
+IndexExpr ldATRow(const IndexExpr &l) { return 8 * mod(floorDiv(l, 8), 2); }
+IndexExpr ldATCol(const IndexExpr &l) { return mod(l, 8) + 8 * floorDiv(l, 16); }
+IndexExpr ldBTRow(const IndexExpr &) { return IndexExpr(0); }
+IndexExpr ldBTCol(const IndexExpr &l) { return mod(l, 16); }
 
 using ST = ScalarType;
 const std::vector<ST> kF16{ST::F16}, kBF16{ST::BF16}, kI8{ST::I8},
@@ -55,8 +61,8 @@ const LaneLayout kA16x4{4, lmod16, k4x16}, kA32x4{4, lmod32, k4x32}, kA16x8{8, l
     kA32x8{8, lmod32, k8x32}, kA16K4F8{8, lmod16, k4f8};
 const LaneLayout kC16{4, k4x16, lmod16}, kC32{16, acc32Row, lmod32};
 const LaneLayout kWmmaAB{16, lmod16, gOnly}, kWmmaC{8, wmmaAccRow, lmod16};
-const LaneLayout kSyncA16{8, syncARow, syncACol, 4, ldARow, ldACol},
-    kSyncB16{4, grp, syncBK16, 2, ldBRow, ldBCol},
+const LaneLayout kSyncA16{8, syncARow, syncACol, 4, ldARow, ldACol, ldATRow, ldATCol},
+    kSyncB16{4, grp, syncBK16, 2, ldBRow, ldBCol, ldBTRow, ldBTCol},
     kSyncC{4, syncCRow, syncCCol};
 const LaneLayout kSyncA8{4, syncCRow, syncCCol}, kSyncB8{2, grp, syncBK8};
 

@@ -29,6 +29,11 @@ struct LaneLayout {
   unsigned ldTiles = 0;
   sym::IndexExpr (*ldRow)(const sym::IndexExpr &lane) = nullptr;
   sym::IndexExpr (*ldCol)(const sym::IndexExpr &lane) = nullptr;
+  // The same fragment from a tile stored transposed (the operand's row dim innermost): with
+  // `ldmatrix .trans`, lane l supplies the address of (ldTransRow(l), ldTransCol(l)), the first
+  // of 8 elements along the row dim; null when there is no such form.
+  sym::IndexExpr (*ldTransRow)(const sym::IndexExpr &lane) = nullptr;
+  sym::IndexExpr (*ldTransCol)(const sym::IndexExpr &lane) = nullptr;
 };
 
 struct MmaKind {
