@@ -500,6 +500,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
       {"llvm.nvvm.rcp.", Op::Rcp}, {"llvm.nvvm.rsqrt.approx.", Op::Rsq},
       {"llvm.nvvm.sqrt.", Op::Sqrt}, {"llvm.nvvm.sin.approx.", Op::Sin},
       {"llvm.nvvm.cos.approx.", Op::Cos}, {"llvm.nvvm.tanh.approx.", Op::Tanh},
+      {"llvm.nvvm.fmax.nan.", Op::Maximum}, {"llvm.nvvm.fmin.nan.", Op::Minimum},
       {"llvm.nvvm.fmax.", Op::MaxNum}, {"llvm.nvvm.fmin.", Op::MinNum},
       {"llvm.nvvm.fabs.", Op::FAbs}, {"llvm.nvvm.fma.rn.", Op::Fma},
   };

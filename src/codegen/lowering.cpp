@@ -15,6 +15,7 @@
 #include "codegen/lowering.h"
 
 #include "codegen/emu_translate.h"
+#include "codegen/nvptx_minmax.h"
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
@@ -45,6 +46,7 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/DebugInfo.h"
@@ -470,7 +472,17 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   {
     mlir::PassManager pm(&ctx);
     mlir::OpPassManager &g = pm.nest<mlir::gpu::GPUModuleOp>();
-    g.addPass(mlir::arith::createArithExpandOpsPass());
+    if (amd) {
+      g.addPass(mlir::arith::createArithExpandOpsPass());
+    } else {
+      // Only the index divisions: maximumf/minimumf stay llvm.maximum/minimum, which
+      // useNvptxNaNMinMax turns into one max.NaN/min.NaN each (arith-expand would make them
+      // compare-and-select chains first).
+      mlir::RewritePatternSet divisions(&ctx);
+      mlir::arith::populateCeilFloorDivExpandOpsPatterns(divisions);
+      if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(divisions))))
+        return fail(diags, target, "expanding index divisions failed");
+    }
     g.addPass(mlir::createConvertSCFToCFPass());
     g.addPass(mlir::createConvertVectorToLLVMPass());
     if (amd) {
@@ -566,6 +578,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     timer.lap("target machine");
     mpm.run(*llvmModule, mam);
   }
+  if (target.vendor == Vendor::NVIDIA)
+    useNvptxNaNMinMax(*llvmModule);
   timer.lap("LLVM optimization");
   if (options.resources) {
     collectSharedBytes(*llvmModule, kernels, *options.resources);

@@ -2234,7 +2234,8 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   // Pipeline depth: the first of these that fits: 4 or 3 swizzled buffers within the static
   // shared memory, 3 within the opt-in limit (NVIDIA dynamic shared memory: bigger block tiles
   // need it, and 3 buffers measured best there, docs/performance.md), then 2 swizzled or padded
-  // ones; 1 (register prefetch) otherwise.
+  // ones, then padded ones within the opt-in limit (rows longer than 128 bytes, e.g.
+  // attention's head dim 128, cannot be swizzled); 1 (register prefetch) otherwise.
   int stages = 1;
   bool swizzle = false;
   for (const ir::Op *o : staged)
@@ -2246,7 +2247,8 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   };
   const int64_t staticLds = target_.ldsBytes, optInLds = target_.ldsOptInBytes;
   for (Depth c : {Depth{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
-                  {2, true, staticLds}, {2, false, staticLds}, {2, true, optInLds}}) {
+                  {2, true, staticLds}, {2, false, staticLds}, {3, false, optInLds},
+                  {2, true, optInLds}, {2, false, optInLds}}) {
     if (!async || stages > 1)
       break;
     bool ok = true;

@@ -248,6 +248,21 @@ private:
     for (const auto &[d, v] : mmaShapes)
       if (!kernel.workgroupFor(d) && !kernel.tilingFor(d) && d.size.asInteger())
         add(d);
+    // Likewise a static dim no constraint splits, with a constant vector shape smaller than it
+    // (a row of 100 walked in tiles of 64), unless a reduction is over it (reductions walk
+    // their rows themselves: lanes, then a stream of chunks).
+    for (const auto &[d, vs] : kernel.hardware.vectorShapes) {
+      auto size = d.size.asInteger();
+      auto v = vs.asInteger();
+      if (kernel.workgroupFor(d) || kernel.tilingFor(d) || !size || !v || *v <= 0 || *v >= *size)
+        continue;
+      bool reduced = false;
+      ir::walk(kernel.body, [&](const ir::Op &op) {
+        reduced |= op.kind == ir::OpKind::Reduce && op.dims[0] == d;
+      });
+      if (!reduced)
+        add(d);
+    }
     for (const auto &d : dims) {
       IndexExpr vs;
       const int64_t *fromMma = nullptr;
@@ -322,16 +337,10 @@ private:
       reduceLayout(role.op->dims[0], lane, acc, thread, elements, chunks);
     } else if (!shape.empty()) {
       acc.anchor = "read/write";
-      // Lanes run along the dim on workgroup axis 0; each owns `ept` consecutive elements.
-      for (const auto &d : shape) {
-        const auto *wg = kernel.workgroupFor(d);
-        if (!wg || wg->axis != 0)
-          continue;
-        int64_t tpb0 = out.wavesPerBlock[0] * out.waveSize;
-        int64_t ept = op.ept ? *op.ept : std::max<int64_t>((wg->tile + tpb0 - 1) / tpb0, 1);
-        thread.push_back({d, lane * ept + kG});
-        elements.push_back({d, ept});
-        break;
+      if (const ir::Dim *d = plainLaneDim(shape, mem->type.shape)) {
+        const int64_t ept = op.ept ? *op.ept : plainElements(*d);
+        thread.push_back({*d, lane * ept + kG});
+        elements.push_back({*d, ept});
       }
     } else {
       acc.anchor = "scalar";
@@ -515,6 +524,46 @@ private:
     });
   }
   std::map<std::string, int64_t> narrowest;
+
+  // The dim the lanes of a plain read or write run along: the one on workgroup axis 0 (lanes
+  // only run along x), else the innermost memory dim that no workgroup splits and whose vector
+  // shape is a constant above 1 (a row every workgroup holds whole, e.g. rows with
+  // `workgroup(M, 1, dim = 1)`); null when there is none (every lane then holds the value).
+  const ir::Dim *plainLaneDim(const ir::Shape &reg, const ir::Shape &memShape) const {
+    for (const auto &d : reg)
+      if (const auto *wg = kernel.workgroupFor(d); wg && wg->axis == 0)
+        return &d;
+    for (auto it = memShape.rbegin(); it != memShape.rend(); ++it) {
+      if (!ir::hasDim(reg, *it) || kernel.workgroupFor(*it))
+        continue;
+      const ExpansionInfo *x = expansionOf(out, *it);
+      auto vs = x ? x->vectorShape.asInteger() : kernel.vectorShapeFor(*it)
+                                                   ? kernel.vectorShapeFor(*it)->asInteger()
+                                                   : std::nullopt;
+      if (vs && *vs > 1)
+        for (const auto &d : reg)
+          if (d == *it)
+            return &d;
+    }
+    return nullptr;
+  }
+  // Elements per lane along the lane dim: the wave's lanes cover one vector tile of it (the
+  // expansion's clones step by the vector shape), so ceil(vector shape / wave size); a dim
+  // whose vector shape is not a constant takes its workgroup tile over the axis' threads.
+  int64_t plainElements(const ir::Dim &d) const {
+    const int64_t w = out.waveSize;
+    if (const ExpansionInfo *x = expansionOf(out, d))
+      if (auto vs = x->vectorShape.asInteger(); vs && *vs > 0)
+        return std::max<int64_t>((*vs + w - 1) / w, 1);
+    if (auto vs = kernel.vectorShapeFor(d))
+      if (auto v = vs->asInteger(); v && *v > 0)
+        return std::max<int64_t>((*v + w - 1) / w, 1);
+    if (const auto *wg = kernel.workgroupFor(d)) {
+      const int64_t tpb0 = out.wavesPerBlock[0] * w;
+      return std::max<int64_t>((wg->tile + tpb0 - 1) / tpb0, 1);
+    }
+    return 1;
+  }
 
   // True when consecutive register elements g, g + 1 sit at consecutive indices.
   static bool isUnitStride(const IndexExpr &start, const sym::Facts &facts) {
