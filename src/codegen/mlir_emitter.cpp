@@ -278,6 +278,10 @@ private:
   // Replaces masked-off elements by the combiner's identity.
   std::string maskToIdentity(const Combiner &c, const DimIndex &di, const CloneAssign &a,
                              const std::string &v, int64_t e);
+  // gpu.shuffle (`mode` xor or idx, `offset` an i32) of one element of any type: 32-bit values
+  // as they are, narrower ones through f32 / i32 (exact), 64-bit ones as two halves.
+  std::string shuffle(const char *mode, const std::string &v, ScalarType t,
+                      const std::string &offset);
   std::string shuffleXor(const std::string &v, ScalarType t, int64_t mask);
   // The reduction of a value held in registers; `masked`: apply the dim's row mask.
   bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
@@ -3026,26 +3030,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
     return lowerIndex(facts_.simplify(e));
   };
   const std::string ety = mlirType(t);
-  const bool fl = isFloat(t) && !opaque(t);
   const unsigned bits = t == ScalarType::I1 ? 1 : bitWidth(t);
   const int64_t perWord = bits < 32 && bits > 1 && v.elems % (32 / bits) == 0 ? 32 / bits : 1;
-  const std::string sty = perWord > 1 ? "i32" : bits > 32 ? (fl ? "f64" : "i64") : (fl ? "f32" : "i32");
-  auto widen = [&](const std::string &x) {
-    if (sty == ety)
-      return x;
-    std::string r = fresh();
-    line(r + " = " + (fl ? "arith.extf " : "arith.extui ") + x + " : " + ety + " to " + sty);
-    return r;
-  };
-  auto narrow = [&](const std::string &x) {
-    if (sty == ety)
-      return x;
-    std::string r = fresh();
-    line(r + " = " + (fl ? "arith.truncf " : "arith.trunci ") + x + " : " + sty + " to " + ety);
-    return r;
-  };
-  std::string width = fresh();
-  line(width + " = arith.constant " + std::to_string(w) + " : i32");
   std::map<size_t, std::string> words;                           // source clone -> i32 words
   std::map<std::tuple<std::string, size_t, int64_t>, std::string> moved; // (lane, clone, slot)
   const std::string wty = "vector<" + std::to_string(v.elems / perWord) + "xi32>";
@@ -3053,7 +3039,6 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
     const int64_t slot = cand.elem / perWord;
     std::string &got = moved[{from, cand.srcClone, slot}];
     if (got.empty()) {
-      std::string x;
       if (perWord > 1) {
         std::string &ws = words[cand.srcClone];
         if (ws.empty()) {
@@ -3062,19 +3047,17 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
                v.clones.at(cloneKey(plan.srcClones[cand.srcClone], v.cloneSyms)) + " : " +
                vecType(t, v.elems) + " to " + wty);
         }
-        x = extractElem(ws, ScalarType::I32, v.elems / perWord, slot);
+        got = extractElem(ws, ScalarType::I32, v.elems / perWord, slot);
+        if (!from.empty())
+          got = shuffle("idx", got, ScalarType::I32, from);
       } else {
-        x = widen(srcElem(cand));
-      }
-      got = x;
-      if (!from.empty()) {
-        got = fresh();
-        line(got + ", " + fresh() + " = gpu.shuffle idx " + x + ", " + from + ", " + width +
-             " : " + sty);
+        got = srcElem(cand);
+        if (!from.empty())
+          got = shuffle("idx", got, t, from);
       }
     }
     if (perWord == 1)
-      return narrow(got);
+      return got;
     std::string pair = fresh();
     line(pair + " = llvm.bitcast " + got + " : i32 to " + vecType(t, perWord));
     return extractElem(pair, t, perWord, cand.elem % perWord);
@@ -3391,13 +3374,14 @@ std::string KernelEmitter::maskToIdentity(const Combiner &c, const DimIndex &di,
 
 // gpu.shuffle moves i32, i64, f32 and f64; MLIR 19 lowers only the 32-bit ones to both ROCDL and
 // NVVM, so narrower values are widened (exactly) and 64-bit ones split into halves.
-std::string KernelEmitter::shuffleXor(const std::string &v, ScalarType t, int64_t mask) {
+std::string KernelEmitter::shuffle(const char *mode, const std::string &v, ScalarType t,
+                                   const std::string &offset) {
   const std::string ety = mlirType(t);
-  auto shuffle = [&](const std::string &x, const std::string &ty) {
-    std::string o = fresh(), w = fresh(), r = fresh();
-    line(o + " = arith.constant " + std::to_string(mask) + " : i32");
+  auto move = [&](const std::string &x, const std::string &ty) {
+    std::string w = fresh(), r = fresh();
     line(w + " = arith.constant " + std::to_string(d_.waveSize) + " : i32");
-    line(r + ", " + fresh() + " = gpu.shuffle xor " + x + ", " + o + ", " + w + " : " + ty);
+    line(r + ", " + fresh() + " = gpu.shuffle " + mode + " " + x + ", " + offset + ", " + w +
+         " : " + ty);
     return r;
   };
   auto cast = [&](const char *op, const std::string &x, const std::string &from,
@@ -3406,25 +3390,31 @@ std::string KernelEmitter::shuffleXor(const std::string &v, ScalarType t, int64_
     line(r + " = " + op + " " + x + " : " + from + " to " + to);
     return r;
   };
-  const unsigned w = bitWidth(t);
+  const unsigned w = t == ScalarType::I1 ? 1 : bitWidth(t);
   if (w == 32)
-    return shuffle(v, ety);
-  if (w < 32 && isFloat(t))
-    return cast("arith.truncf", shuffle(cast("arith.extf", v, ety, "f32"), "f32"), "f32", ety);
+    return move(v, ety);
+  if (w < 32 && isFloat(t) && !opaque(t))
+    return cast("arith.truncf", move(cast("arith.extf", v, ety, "f32"), "f32"), "f32", ety);
   if (w < 32)
-    return cast("arith.trunci", shuffle(cast("arith.extui", v, ety, "i32"), "i32"), "i32", ety);
+    return cast("arith.trunci", move(cast("arith.extui", v, ety, "i32"), "i32"), "i32", ety);
   // 64 bits: two 32-bit halves.
   std::string bits = isFloat(t) ? cast("arith.bitcast", v, ety, "i64") : v;
   std::string c32 = fresh(), hiBits = fresh();
   line(c32 + " = arith.constant 32 : i64");
   line(hiBits + " = arith.shrui " + bits + ", " + c32 + " : i64");
-  std::string lo = shuffle(cast("arith.trunci", bits, "i64", "i32"), "i32");
-  std::string hi = shuffle(cast("arith.trunci", hiBits, "i64", "i32"), "i32");
+  std::string lo = move(cast("arith.trunci", bits, "i64", "i32"), "i32");
+  std::string hi = move(cast("arith.trunci", hiBits, "i64", "i32"), "i32");
   std::string lo64 = cast("arith.extui", lo, "i32", "i64"), hi64 = cast("arith.extui", hi, "i32", "i64");
   std::string sh = fresh(), r = fresh();
   line(sh + " = arith.shli " + hi64 + ", " + c32 + " : i64");
   line(r + " = arith.ori " + sh + ", " + lo64 + " : i64");
   return isFloat(t) ? cast("arith.bitcast", r, "i64", ety) : r;
+}
+
+std::string KernelEmitter::shuffleXor(const std::string &v, ScalarType t, int64_t mask) {
+  std::string o = fresh();
+  line(o + " = arith.constant " + std::to_string(mask) + " : i32");
+  return shuffle("xor", v, t, o);
 }
 
 namespace {

@@ -114,24 +114,19 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
   std::vector<std::string> slots = {"$T0", "$g"};
   std::set<std::string> others;
   auto collect = [&](const ThreadLayout &l) {
-    for (const auto &s : l.cloneSyms)
-      if (std::find(slots.begin(), slots.end(), s) == slots.end())
-        slots.push_back(s);
+    std::set<std::string> clones = l.cloneSyms;
     for (const auto &[dim, e] : l.index)
       for (const auto &s : e.freeSymbols())
-        if (s != "$T0" && s != "$g" && s.rfind("$i_", 0) != 0)
+        if (s.rfind("$i_", 0) == 0)
+          clones.insert(s);
+        else if (s != "$T0" && s != "$g")
           others.insert(s);
+    for (const auto &s : clones)
+      if (std::find(slots.begin(), slots.end(), s) == slots.end())
+        slots.push_back(s);
   };
   collect(src);
   collect(dst);
-  for (const auto &[dim, e] : src.index)
-    for (const auto &s : e.freeSymbols())
-      if (s.rfind("$i_", 0) == 0 && std::find(slots.begin(), slots.end(), s) == slots.end())
-        slots.push_back(s);
-  for (const auto &[dim, e] : dst.index)
-    for (const auto &s : e.freeSymbols())
-      if (s.rfind("$i_", 0) == 0 && std::find(slots.begin(), slots.end(), s) == slots.end())
-        slots.push_back(s);
   const size_t firstOther = slots.size();
   slots.insert(slots.end(), others.begin(), others.end());
 
@@ -174,14 +169,19 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
       std::unordered_map<std::vector<int64_t>, std::vector<Hit>, KeyHash> held;
       bool ok = true;
       std::vector<int64_t> key(srcExpr.size());
+      // The coordinates (on the source's dims) of element e of lane l, into `key`.
+      auto coordinates = [&](const std::vector<const sym::CompiledExpr *> &exprs, int64_t l,
+                             int64_t e) {
+        vals[0] = wave * w + l;
+        vals[1] = e;
+        for (size_t d = 0; d < exprs.size(); ++d)
+          key[d] = sym::evaluate(*exprs[d], vals.data(), ok);
+      };
       for (size_t c = 0; c < ns; ++c) {
         setClone(plan.srcClones[c]);
         for (int64_t e = 0; e < src.elems; ++e)
           for (int64_t l = 0; l < w; ++l) {
-            vals[0] = wave * w + l;
-            vals[1] = e;
-            for (size_t d = 0; d < srcExpr.size(); ++d)
-              key[d] = sym::evaluate(*srcExpr[d], vals.data(), ok);
+            coordinates(srcExpr, l, e);
             held[key].push_back({c, e, l});
           }
       }
@@ -189,10 +189,7 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
         setClone(plan.dstClones[c]);
         for (int64_t e = 0; e < dst.elems; ++e)
           for (int64_t l = 0; l < w; ++l) {
-            vals[0] = wave * w + l;
-            vals[1] = e;
-            for (size_t d = 0; d < dstExpr.size(); ++d)
-              key[d] = sym::evaluate(*dstExpr[d], vals.data(), ok);
+            coordinates(dstExpr, l, e);
             auto it = held.find(key);
             if (it == held.end()) {
               std::string at;
