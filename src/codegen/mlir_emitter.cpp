@@ -2809,6 +2809,10 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
       line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
       line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
       line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
+    } else if (fl && (op.binary == B::Add || op.binary == B::Sub || op.binary == B::Mul)) {
+      // Contractible (a * b + c may become one fused multiply-add), as nvcc and hipcc compile
+      // by default (docs/language.md section 13).
+      line(r + " = " + pf + " " + x[0] + ", " + x[1] + " fastmath<contract> : " + ity);
     } else if (fl ? pf != nullptr : pi != nullptr) {
       bin(fl ? pf : pi);
     } else {
