@@ -13,11 +13,12 @@ cp -r "$src/samples/common" "$src/samples/attention" "$out/samples/"
 cp "$src/bench/attention_cuda.py" "$out/"
 # name: head dim: -D flags
 variants=(
-  "d64_k32:64:-DBLOCK_K2=32"
-  "d64_k64:64:-DBLOCK_K2=64"
   "d64_k32_w32:64:-DBLOCK_K2=32 -DWAVE_M=32 -DBLOCK_M=128"
-  "d128_k16:128:-DBLOCK_K2=16"
+  "d64_m128_k32:64:-DBLOCK_M=128 -DBLOCK_K2=32"
+  "d64_m128_k64:64:-DBLOCK_M=128 -DBLOCK_K2=64"
   "d128_k32:128:-DBLOCK_K2=32"
+  "d128_m128_k32:128:-DBLOCK_M=128 -DBLOCK_K2=32"
+  "d128_m128_k64:128:-DBLOCK_M=128 -DBLOCK_K2=64"
 )
 for v in "${variants[@]}"; do
   name=${v%%:*} rest=${v#*:}
