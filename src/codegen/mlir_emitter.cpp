@@ -45,8 +45,15 @@
 // shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
 // layout of their user (RegVal::deferred).
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, if, atomics, allocate,
-// arithmetic on fp8 types, values that would have to cross waves to change layout.
+// Mapped reads and writes (language.md section 3.2): the value is laid out over the register
+// dims (the iterators, AccessIndex::regDims), the addresses are the mapping's expressions of
+// them; the checks are the iteration bounds plus the memory-side bounds the distribution could
+// not prove (Access::iter, DimIndex::maskedBelow), and the pieces logic groups the elements
+// whose offsets are provably consecutive.
+//
+// Not supported yet (reported as `codegen-unsupported`): mapped reads of promoted tensors, if,
+// atomics, allocate, arithmetic on fp8 types, values that would have to cross waves to change
+// layout.
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"
@@ -391,7 +398,26 @@ private:
     int64_t elems = 1;
     IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
     int64_t swizzle = 0;            // see LdsAlloc
+    // A mapped access (language.md section 3.2): `dims` are the memory side (the mapping's
+    // expressions; `masked`/`maskedBelow` where they may leave the tensor), `iter` the register
+    // dims whose iteration bound needs a check (index < the register dim's size).
+    bool mapped = false;
+    std::vector<DimIndex> iter;
   };
+  // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
+  struct Bound {
+    const IndexExpr *start;
+    IndexExpr size;
+    bool upper = true, lower = false;
+  };
+  // The checks of an access: its masked memory dims in order, then its iteration bounds.
+  std::vector<Bound> boundsOf(const Access &acc) const;
+  // Whether the in-bounds elements of every clone of `acc` are a prefix of g (so the last
+  // element decides "all" and the first "any"): elements along one contiguous dim, or, for a
+  // mapped access, every checked index that moves with g moves up and has no lower check.
+  bool prefixBounds(const Access &acc) const;
+  // Whether index `start` grows by exactly 1 (`unit`) or by >= 0 from element g to g + 1.
+  bool stepsInG(const IndexExpr &start, int64_t elems, bool unit) const;
   // The offset of element (idx...) of the access's tensor.
   IndexExpr offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const;
   // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
@@ -405,6 +431,8 @@ private:
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
   IndexExpr dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g);
+  // `start` for element g of clone `a` (with the pending substitutions).
+  IndexExpr indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const;
   std::string gep(const Access &acc, const IndexExpr &offset);
   unsigned provenAlignment(const Access &acc, const IndexExpr &offset, int64_t maxElems);
   // Condition (i1) that element g (or the whole vector, g = -1 meaning "last element") is in
@@ -649,8 +677,6 @@ std::string KernelEmitter::operandAt(const RegVal &v, const CloneAssign &a, int6
 // ---- memory accesses ---------------------------------------------------------------------
 
 bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc) {
-  if (op.mapping)
-    return unsupported("an index mapping on " + std::string(opKindName(op.kind)), op.loc);
   if (mem->paramIndex < 0)
     return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
   // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
@@ -672,6 +698,17 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
       return unsupported("an access whose index misses dim " + memDim.str(), op.loc);
     acc.dims.push_back(*di);
     acc.sizes.push_back(memDim.size);
+  }
+  if (op.mapping) {
+    acc.mapped = true;
+    for (const auto &ri : ai->regDims) {
+      if (ri.chunk > 0)
+        return unsupported("a mapped access to a streamed row (a dynamic or long reduced row "
+                           "of " + ri.dim.str() + ")",
+                           op.loc);
+      if (ri.masked)
+        acc.iter.push_back(ri);
+    }
   }
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
@@ -734,13 +771,50 @@ std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc
   return out;
 }
 
-IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
+IndexExpr KernelEmitter::indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const {
   std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
   for (const auto &[name, value] : subs_)
     subs[name] = value;
   for (const auto &[s, v] : a)
     subs[s] = IndexExpr(v);
-  return acc.dims[d].start.subs(subs);
+  return start.subs(subs);
+}
+
+IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
+  return indexAt(acc.dims[d].start, a, g);
+}
+
+std::vector<KernelEmitter::Bound> KernelEmitter::boundsOf(const Access &acc) const {
+  std::vector<Bound> out;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    if (acc.dims[i].masked || acc.dims[i].maskedBelow)
+      out.push_back({&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
+  for (const auto &ri : acc.iter)
+    out.push_back({&ri.start, ri.dim.size, true, false});
+  return out;
+}
+
+bool KernelEmitter::stepsInG(const IndexExpr &start, int64_t elems, bool unit) const {
+  if (elems <= 1)
+    return true;
+  sym::Facts f = facts_;
+  f.setRange("$g", 0, elems - 2);
+  const IndexExpr g = IndexExpr::symbol("$g");
+  const IndexExpr step = f.simplify(start.subs({{"$g", g + 1}}) - start);
+  if (unit)
+    return f.provesEqual(step, IndexExpr(1));
+  return f.rangeOf(step).lo >= 0;
+}
+
+bool KernelEmitter::prefixBounds(const Access &acc) const {
+  if (acc.elems == 1)
+    return true;
+  if (!acc.mapped)
+    return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous;
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, false)))
+      return false;
+  return true;
 }
 
 IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, int64_t g) {
@@ -786,10 +860,15 @@ unsigned KernelEmitter::provenAlignment(const Access &acc, const IndexExpr &offs
 
 std::string KernelEmitter::inBounds(const Access &acc, const CloneAssign &a, int64_t g) {
   std::vector<std::string> conds;
-  for (size_t i = 0; i < acc.dims.size(); ++i) {
-    if (!acc.dims[i].masked)
-      continue;
-    conds.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, g)), lowerIndex(acc.sizes[i])));
+  for (const Bound &b : boundsOf(acc)) {
+    const std::string idx = lowerIndex(indexAt(*b.start, a, g));
+    if (b.upper)
+      conds.push_back(cmpLt(idx, lowerIndex(b.size)));
+    if (b.lower) {
+      std::string r = fresh();
+      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+      conds.push_back(r);
+    }
   }
   return conds.empty() ? "" : andAll(conds);
 }
@@ -866,8 +945,7 @@ std::string KernelEmitter::alignmentCheck(const Access &acc, const CloneAssign &
 std::string KernelEmitter::fastPath(const Access &acc, const CloneAssign &a, bool &checkedAligned) {
   std::vector<std::string> conds;
   // Contiguous elements are in bounds when the last one is; others are checked one by one.
-  const bool contiguous =
-      acc.elems == 1 || (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous);
+  const bool contiguous = prefixBounds(acc);
   for (int64_t g = contiguous ? acc.elems - 1 : 0; g < acc.elems; ++g) {
     std::string inb = inBounds(acc, a, g);
     if (!inb.empty())
@@ -996,26 +1074,46 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
 }
 
 bool KernelEmitter::prefixMasked(const Access &acc) const {
-  return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous && !acc.swizzle && acc.elems > 1;
+  if (acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous || acc.swizzle || acc.elems <= 1)
+    return false;
+  // A mapped access: every check that moves with g must be an upper bound moving by 1.
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, true)))
+      return false;
+  return true;
 }
 
 // Along the contiguous dim, element g's index is idx0 + g: the in-bounds elements are the first
 // clamp(size - idx0, 0, E) (0 when another masked dim is out of bounds, which does not depend on
-// g). One loop stores them: a single small block instead of one branch per element.
+// g). A mapped access may have several checked indices moving by 1 with g (the memory dim and
+// an iteration bound): the prefix is the shortest. One loop stores them: a single small block
+// instead of one branch per element.
 void KernelEmitter::storePrefix(const Access &acc, const CloneAssign &a, const std::string &value) {
   const int64_t e = acc.elems;
   const size_t vd = static_cast<size_t>(acc.vecDim);
   const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
   std::string n = constIndex(e);
-  if (acc.dims[vd].masked) {
-    std::string rem = binop("subi", lowerIndex(acc.sizes[vd]), lowerIndex(dimIndex(acc, vd, a, 0)));
+  const std::vector<Bound> bounds = boundsOf(acc);
+  for (const Bound &b : bounds) {
+    if (!b.start->dependsOn("$g"))
+      continue;
+    std::string rem = binop("subi", lowerIndex(b.size), lowerIndex(indexAt(*b.start, a, 0)));
     std::string lo = binop("maxsi", rem, constIndex(0));
-    n = binop("minsi", lo, constIndex(e));
+    n = binop("minsi", lo, n);
   }
   std::vector<std::string> others;
-  for (size_t i = 0; i < acc.dims.size(); ++i)
-    if (i != vd && acc.dims[i].masked)
-      others.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, 0)), lowerIndex(acc.sizes[i])));
+  for (const Bound &b : bounds) {
+    if (b.start->dependsOn("$g"))
+      continue;
+    const std::string idx = lowerIndex(indexAt(*b.start, a, 0));
+    if (b.upper)
+      others.push_back(cmpLt(idx, lowerIndex(b.size)));
+    if (b.lower) {
+      std::string r = fresh();
+      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+      others.push_back(r);
+    }
+  }
   if (!others.empty()) {
     std::string r = fresh();
     line(r + " = arith.select " + andAll(others) + ", " + n + ", " + constIndex(0) + " : index");
@@ -1183,6 +1281,13 @@ bool KernelEmitter::rowMaskable(const Access &acc, const CloneAssign &a,
   const int vd = acc.vecDim;
   if (vd < 0 || !acc.dims[vd].contiguous || !facts_.provesEqual(acc.strides[vd], IndexExpr(1)))
     return false;
+  // num_records holds one upper bound of the row: iteration bounds and lower bounds (a mapped
+  // access) take the select masking.
+  if (!acc.iter.empty())
+    return false;
+  for (const auto &d : acc.dims)
+    if (d.maskedBelow)
+      return false;
   for (size_t i = 0; i < acc.dims.size(); ++i)
     if (static_cast<int>(i) != vd)
       for (const auto &sym : dimIndex(acc, i, a, 0).freeSymbols())
@@ -1275,15 +1380,14 @@ KernelEmitter::BufferAccess KernelEmitter::bufferPrepare(const Access &acc, cons
     BufferPiece piece;
     piece.first = k0;
     piece.count = n;
-    // Whether a masked dim varies inside the piece; if not, the piece is wholly in or out.
+    // Whether a checked index varies inside the piece; if not, the piece is wholly in or out.
     bool varies = false;
-    for (size_t i = 0; i < acc.dims.size() && n > 1; ++i)
-      if (acc.dims[i].masked &&
-          !facts_.provesEqual(dimIndex(acc, i, a, k0), dimIndex(acc, i, a, k0 + n - 1)))
+    for (const Bound &bd : boundsOf(acc))
+      if (n > 1 && !facts_.provesEqual(indexAt(*bd.start, a, k0), indexAt(*bd.start, a, k0 + n - 1)))
         varies = true;
     // Along a contiguous dim the in-bounds elements are a prefix: the last one decides "all",
     // the first one "any"; otherwise every element is asked.
-    const bool prefix = acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous;
+    const bool prefix = prefixBounds(acc);
     std::vector<std::string> all, any;
     for (int64_t g = k0; g < k0 + n; ++g) {
       if (prefix && g != k0 && g != k0 + n - 1)
@@ -1546,6 +1650,10 @@ void KernelEmitter::bufferFallback(const BufferAccess &access, std::string &vec)
 }
 
 bool KernelEmitter::emitRead(const ir::Op &op) {
+  if (isPromoted(op) && op.mapping)
+    return unsupported("a mapped read of a shared (promoted) tensor; declare '" +
+                           op.operands[0]->name + "' global",
+                       op.loc);
   if (isPromoted(op)) {
     if (!promotions_.count(&op) && !promote(op))
       return false;
@@ -1576,16 +1684,21 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
   if (!prepareAccess(op, op.operands[0], acc))
     return false;
   RegVal v;
-  v.dtype = acc.dtype;
-  v.elems = acc.elems;
-  for (size_t i = 0; i < acc.dims.size(); ++i) {
-    v.layout[acc.dims[i].dim.str()] = acc.dims[i];
-    for (const auto &s : acc.dims[i].start.freeSymbols())
-      if (s.rfind("$i_", 0) == 0)
-        v.cloneSyms.insert(s);
+  if (acc.mapped) {
+    // The value is laid out over the register dims (the iterators); the memory side follows.
+    v = layoutFrom(accessOf(op)->regDims, acc.elems, acc.dtype);
+  } else {
+    v.dtype = acc.dtype;
+    v.elems = acc.elems;
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      v.layout[acc.dims[i].dim.str()] = acc.dims[i];
+      for (const auto &s : acc.dims[i].start.freeSymbols())
+        if (s.rfind("$i_", 0) == 0)
+          v.cloneSyms.insert(s);
+    }
+    if (acc.vecDim >= 0)
+      v.vecDim = acc.dims[acc.vecDim].dim.str();
   }
-  if (acc.vecDim >= 0)
-    v.vecDim = acc.dims[acc.vecDim].dim.str();
   BufferBatch batch(*this);
   for (const auto &a : clonesOver(v.cloneSyms))
     v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
@@ -2598,9 +2711,12 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
   const RegVal &value = values_.at(op.operands[0]);
   if (value.dtype != acc.dtype)
     return unsupported("a write of a different element type", op.loc);
-  // The value in the write's layout (the distribution's anchor for it).
+  // The value in the write's layout (the distribution's anchor for it; over the register dims
+  // of a mapped write).
   RegVal v;
-  if (!convertTo(value, layoutFrom(acc.dims, acc.elems, acc.dtype), v, op.loc))
+  if (!convertTo(value,
+                 layoutFrom(acc.mapped ? accessOf(op)->regDims : acc.dims, acc.elems, acc.dtype),
+                 v, op.loc))
     return false;
   std::set<std::string> syms = v.cloneSyms;
   for (const auto &di : acc.dims)
