@@ -367,17 +367,23 @@ private:
       else
         facts.setRange("$g", 0);
 
+    // A register dim's index, element count and bound (a tile, or the lanes of a reduction,
+    // can overrun it).
+    auto registerDim = [&](const ir::Dim &d) {
+      DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
+      di.masked = isMasked(d, facts);
+      if (auto it = chunks.find(d.str()); it != chunks.end()) {
+        di.chunk = it->second;
+        di.masked |= rowOverrun(d, di.chunk * rowThreads(d), facts);
+      } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
+        di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
+      }
+      return di;
+    };
     if (!op.mapping) {
       for (const auto &d : mem->type.shape) {
-        DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
+        DimIndex di = registerDim(d);
         di.contiguous = &d == &mem->type.shape.back() && isUnitStride(di.start, facts);
-        di.masked = isMasked(d, facts);
-        if (auto it = chunks.find(d.str()); it != chunks.end()) {
-          di.chunk = it->second;
-          di.masked |= rowOverrun(d, di.chunk * rowThreads(d), facts);
-        } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
-          di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
-        }
         acc.dims.push_back(di);
       }
     } else {
@@ -393,11 +399,8 @@ private:
       int64_t maxElements = 1;
       for (const auto &[d, value] : bare) {
         const IndexExpr index = registerIndex(d);
-        DimIndex ri{d, facts.simplify(index), elementsOf(d).asInteger().value_or(0)};
+        DimIndex ri = registerDim(d);
         ri.contiguous = isUnitStride(ri.start, facts);
-        ri.masked = isMasked(d, facts);
-        if (auto it = chunks.find(d.str()); it != chunks.end())
-          ri.chunk = it->second;
         acc.regDims.push_back(ri);
         maxElements = std::max(maxElements, ri.elements);
         if (auto name = value.asSymbol()) {
