@@ -355,7 +355,10 @@ private:
     int alloc = -1;
     int64_t lanes = 1;  // elements per cooperative load (L)
     int64_t copies = 1; // cooperative loads per thread
-    std::vector<IndexExpr> origin; // per memory dim: the tile's first index (WG, IV terms)
+    std::vector<IndexExpr> origin; // per tile dim: the tile's first index (WG, IV terms)
+    // A mapped read: the tile is over the register dims (the iterators), filled through the
+    // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
+    bool mapped = false;
   };
   bool asyncCopyable(const Promotion &p);
   void cpAsyncCopy(const Promotion &p);
@@ -428,7 +431,14 @@ private:
   void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,
                       const std::vector<CloneAssign> &assigns, RegVal &v, bool trans);
 
-  bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
+  // The access of a read or write: its memory side, with the iteration bounds of a mapped one.
+  // `registerSide` (a mapped read of a promoted tensor): the register dims instead, as if the
+  // value were read from a tensor of the register's shape (its shared-memory tile).
+  bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                     bool registerSide = false);
+  // Sets vecDim and elems from the dims whose index depends on g; false (after reporting) for
+  // a dynamic number of elements.
+  bool setVectorDim(Access &acc, SourceRange loc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
   IndexExpr dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g);
   // `start` for element g of clone `a` (with the pending substitutions).
@@ -676,7 +686,8 @@ std::string KernelEmitter::operandAt(const RegVal &v, const CloneAssign &a, int6
 
 // ---- memory accesses ---------------------------------------------------------------------
 
-bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc) {
+bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                                  bool registerSide) {
   if (mem->paramIndex < 0)
     return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
   // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
@@ -709,6 +720,14 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
       if (ri.masked)
         acc.iter.push_back(ri);
     }
+    if (registerSide) {
+      acc.mapped = false;
+      acc.iter.clear();
+      acc.dims = ai->regDims;
+      acc.sizes.clear();
+      for (const auto &ri : ai->regDims)
+        acc.sizes.push_back(ri.dim.size);
+    }
   }
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
@@ -723,14 +742,19 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   acc.strides.assign(acc.sizes.size(), IndexExpr(1));
   for (size_t i = acc.sizes.size(); i-- > 1;)
     acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  return setVectorDim(acc, op.loc);
+}
+
+bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
   // Element g runs along the dims whose index depends on it (one for plain and MFMA layouts,
-  // two for mma.sync's A fragment).
+  // two for mma.sync's A fragment, several for a mapped access).
   int along = 0;
+  acc.vecDim = -1;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (!acc.dims[i].start.dependsOn("$g"))
       continue;
     if (acc.dims[i].elements <= 0)
-      return unsupported("a dynamic number of elements per thread", op.loc);
+      return unsupported("a dynamic number of elements per thread", loc);
     ++along;
     acc.vecDim = static_cast<int>(i);
     acc.elems = std::max(acc.elems, acc.dims[i].elements);
@@ -1650,10 +1674,6 @@ void KernelEmitter::bufferFallback(const BufferAccess &access, std::string &vec)
 }
 
 bool KernelEmitter::emitRead(const ir::Op &op) {
-  if (isPromoted(op) && op.mapping)
-    return unsupported("a mapped read of a shared (promoted) tensor; declare '" +
-                           op.operands[0]->name + "' global",
-                       op.loc);
   if (isPromoted(op)) {
     if (!promotions_.count(&op) && !promote(op))
       return false;
@@ -1725,10 +1745,11 @@ IndexExpr zeroed(const IndexExpr &e, bool (*pick)(const std::string &)) {
 bool KernelEmitter::promote(const ir::Op &op) {
   const ir::Value *mem = op.operands[0];
   Access acc;
-  if (!prepareAccess(op, mem, acc))
+  if (!prepareAccess(op, mem, acc, /*registerSide=*/true))
     return false;
   Promotion p;
   p.op = &op;
+  p.mapped = op.mapping != nullptr;
   LdsAlloc al;
   const size_t n = acc.dims.size();
   int64_t elems = 1;
@@ -1807,6 +1828,8 @@ bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
 KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global, int64_t copy) {
   const LdsAlloc &al = allocs_[p.alloc];
   const ir::Value *mem = p.op->operands[0];
+  // The tile's dims: the tensor's, or the register's for a mapped read.
+  const ir::Shape &tileShape = p.mapped ? p.op->results[0]->type.shape : mem->type.shape;
   Access acc;
   acc.mem = mem;
   acc.dtype = mem->type.dtype;
@@ -1827,7 +1850,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
   const AccessIndex *ai = accessOf(*p.op);
   for (size_t i = 0; i < n; ++i) {
     DimIndex di;
-    di.dim = mem->type.shape[i];
+    di.dim = tileShape[i];
     IndexExpr start = pos[i] + (i + 1 == n ? IndexExpr::symbol("$g") : IndexExpr(0));
     if (global)
       start = start + p.origin[i];
@@ -1836,17 +1859,53 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     di.contiguous = i + 1 == n;
     di.masked = false;
     if (global)
-      for (const auto &x : ai->dims)
+      for (const auto &x : p.mapped ? ai->regDims : ai->dims)
         if (x.dim == di.dim)
           di.masked = x.masked;
     acc.dims.push_back(di);
+  }
+  if (global && p.mapped) {
+    // The tile's elements (register indices) through the mapping: the memory side checks what
+    // the distribution could not prove inside the tensor, the register side the iteration
+    // bounds.
+    std::map<std::string, IndexExpr> subs;
+    for (const auto &[d, value] : p.op->mapping->outputs)
+      for (const auto &di : acc.dims)
+        if (auto name = value.asSymbol(); name && di.dim == d)
+          subs[*name] = di.start;
+    for (const auto &di : acc.dims)
+      if (di.masked)
+        acc.iter.push_back(di);
+    acc.dims.clear();
+    acc.elems = 1;
+    sym::Facts f = facts_;
+    f.setRange("$g", 0, p.lanes - 1);
+    for (const auto &d : mem->type.shape)
+      for (const auto &[md, value] : p.op->mapping->inputs)
+        if (md == d) {
+          DimIndex di;
+          di.dim = d;
+          di.start = f.simplify(value.subs(subs));
+          di.elements = p.lanes;
+          for (const auto &x : ai->dims)
+            if (x.dim == d) {
+              di.masked = x.masked;
+              di.maskedBelow = x.maskedBelow;
+            }
+          acc.dims.push_back(di);
+        }
+    acc.mapped = true;
+    setVectorDim(acc, p.op->loc);
+    acc.elems = p.lanes;
+    if (acc.vecDim + 1 == static_cast<int>(acc.dims.size()))
+      acc.dims.back().contiguous = stepsInG(acc.dims.back().start, p.lanes, true);
   }
   if (global) {
     acc.base = pointers_.at(mem);
     for (const auto &d : mem->type.shape)
       acc.sizes.push_back(d.size);
-    acc.strides.assign(n, IndexExpr(1));
-    for (size_t i = n; i-- > 1;)
+    acc.strides.assign(acc.sizes.size(), IndexExpr(1));
+    for (size_t i = acc.sizes.size(); i-- > 1;)
       acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
   } else {
     acc.base = al.base;
@@ -1885,6 +1944,19 @@ bool KernelEmitter::asyncCopyable(const Promotion &p) {
     return false;
   if (provenAlignment(g, linearOffset(g, {}, 0), p.lanes) < 16)
     return false;
+  if (g.mapped) {
+    // The vector must be consecutive in memory and each bound that moves with it must hold
+    // for all of it or for none (a multiple of the vector from an aligned start).
+    if (g.vecDim + 1 != static_cast<int>(g.dims.size()) || !g.dims.back().contiguous)
+      return false;
+    for (const Bound &b : boundsOf(g))
+      if (b.start->dependsOn("$g") &&
+          (b.lower || !stepsInG(*b.start, p.lanes, true) ||
+           !facts_.provesExact(b.size, IndexExpr(p.lanes)) ||
+           !facts_.provesExact(indexAt(*b.start, {}, 0), IndexExpr(p.lanes))))
+        return false;
+    return true;
+  }
   return !g.dims.back().masked || facts_.provesExact(g.sizes.back(), IndexExpr(p.lanes));
 }
 
@@ -1930,7 +2002,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
                             const CloneFilter &keep) {
   const LdsAlloc &al = allocs_[p.alloc];
   Access acc;
-  if (!prepareAccess(op, op.operands[0], acc))
+  if (!prepareAccess(op, op.operands[0], acc, /*registerSide=*/p.mapped))
     return false;
   acc.base = al.base;
   acc.ptr = "!llvm.ptr<3>";
@@ -1946,7 +2018,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   v.dtype = acc.dtype;
   v.elems = acc.elems;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
-    v.layout[acc.dims[i].dim.str()] = accessOf(op)->dims[i];
+    v.layout[acc.dims[i].dim.str()] = p.mapped ? accessOf(op)->regDims[i] : accessOf(op)->dims[i];
     for (const auto &s : acc.dims[i].start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         v.cloneSyms.insert(s);
