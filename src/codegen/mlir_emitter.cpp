@@ -406,6 +406,7 @@ private:
     // dims whose iteration bound needs a check (index < the register dim's size).
     bool mapped = false;
     std::vector<DimIndex> iter;
+    std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
   };
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
@@ -712,23 +713,35 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   }
   if (op.mapping) {
     acc.mapped = true;
-    for (const auto &ri : ai->regDims) {
-      if (ri.chunk > 0)
-        return unsupported("a mapped access to a streamed row (a dynamic or long reduced row "
-                           "of " + ri.dim.str() + ")",
-                           op.loc);
-      if (ri.masked)
-        acc.iter.push_back(ri);
-    }
+    acc.reg = ai->regDims;
     if (registerSide) {
       acc.mapped = false;
-      acc.iter.clear();
+      acc.reg.clear();
       acc.dims = ai->regDims;
       acc.sizes.clear();
       for (const auto &ri : ai->regDims)
         acc.sizes.push_back(ri.dim.size);
     }
   }
+  // A streamed row (of a register dim of a mapped access): every index that moves with g,
+  // on either side, takes the chunk of the current trip.
+  for (const auto &ri : acc.reg) {
+    if (ri.chunk <= 0)
+      continue;
+    if (!stream_ || stream_->dim != ri.dim.str())
+      return unsupported("a streamed row of " + ri.dim.str() + " outside the loop of a consumer",
+                         op.loc);
+    for (auto &r : acc.reg)
+      if (r.start.dependsOn("$g"))
+        r = streamChunk(r, true);
+    for (size_t i = 0; i < acc.dims.size(); ++i)
+      if (acc.dims[i].start.dependsOn("$g"))
+        acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
+    break;
+  }
+  for (const auto &ri : acc.reg)
+    if (ri.masked)
+      acc.iter.push_back(ri);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
@@ -1691,7 +1704,7 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
     lz.lazy = &op;
     lz.streamDim = sd->dim.str();
     lz.dtype = op.operands[0]->type.dtype;
-    for (const auto &di : accessOf(op)->dims) {
+    for (const auto &di : op.mapping ? accessOf(op)->regDims : accessOf(op)->dims) {
       lz.layout[di.dim.str()] = di;
       for (const auto &s : di.start.freeSymbols())
         if (s.rfind("$i_", 0) == 0)
@@ -1706,7 +1719,7 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
   RegVal v;
   if (acc.mapped) {
     // The value is laid out over the register dims (the iterators); the memory side follows.
-    v = layoutFrom(accessOf(op)->regDims, acc.elems, acc.dtype);
+    v = layoutFrom(acc.reg, acc.elems, acc.dtype);
   } else {
     v.dtype = acc.dtype;
     v.elems = acc.elems;
@@ -2787,7 +2800,7 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
   // of a mapped write).
   RegVal v;
   if (!convertTo(value,
-                 layoutFrom(acc.mapped ? accessOf(op)->regDims : acc.dims, acc.elems, acc.dtype),
+                 layoutFrom(acc.mapped ? acc.reg : acc.dims, acc.elems, acc.dtype),
                  v, op.loc))
     return false;
   std::set<std::string> syms = v.cloneSyms;
@@ -3961,7 +3974,7 @@ const DimIndex *KernelEmitter::streamedDim(const ir::Op &op) {
   const AccessIndex *ai = accessOf(op);
   if (!ai)
     return nullptr;
-  for (const auto &di : ai->dims)
+  for (const auto &di : op.mapping ? ai->regDims : ai->dims)
     if (di.chunk > 0)
       return &di;
   return nullptr;

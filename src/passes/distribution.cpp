@@ -408,8 +408,15 @@ private:
           bindIterator(inside, *name, d);
         }
       }
+      int64_t streamed = 0; // a streamed register dim: the memory side moves in its chunks
+      for (const auto &ri : acc.regDims)
+        streamed = std::max(streamed, ri.chunk);
       for (const auto &[d, value] : memSide) {
         DimIndex di{d, facts.simplify(value.subs(subs)), maxElements};
+        if (streamed > 0 && di.start.dependsOn("$g")) {
+          di.elements = 0;
+          di.chunk = streamed;
+        }
         di.contiguous = d == mem->type.shape.back() && isUnitStride(di.start, facts);
         const IndexExpr e = inside.simplify(value);
         di.masked = !inside.prove(sym::Pred::cmp(sym::Pred::Lt, e, d.size)).value_or(false);
