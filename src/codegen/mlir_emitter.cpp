@@ -407,6 +407,7 @@ private:
     bool mapped = false;
     std::vector<DimIndex> iter;
     std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
+    bool mayBeEmpty = false;   // a mapped access whose tensor may have no elements
   };
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
@@ -437,6 +438,14 @@ private:
   // value were read from a tensor of the register's shape (its shared-memory tile).
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
                      bool registerSide = false);
+  // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
+  // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
+  bool mayBeEmptyDim(const ir::Dim &d) const {
+    for (const auto &w : k_.workgroups)
+      if (w.primary && w.dim == d)
+        return false;
+    return !facts_.prove(sym::Pred::cmp(sym::Pred::Ge, d.size, IndexExpr(1))).value_or(false);
+  }
   // Sets vecDim and elems from the dims whose index depends on g; false (after reporting) for
   // a dynamic number of elements.
   bool setVectorDim(Access &acc, SourceRange loc);
@@ -742,6 +751,9 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   for (const auto &ri : acc.reg)
     if (ri.masked)
       acc.iter.push_back(ri);
+  if (acc.mapped)
+    for (const auto &d : acc.dims)
+      acc.mayBeEmpty |= mayBeEmptyDim(d.dim);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
@@ -1057,7 +1069,10 @@ std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
   line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
   for (int64_t g = 0; g < e; ++g) {
-    std::string s = elementLoad(acc, a, g, true, /*branchy=*/false), n = fresh();
+    // Branch-free masking loads element 0 for a masked-off element, which exists when the
+    // launch covers an element of the tensor; a mapped access may read a tensor with no
+    // elements at all (a gather from an empty source): it branches instead.
+    std::string s = elementLoad(acc, a, g, true, /*branchy=*/acc.mayBeEmpty), n = fresh();
     line(n + " = vector.insert " + s + ", " + vec + " [" + std::to_string(g) +
          "] : " + mlirType(acc.dtype) + " into " + vty);
     vec = n;
@@ -1915,8 +1930,10 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
   }
   if (global) {
     acc.base = pointers_.at(mem);
-    for (const auto &d : mem->type.shape)
+    for (const auto &d : mem->type.shape) {
       acc.sizes.push_back(d.size);
+      acc.mayBeEmpty |= acc.mapped && mayBeEmptyDim(d);
+    }
     acc.strides.assign(acc.sizes.size(), IndexExpr(1));
     for (size_t i = acc.sizes.size(); i-- > 1;)
       acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
