@@ -45,15 +45,15 @@
 // shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
 // layout of their user (RegVal::deferred).
 //
-// Mapped reads and writes (language.md section 3.2): the value is laid out over the register
+// Mapped reads and writes (language.md section 14): the value is laid out over the register
 // dims (the iterators, AccessIndex::regDims), the addresses are the mapping's expressions of
 // them; the checks are the iteration bounds plus the memory-side bounds the distribution could
-// not prove (Access::iter, DimIndex::maskedBelow), and the pieces logic groups the elements
-// whose offsets are provably consecutive.
+// not prove (Access::iter, DimIndex::masked/maskedBelow), and the pieces logic groups the
+// elements whose offsets are provably consecutive. A promoted mapped read stages a tile of the
+// register side, gathered through the mapping.
 //
-// Not supported yet (reported as `codegen-unsupported`): mapped reads of promoted tensors, if,
-// atomics, allocate, arithmetic on fp8 types, values that would have to cross waves to change
-// layout.
+// Not supported yet (reported as `codegen-unsupported`): if, atomics, allocate, arithmetic on
+// fp8 types, values that would have to cross waves to change layout.
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"

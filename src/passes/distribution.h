@@ -5,7 +5,8 @@
 // formula of dynamic symbols), loop trip counts, expansion counts, and for every tensor access
 // the index expression of each memory dim as a sum of workgroup, wave, loop, thread and
 // expansion terms, simplified with the range facts of the hardware ids and the kernel's
-// assumptions. It also decides each access's thread layout (its "anchor": an MMA operand or
+// assumptions; for a mapped access also the index of each register dim (the iterators) and
+// which memory-side bounds need a check. It also decides each access's thread layout (its "anchor": an MMA operand or
 // accumulator, a reduction, or the plain read/write layout).
 #pragma once
 
