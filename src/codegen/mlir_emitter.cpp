@@ -837,7 +837,8 @@ std::vector<KernelEmitter::Bound> KernelEmitter::boundsOf(const Access &acc) con
   std::vector<Bound> out;
   for (size_t i = 0; i < acc.dims.size(); ++i)
     if (acc.dims[i].masked || acc.dims[i].maskedBelow)
-      out.push_back({&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
+      out.push_back(
+          {&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
   for (const auto &ri : acc.iter)
     out.push_back({&ri.start, ri.dim.size, true, false});
   return out;
@@ -1435,7 +1436,8 @@ KernelEmitter::BufferAccess KernelEmitter::bufferPrepare(const Access &acc, cons
     // Whether a checked index varies inside the piece; if not, the piece is wholly in or out.
     bool varies = false;
     for (const Bound &bd : boundsOf(acc))
-      if (n > 1 && !facts_.provesEqual(indexAt(*bd.start, a, k0), indexAt(*bd.start, a, k0 + n - 1)))
+      if (n > 1 &&
+          !facts_.provesEqual(indexAt(*bd.start, a, k0), indexAt(*bd.start, a, k0 + n - 1)))
         varies = true;
     // Along a contiguous dim the in-bounds elements are a prefix: the last one decides "all",
     // the first one "any"; otherwise every element is asked.
@@ -2048,7 +2050,8 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   v.dtype = acc.dtype;
   v.elems = acc.elems;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
-    v.layout[acc.dims[i].dim.str()] = p.mapped ? accessOf(op)->regDims[i] : accessOf(op)->dims[i];
+    v.layout[acc.dims[i].dim.str()] =
+        p.mapped ? accessOf(op)->regDims[i] : accessOf(op)->dims[i];
     for (const auto &s : acc.dims[i].start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         v.cloneSyms.insert(s);

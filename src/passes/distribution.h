@@ -6,8 +6,8 @@
 // the index expression of each memory dim as a sum of workgroup, wave, loop, thread and
 // expansion terms, simplified with the range facts of the hardware ids and the kernel's
 // assumptions; for a mapped access also the index of each register dim (the iterators) and
-// which memory-side bounds need a check. It also decides each access's thread layout (its "anchor": an MMA operand or
-// accumulator, a reduction, or the plain read/write layout).
+// which memory-side bounds need a check. It also decides each access's thread layout (its
+// "anchor": an MMA operand or accumulator, a reduction, or the plain read/write layout).
 #pragma once
 
 #include "codegen/target_table.h"
@@ -42,7 +42,8 @@ struct AccessIndex {
   std::string anchor; // "mma lhs F32_16x16x16_F16", "reduction", "read/write"
   std::vector<DimIndex> dims; // the memory side, one per dim of the tensor
   // An access with a mapping (language.md section 3.2): the register side, one per dim of the
-  // register value (the mapping's iterators), in the value's order. Its `start` is the
+  // register value (the mapping's iterators), in the order of the mapping's register side (a
+  // read's: the value's dims in order). Its `start` is the
   // iterator's value for element g, the thread layout of the register value; `masked` is the
   // iteration bound (the index may reach the register dim's size). `dims` are then the
   // mapping's expressions of these indices. Empty without a mapping: the memory dims are the
