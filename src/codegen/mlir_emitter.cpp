@@ -45,8 +45,15 @@
 // shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
 // layout of their user (RegVal::deferred).
 //
-// Not supported yet (reported as `codegen-unsupported`): mappings, if, atomics, allocate,
-// arithmetic on fp8 types, values that would have to cross waves to change layout.
+// Mapped reads and writes (language.md section 14): the value is laid out over the register
+// dims (the iterators, AccessIndex::regDims), the addresses are the mapping's expressions of
+// them; the checks are the iteration bounds plus the memory-side bounds the distribution could
+// not prove (Access::iter, DimIndex::masked/maskedBelow), and the pieces logic groups the
+// elements whose offsets are provably consecutive. A promoted mapped read stages a tile of the
+// register side, gathered through the mapping.
+//
+// Not supported yet (reported as `codegen-unsupported`): if, atomics, allocate, arithmetic on
+// fp8 types, values that would have to cross waves to change layout.
 #include "codegen/mlir_emitter.h"
 
 #include "codegen/barrier_insertion.h"
@@ -348,7 +355,10 @@ private:
     int alloc = -1;
     int64_t lanes = 1;  // elements per cooperative load (L)
     int64_t copies = 1; // cooperative loads per thread
-    std::vector<IndexExpr> origin; // per memory dim: the tile's first index (WG, IV terms)
+    std::vector<IndexExpr> origin; // per tile dim: the tile's first index (WG, IV terms)
+    // A mapped read: the tile is over the register dims (the iterators), filled through the
+    // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
+    bool mapped = false;
   };
   bool asyncCopyable(const Promotion &p);
   void cpAsyncCopy(const Promotion &p);
@@ -391,7 +401,28 @@ private:
     int64_t elems = 1;
     IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
     int64_t swizzle = 0;            // see LdsAlloc
+    // A mapped access (language.md section 3.2): `dims` are the memory side (the mapping's
+    // expressions; `masked`/`maskedBelow` where they may leave the tensor), `iter` the register
+    // dims whose iteration bound needs a check (index < the register dim's size).
+    bool mapped = false;
+    std::vector<DimIndex> iter;
+    std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
+    bool mayBeEmpty = false;   // a mapped access whose tensor may have no elements
   };
+  // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
+  struct Bound {
+    const IndexExpr *start;
+    IndexExpr size;
+    bool upper = true, lower = false;
+  };
+  // The checks of an access: its masked memory dims in order, then its iteration bounds.
+  std::vector<Bound> boundsOf(const Access &acc) const;
+  // Whether the in-bounds elements of every clone of `acc` are a prefix of g (so the last
+  // element decides "all" and the first "any"): elements along one contiguous dim, or, for a
+  // mapped access, every checked index that moves with g moves up and has no lower check.
+  bool prefixBounds(const Access &acc) const;
+  // Whether index `start` grows by exactly 1 (`unit`) or by >= 0 from element g to g + 1.
+  bool stepsInG(const IndexExpr &start, int64_t elems, bool unit) const;
   // The offset of element (idx...) of the access's tensor.
   IndexExpr offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const;
   // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
@@ -402,9 +433,26 @@ private:
   void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,
                       const std::vector<CloneAssign> &assigns, RegVal &v, bool trans);
 
-  bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc);
+  // The access of a read or write: its memory side, with the iteration bounds of a mapped one.
+  // `registerSide` (a mapped read of a promoted tensor): the register dims instead, as if the
+  // value were read from a tensor of the register's shape (its shared-memory tile).
+  bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                     bool registerSide = false);
+  // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
+  // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
+  bool mayBeEmptyDim(const ir::Dim &d) const {
+    for (const auto &w : k_.workgroups)
+      if (w.primary && w.dim == d)
+        return false;
+    return !facts_.prove(sym::Pred::cmp(sym::Pred::Ge, d.size, IndexExpr(1))).value_or(false);
+  }
+  // Sets vecDim and elems from the dims whose index depends on g; false (after reporting) for
+  // a dynamic number of elements.
+  bool setVectorDim(Access &acc, SourceRange loc);
   IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
   IndexExpr dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g);
+  // `start` for element g of clone `a` (with the pending substitutions).
+  IndexExpr indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const;
   std::string gep(const Access &acc, const IndexExpr &offset);
   unsigned provenAlignment(const Access &acc, const IndexExpr &offset, int64_t maxElems);
   // Condition (i1) that element g (or the whole vector, g = -1 meaning "last element") is in
@@ -648,9 +696,8 @@ std::string KernelEmitter::operandAt(const RegVal &v, const CloneAssign &a, int6
 
 // ---- memory accesses ---------------------------------------------------------------------
 
-bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc) {
-  if (op.mapping)
-    return unsupported("an index mapping on " + std::string(opKindName(op.kind)), op.loc);
+bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                                  bool registerSide) {
   if (mem->paramIndex < 0)
     return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
   // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
@@ -673,6 +720,40 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     acc.dims.push_back(*di);
     acc.sizes.push_back(memDim.size);
   }
+  if (op.mapping) {
+    acc.mapped = true;
+    acc.reg = ai->regDims;
+    if (registerSide) {
+      acc.mapped = false;
+      acc.reg.clear();
+      acc.dims = ai->regDims;
+      acc.sizes.clear();
+      for (const auto &ri : ai->regDims)
+        acc.sizes.push_back(ri.dim.size);
+    }
+  }
+  // A streamed row (of a register dim of a mapped access): every index that moves with g,
+  // on either side, takes the chunk of the current trip.
+  for (const auto &ri : acc.reg) {
+    if (ri.chunk <= 0)
+      continue;
+    if (!stream_ || stream_->dim != ri.dim.str())
+      return unsupported("a streamed row of " + ri.dim.str() + " outside the loop of a consumer",
+                         op.loc);
+    for (auto &r : acc.reg)
+      if (r.start.dependsOn("$g"))
+        r = streamChunk(r, true);
+    for (size_t i = 0; i < acc.dims.size(); ++i)
+      if (acc.dims[i].start.dependsOn("$g"))
+        acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
+    break;
+  }
+  for (const auto &ri : acc.reg)
+    if (ri.masked)
+      acc.iter.push_back(ri);
+  if (acc.mapped)
+    for (const auto &d : acc.dims)
+      acc.mayBeEmpty |= mayBeEmptyDim(d.dim);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
@@ -686,14 +767,19 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   acc.strides.assign(acc.sizes.size(), IndexExpr(1));
   for (size_t i = acc.sizes.size(); i-- > 1;)
     acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  return setVectorDim(acc, op.loc);
+}
+
+bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
   // Element g runs along the dims whose index depends on it (one for plain and MFMA layouts,
-  // two for mma.sync's A fragment).
+  // two for mma.sync's A fragment, several for a mapped access).
   int along = 0;
+  acc.vecDim = -1;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (!acc.dims[i].start.dependsOn("$g"))
       continue;
     if (acc.dims[i].elements <= 0)
-      return unsupported("a dynamic number of elements per thread", op.loc);
+      return unsupported("a dynamic number of elements per thread", loc);
     ++along;
     acc.vecDim = static_cast<int>(i);
     acc.elems = std::max(acc.elems, acc.dims[i].elements);
@@ -734,13 +820,51 @@ std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc
   return out;
 }
 
-IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
+IndexExpr KernelEmitter::indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const {
   std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
   for (const auto &[name, value] : subs_)
     subs[name] = value;
   for (const auto &[s, v] : a)
     subs[s] = IndexExpr(v);
-  return acc.dims[d].start.subs(subs);
+  return start.subs(subs);
+}
+
+IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
+  return indexAt(acc.dims[d].start, a, g);
+}
+
+std::vector<KernelEmitter::Bound> KernelEmitter::boundsOf(const Access &acc) const {
+  std::vector<Bound> out;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    if (acc.dims[i].masked || acc.dims[i].maskedBelow)
+      out.push_back(
+          {&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
+  for (const auto &ri : acc.iter)
+    out.push_back({&ri.start, ri.dim.size, true, false});
+  return out;
+}
+
+bool KernelEmitter::stepsInG(const IndexExpr &start, int64_t elems, bool unit) const {
+  if (elems <= 1)
+    return true;
+  sym::Facts f = facts_;
+  f.setRange("$g", 0, elems - 2);
+  const IndexExpr g = IndexExpr::symbol("$g");
+  const IndexExpr step = f.simplify(start.subs({{"$g", g + 1}}) - start);
+  if (unit)
+    return f.provesEqual(step, IndexExpr(1));
+  return f.rangeOf(step).lo >= 0;
+}
+
+bool KernelEmitter::prefixBounds(const Access &acc) const {
+  if (acc.elems == 1)
+    return true;
+  if (!acc.mapped)
+    return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous;
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, false)))
+      return false;
+  return true;
 }
 
 IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, int64_t g) {
@@ -786,10 +910,15 @@ unsigned KernelEmitter::provenAlignment(const Access &acc, const IndexExpr &offs
 
 std::string KernelEmitter::inBounds(const Access &acc, const CloneAssign &a, int64_t g) {
   std::vector<std::string> conds;
-  for (size_t i = 0; i < acc.dims.size(); ++i) {
-    if (!acc.dims[i].masked)
-      continue;
-    conds.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, g)), lowerIndex(acc.sizes[i])));
+  for (const Bound &b : boundsOf(acc)) {
+    const std::string idx = lowerIndex(indexAt(*b.start, a, g));
+    if (b.upper)
+      conds.push_back(cmpLt(idx, lowerIndex(b.size)));
+    if (b.lower) {
+      std::string r = fresh();
+      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+      conds.push_back(r);
+    }
   }
   return conds.empty() ? "" : andAll(conds);
 }
@@ -866,8 +995,7 @@ std::string KernelEmitter::alignmentCheck(const Access &acc, const CloneAssign &
 std::string KernelEmitter::fastPath(const Access &acc, const CloneAssign &a, bool &checkedAligned) {
   std::vector<std::string> conds;
   // Contiguous elements are in bounds when the last one is; others are checked one by one.
-  const bool contiguous =
-      acc.elems == 1 || (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous);
+  const bool contiguous = prefixBounds(acc);
   for (int64_t g = contiguous ? acc.elems - 1 : 0; g < acc.elems; ++g) {
     std::string inb = inBounds(acc, a, g);
     if (!inb.empty())
@@ -942,7 +1070,10 @@ std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
   line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
        "> : " + vty);
   for (int64_t g = 0; g < e; ++g) {
-    std::string s = elementLoad(acc, a, g, true, /*branchy=*/false), n = fresh();
+    // Branch-free masking loads element 0 for a masked-off element, which exists when the
+    // launch covers an element of the tensor; a mapped access may read a tensor with no
+    // elements at all (a gather from an empty source): it branches instead.
+    std::string s = elementLoad(acc, a, g, true, /*branchy=*/acc.mayBeEmpty), n = fresh();
     line(n + " = vector.insert " + s + ", " + vec + " [" + std::to_string(g) +
          "] : " + mlirType(acc.dtype) + " into " + vty);
     vec = n;
@@ -996,26 +1127,46 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
 }
 
 bool KernelEmitter::prefixMasked(const Access &acc) const {
-  return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous && !acc.swizzle && acc.elems > 1;
+  if (acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous || acc.swizzle || acc.elems <= 1)
+    return false;
+  // A mapped access: every check that moves with g must be an upper bound moving by 1.
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, true)))
+      return false;
+  return true;
 }
 
 // Along the contiguous dim, element g's index is idx0 + g: the in-bounds elements are the first
 // clamp(size - idx0, 0, E) (0 when another masked dim is out of bounds, which does not depend on
-// g). One loop stores them: a single small block instead of one branch per element.
+// g). A mapped access may have several checked indices moving by 1 with g (the memory dim and
+// an iteration bound): the prefix is the shortest. One loop stores them: a single small block
+// instead of one branch per element.
 void KernelEmitter::storePrefix(const Access &acc, const CloneAssign &a, const std::string &value) {
   const int64_t e = acc.elems;
   const size_t vd = static_cast<size_t>(acc.vecDim);
   const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
   std::string n = constIndex(e);
-  if (acc.dims[vd].masked) {
-    std::string rem = binop("subi", lowerIndex(acc.sizes[vd]), lowerIndex(dimIndex(acc, vd, a, 0)));
+  const std::vector<Bound> bounds = boundsOf(acc);
+  for (const Bound &b : bounds) {
+    if (!b.start->dependsOn("$g"))
+      continue;
+    std::string rem = binop("subi", lowerIndex(b.size), lowerIndex(indexAt(*b.start, a, 0)));
     std::string lo = binop("maxsi", rem, constIndex(0));
-    n = binop("minsi", lo, constIndex(e));
+    n = binop("minsi", lo, n);
   }
   std::vector<std::string> others;
-  for (size_t i = 0; i < acc.dims.size(); ++i)
-    if (i != vd && acc.dims[i].masked)
-      others.push_back(cmpLt(lowerIndex(dimIndex(acc, i, a, 0)), lowerIndex(acc.sizes[i])));
+  for (const Bound &b : bounds) {
+    if (b.start->dependsOn("$g"))
+      continue;
+    const std::string idx = lowerIndex(indexAt(*b.start, a, 0));
+    if (b.upper)
+      others.push_back(cmpLt(idx, lowerIndex(b.size)));
+    if (b.lower) {
+      std::string r = fresh();
+      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+      others.push_back(r);
+    }
+  }
   if (!others.empty()) {
     std::string r = fresh();
     line(r + " = arith.select " + andAll(others) + ", " + n + ", " + constIndex(0) + " : index");
@@ -1183,6 +1334,13 @@ bool KernelEmitter::rowMaskable(const Access &acc, const CloneAssign &a,
   const int vd = acc.vecDim;
   if (vd < 0 || !acc.dims[vd].contiguous || !facts_.provesEqual(acc.strides[vd], IndexExpr(1)))
     return false;
+  // num_records holds one upper bound of the row: iteration bounds and lower bounds (a mapped
+  // access) take the select masking.
+  if (!acc.iter.empty())
+    return false;
+  for (const auto &d : acc.dims)
+    if (d.maskedBelow)
+      return false;
   for (size_t i = 0; i < acc.dims.size(); ++i)
     if (static_cast<int>(i) != vd)
       for (const auto &sym : dimIndex(acc, i, a, 0).freeSymbols())
@@ -1275,15 +1433,15 @@ KernelEmitter::BufferAccess KernelEmitter::bufferPrepare(const Access &acc, cons
     BufferPiece piece;
     piece.first = k0;
     piece.count = n;
-    // Whether a masked dim varies inside the piece; if not, the piece is wholly in or out.
+    // Whether a checked index varies inside the piece; if not, the piece is wholly in or out.
     bool varies = false;
-    for (size_t i = 0; i < acc.dims.size() && n > 1; ++i)
-      if (acc.dims[i].masked &&
-          !facts_.provesEqual(dimIndex(acc, i, a, k0), dimIndex(acc, i, a, k0 + n - 1)))
+    for (const Bound &bd : boundsOf(acc))
+      if (n > 1 &&
+          !facts_.provesEqual(indexAt(*bd.start, a, k0), indexAt(*bd.start, a, k0 + n - 1)))
         varies = true;
     // Along a contiguous dim the in-bounds elements are a prefix: the last one decides "all",
     // the first one "any"; otherwise every element is asked.
-    const bool prefix = acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous;
+    const bool prefix = prefixBounds(acc);
     std::vector<std::string> all, any;
     for (int64_t g = k0; g < k0 + n; ++g) {
       if (prefix && g != k0 && g != k0 + n - 1)
@@ -1563,7 +1721,7 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
     lz.lazy = &op;
     lz.streamDim = sd->dim.str();
     lz.dtype = op.operands[0]->type.dtype;
-    for (const auto &di : accessOf(op)->dims) {
+    for (const auto &di : op.mapping ? accessOf(op)->regDims : accessOf(op)->dims) {
       lz.layout[di.dim.str()] = di;
       for (const auto &s : di.start.freeSymbols())
         if (s.rfind("$i_", 0) == 0)
@@ -1576,16 +1734,21 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
   if (!prepareAccess(op, op.operands[0], acc))
     return false;
   RegVal v;
-  v.dtype = acc.dtype;
-  v.elems = acc.elems;
-  for (size_t i = 0; i < acc.dims.size(); ++i) {
-    v.layout[acc.dims[i].dim.str()] = acc.dims[i];
-    for (const auto &s : acc.dims[i].start.freeSymbols())
-      if (s.rfind("$i_", 0) == 0)
-        v.cloneSyms.insert(s);
+  if (acc.mapped) {
+    // The value is laid out over the register dims (the iterators); the memory side follows.
+    v = layoutFrom(acc.reg, acc.elems, acc.dtype);
+  } else {
+    v.dtype = acc.dtype;
+    v.elems = acc.elems;
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      v.layout[acc.dims[i].dim.str()] = acc.dims[i];
+      for (const auto &s : acc.dims[i].start.freeSymbols())
+        if (s.rfind("$i_", 0) == 0)
+          v.cloneSyms.insert(s);
+    }
+    if (acc.vecDim >= 0)
+      v.vecDim = acc.dims[acc.vecDim].dim.str();
   }
-  if (acc.vecDim >= 0)
-    v.vecDim = acc.dims[acc.vecDim].dim.str();
   BufferBatch batch(*this);
   for (const auto &a : clonesOver(v.cloneSyms))
     v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
@@ -1612,10 +1775,11 @@ IndexExpr zeroed(const IndexExpr &e, bool (*pick)(const std::string &)) {
 bool KernelEmitter::promote(const ir::Op &op) {
   const ir::Value *mem = op.operands[0];
   Access acc;
-  if (!prepareAccess(op, mem, acc))
+  if (!prepareAccess(op, mem, acc, /*registerSide=*/true))
     return false;
   Promotion p;
   p.op = &op;
+  p.mapped = op.mapping != nullptr;
   LdsAlloc al;
   const size_t n = acc.dims.size();
   int64_t elems = 1;
@@ -1694,6 +1858,8 @@ bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
 KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global, int64_t copy) {
   const LdsAlloc &al = allocs_[p.alloc];
   const ir::Value *mem = p.op->operands[0];
+  // The tile's dims: the tensor's, or the register's for a mapped read.
+  const ir::Shape &tileShape = p.mapped ? p.op->results[0]->type.shape : mem->type.shape;
   Access acc;
   acc.mem = mem;
   acc.dtype = mem->type.dtype;
@@ -1714,7 +1880,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
   const AccessIndex *ai = accessOf(*p.op);
   for (size_t i = 0; i < n; ++i) {
     DimIndex di;
-    di.dim = mem->type.shape[i];
+    di.dim = tileShape[i];
     IndexExpr start = pos[i] + (i + 1 == n ? IndexExpr::symbol("$g") : IndexExpr(0));
     if (global)
       start = start + p.origin[i];
@@ -1723,17 +1889,55 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     di.contiguous = i + 1 == n;
     di.masked = false;
     if (global)
-      for (const auto &x : ai->dims)
+      for (const auto &x : p.mapped ? ai->regDims : ai->dims)
         if (x.dim == di.dim)
           di.masked = x.masked;
     acc.dims.push_back(di);
   }
+  if (global && p.mapped) {
+    // The tile's elements (register indices) through the mapping: the memory side checks what
+    // the distribution could not prove inside the tensor, the register side the iteration
+    // bounds.
+    std::map<std::string, IndexExpr> subs;
+    for (const auto &[d, value] : p.op->mapping->outputs)
+      for (const auto &di : acc.dims)
+        if (auto name = value.asSymbol(); name && di.dim == d)
+          subs[*name] = di.start;
+    for (const auto &di : acc.dims)
+      if (di.masked)
+        acc.iter.push_back(di);
+    acc.dims.clear();
+    acc.elems = 1;
+    sym::Facts f = facts_;
+    f.setRange("$g", 0, p.lanes - 1);
+    for (const auto &d : mem->type.shape)
+      for (const auto &[md, value] : p.op->mapping->inputs)
+        if (md == d) {
+          DimIndex di;
+          di.dim = d;
+          di.start = f.simplify(value.subs(subs));
+          di.elements = p.lanes;
+          for (const auto &x : ai->dims)
+            if (x.dim == d) {
+              di.masked = x.masked;
+              di.maskedBelow = x.maskedBelow;
+            }
+          acc.dims.push_back(di);
+        }
+    acc.mapped = true;
+    setVectorDim(acc, p.op->loc);
+    acc.elems = p.lanes;
+    if (acc.vecDim + 1 == static_cast<int>(acc.dims.size()))
+      acc.dims.back().contiguous = stepsInG(acc.dims.back().start, p.lanes, true);
+  }
   if (global) {
     acc.base = pointers_.at(mem);
-    for (const auto &d : mem->type.shape)
+    for (const auto &d : mem->type.shape) {
       acc.sizes.push_back(d.size);
-    acc.strides.assign(n, IndexExpr(1));
-    for (size_t i = n; i-- > 1;)
+      acc.mayBeEmpty |= acc.mapped && mayBeEmptyDim(d);
+    }
+    acc.strides.assign(acc.sizes.size(), IndexExpr(1));
+    for (size_t i = acc.sizes.size(); i-- > 1;)
       acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
   } else {
     acc.base = al.base;
@@ -1772,6 +1976,19 @@ bool KernelEmitter::asyncCopyable(const Promotion &p) {
     return false;
   if (provenAlignment(g, linearOffset(g, {}, 0), p.lanes) < 16)
     return false;
+  if (g.mapped) {
+    // The vector must be consecutive in memory and each bound that moves with it must hold
+    // for all of it or for none (a multiple of the vector from an aligned start).
+    if (g.vecDim + 1 != static_cast<int>(g.dims.size()) || !g.dims.back().contiguous)
+      return false;
+    for (const Bound &b : boundsOf(g))
+      if (b.start->dependsOn("$g") &&
+          (b.lower || !stepsInG(*b.start, p.lanes, true) ||
+           !facts_.provesExact(b.size, IndexExpr(p.lanes)) ||
+           !facts_.provesExact(indexAt(*b.start, {}, 0), IndexExpr(p.lanes))))
+        return false;
+    return true;
+  }
   return !g.dims.back().masked || facts_.provesExact(g.sizes.back(), IndexExpr(p.lanes));
 }
 
@@ -1817,7 +2034,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
                             const CloneFilter &keep) {
   const LdsAlloc &al = allocs_[p.alloc];
   Access acc;
-  if (!prepareAccess(op, op.operands[0], acc))
+  if (!prepareAccess(op, op.operands[0], acc, /*registerSide=*/p.mapped))
     return false;
   acc.base = al.base;
   acc.ptr = "!llvm.ptr<3>";
@@ -1833,7 +2050,8 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   v.dtype = acc.dtype;
   v.elems = acc.elems;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
-    v.layout[acc.dims[i].dim.str()] = accessOf(op)->dims[i];
+    v.layout[acc.dims[i].dim.str()] =
+        p.mapped ? accessOf(op)->regDims[i] : accessOf(op)->dims[i];
     for (const auto &s : acc.dims[i].start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         v.cloneSyms.insert(s);
@@ -2598,9 +2816,12 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
   const RegVal &value = values_.at(op.operands[0]);
   if (value.dtype != acc.dtype)
     return unsupported("a write of a different element type", op.loc);
-  // The value in the write's layout (the distribution's anchor for it).
+  // The value in the write's layout (the distribution's anchor for it; over the register dims
+  // of a mapped write).
   RegVal v;
-  if (!convertTo(value, layoutFrom(acc.dims, acc.elems, acc.dtype), v, op.loc))
+  if (!convertTo(value,
+                 layoutFrom(acc.mapped ? acc.reg : acc.dims, acc.elems, acc.dtype),
+                 v, op.loc))
     return false;
   std::set<std::string> syms = v.cloneSyms;
   for (const auto &di : acc.dims)
@@ -3777,7 +3998,7 @@ const DimIndex *KernelEmitter::streamedDim(const ir::Op &op) {
   const AccessIndex *ai = accessOf(op);
   if (!ai)
     return nullptr;
-  for (const auto &di : ai->dims)
+  for (const auto &di : op.mapping ? ai->regDims : ai->dims)
     if (di.chunk > 0)
       return &di;
   return nullptr;

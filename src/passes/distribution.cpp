@@ -367,38 +367,61 @@ private:
       else
         facts.setRange("$g", 0);
 
+    // A register dim's index, element count and bound (a tile, or the lanes of a reduction,
+    // can overrun it).
+    auto registerDim = [&](const ir::Dim &d) {
+      DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
+      di.masked = isMasked(d, facts);
+      if (auto it = chunks.find(d.str()); it != chunks.end()) {
+        di.chunk = it->second;
+        di.masked |= rowOverrun(d, di.chunk * rowThreads(d), facts);
+      } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
+        di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
+      }
+      return di;
+    };
     if (!op.mapping) {
       for (const auto &d : mem->type.shape) {
-        DimIndex di{d, facts.simplify(registerIndex(d)), elementsOf(d).asInteger().value_or(0)};
+        DimIndex di = registerDim(d);
         di.contiguous = &d == &mem->type.shape.back() && isUnitStride(di.start, facts);
-        di.masked = isMasked(d, facts);
-        if (auto it = chunks.find(d.str()); it != chunks.end()) {
-          di.chunk = it->second;
-          di.masked |= rowOverrun(d, di.chunk * rowThreads(d), facts);
-        } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
-          di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
-        }
         acc.dims.push_back(di);
       }
     } else {
-      // Memory index = the mapping's memory-side value with each iterator replaced by the
-      // index of the register dim it is bound to.
+      // The register side: each iterator is bound to one register dim, whose index (the
+      // thread layout of the value) is the iterator's value. The memory side: the mapping's
+      // expressions of those values. The iteration bounds are the register dims' masks
+      // (language.md section 5.1); a memory-side dim is masked as well unless its expression
+      // provably stays inside the tensor whenever every iterator is inside its dim.
       const auto &bare = isRead ? op.mapping->outputs : op.mapping->inputs;
       const auto &memSide = isRead ? op.mapping->inputs : op.mapping->outputs;
-      // Bounds apply to the iteration (register-side) dims; the lane's element count is the
-      // largest of theirs.
       std::map<std::string, IndexExpr> subs;
-      bool masked = false;
+      sym::Facts inside = out.facts; // each iterator in [0, size of its dim)
       int64_t maxElements = 1;
       for (const auto &[d, value] : bare) {
-        if (auto name = value.asSymbol())
-          subs[*name] = registerIndex(d);
-        masked |= isMasked(d, facts);
-        maxElements = std::max(maxElements, elementsOf(d).asInteger().value_or(1));
+        const IndexExpr index = registerIndex(d);
+        DimIndex ri = registerDim(d);
+        ri.contiguous = isUnitStride(ri.start, facts);
+        acc.regDims.push_back(ri);
+        maxElements = std::max(maxElements, ri.elements);
+        if (auto name = value.asSymbol()) {
+          subs[*name] = index;
+          bindIterator(inside, *name, d);
+        }
       }
+      int64_t streamed = 0; // a streamed register dim: the memory side moves in its chunks
+      for (const auto &ri : acc.regDims)
+        streamed = std::max(streamed, ri.chunk);
       for (const auto &[d, value] : memSide) {
         DimIndex di{d, facts.simplify(value.subs(subs)), maxElements};
-        di.masked = masked;
+        if (streamed > 0 && di.start.dependsOn("$g")) {
+          di.elements = 0;
+          di.chunk = streamed;
+        }
+        di.contiguous = d == mem->type.shape.back() && isUnitStride(di.start, facts);
+        const IndexExpr e = inside.simplify(value);
+        di.masked = !inside.prove(sym::Pred::cmp(sym::Pred::Lt, e, d.size)).value_or(false);
+        di.maskedBelow =
+            !inside.prove(sym::Pred::cmp(sym::Pred::Ge, e, IndexExpr(0))).value_or(false);
         acc.dims.push_back(di);
       }
       acc.anchor += " via mapping " + op.mapping->name;
@@ -565,6 +588,17 @@ private:
     return 1;
   }
 
+  // The facts `f` learn that mapping iterator `name` runs over register dim d: 0 <= name < the
+  // dim's size (a range when the size is a constant, a recorded relation otherwise).
+  static void bindIterator(sym::Facts &f, const std::string &name, const ir::Dim &d) {
+    if (auto n = d.size.asInteger()) {
+      f.setRange(name, 0, std::max<int64_t>(*n - 1, 0));
+      return;
+    }
+    f.setRange(name, 0);
+    f.assume(sym::Pred::cmp(sym::Pred::Lt, S(name), d.size));
+  }
+
   // True when consecutive register elements g, g + 1 sit at consecutive indices.
   static bool isUnitStride(const IndexExpr &start, const sym::Facts &facts) {
     if (!start.dependsOn("$g"))
@@ -674,20 +708,26 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
   for (const auto &a : d.accesses) {
     out += fmt::format("    {} {} @{}:{}  [{}]\n", ir::opKindName(a.op->kind), a.tensor,
                        a.op->loc.begin.line, a.op->loc.begin.col, a.anchor);
-    for (const auto &di : a.dims) {
+    auto print = [&](const DimIndex &di, const char *prefix) {
       std::string note;
       if (di.start.dependsOn("$g"))
         note = di.elements > 0 ? fmt::format("g < {}", di.elements)
                                : fmt::format("streamed, {} per lane per trip", di.chunk);
       if (di.contiguous)
         note += ", contiguous";
-      if (di.masked)
+      if (di.masked || di.maskedBelow)
         note += (note.empty() ? "" : ", ") +
-                (a.op->mapping ? std::string("masked by the iteration bounds")
-                               : "masked < " + di.dim.size.str());
-      out += fmt::format("      {}: {}{}\n", di.dim.str(), di.start.str(),
+                (di.maskedBelow && di.masked ? "masked to [0, " + di.dim.size.str() + ")"
+                 : di.masked                 ? "masked < " + di.dim.size.str()
+                                             : std::string("masked >= 0"));
+      out += fmt::format("      {}{}: {}{}\n", prefix, di.dim.str(), di.start.str(),
                          note.empty() ? "" : "    (" + note + ")");
-    }
+    };
+    for (const auto &di : a.dims)
+      print(di, "");
+    // A mapped access: the iterators' values (the register value's layout).
+    for (const auto &di : a.regDims)
+      print(di, "iterator over ");
   }
   return out;
 }

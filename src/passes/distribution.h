@@ -5,8 +5,9 @@
 // formula of dynamic symbols), loop trip counts, expansion counts, and for every tensor access
 // the index expression of each memory dim as a sum of workgroup, wave, loop, thread and
 // expansion terms, simplified with the range facts of the hardware ids and the kernel's
-// assumptions. It also decides each access's thread layout (its "anchor": an MMA operand or
-// accumulator, a reduction, or the plain read/write layout).
+// assumptions; for a mapped access also the index of each register dim (the iterators) and
+// which memory-side bounds need a check. It also decides each access's thread layout (its
+// "anchor": an MMA operand or accumulator, a reduction, or the plain read/write layout).
 #pragma once
 
 #include "codegen/target_table.h"
@@ -20,11 +21,16 @@
 namespace wave {
 
 struct DimIndex {
-  ir::Dim dim;             // memory-side dim
+  ir::Dim dim;             // memory-side dim (a register dim in AccessIndex::regDims)
   sym::IndexExpr start;    // index of element g of clone (i_*) of this thread
   int64_t elements = 1;    // elements per thread along this dim (g ranges over them)
   bool contiguous = false; // the g elements are consecutive along this dim
-  bool masked = false;     // a tile can overrun the dim and no assumption proves otherwise
+  // The index may reach the dim's size: compare it with the size (a tile can overrun the dim,
+  // or a mapped index is not proven to stay inside the tensor) and no assumption proves
+  // otherwise.
+  bool masked = false;
+  // The index may be negative (only a mapped memory-side index can be): compare it with 0.
+  bool maskedBelow = false;
   // A streamed row (elements == 0: a dynamic or long reduced row): its consumers walk it in a
   // loop, `chunk` elements per lane per trip (g = trip * chunk + 0 .. chunk - 1).
   int64_t chunk = 0;
@@ -34,7 +40,15 @@ struct AccessIndex {
   const ir::Op *op = nullptr;
   std::string tensor;
   std::string anchor; // "mma lhs F32_16x16x16_F16", "reduction", "read/write"
-  std::vector<DimIndex> dims;
+  std::vector<DimIndex> dims; // the memory side, one per dim of the tensor
+  // An access with a mapping (language.md section 3.2): the register side, one per dim of the
+  // register value (the mapping's iterators), in the order of the mapping's register side (a
+  // read's: the value's dims in order). Its `start` is the
+  // iterator's value for element g, the thread layout of the register value; `masked` is the
+  // iteration bound (the index may reach the register dim's size). `dims` are then the
+  // mapping's expressions of these indices. Empty without a mapping: the memory dims are the
+  // register dims.
+  std::vector<DimIndex> regDims;
 };
 
 struct LoopInfo {

@@ -3,6 +3,7 @@
 
 #include "symbolic/ginac_functions.h"
 
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -395,6 +396,8 @@ ex Simplifier::floorDivPos(ex a, numeric c, bool ceil) {
       return (q + floorDivPos(r.op(0), *d * c, ceil)).expand();
   Interval rr = range(r);
   std::optional<int64_t> cc = toInt64(c);
+  if (ex coarse, fine; !ceil && splitFine(r, c, coarse, fine))
+    return (q + floorDivPos(coarse, c, false)).expand();
   if (cc && !isInf(rr.lo) && !isInf(rr.hi)) {
     Int128 lo = ceil ? -floorDivExt(-rr.lo, *cc) : floorDivExt(rr.lo, *cc);
     Int128 hi = ceil ? -floorDivExt(-rr.hi, *cc) : floorDivExt(rr.hi, *cc);
@@ -441,7 +444,44 @@ ex Simplifier::modPos(ex a, numeric c) {
     if (k == floorDivExt(rr.hi, *cc))
       return (r - numeric(long(k)) * c).expand();
   }
+  if (ex coarse, fine; splitFine(r, c, coarse, fine))
+    return (modPos(coarse, c) + fine).expand();
   return makeMod(r, c);
+}
+
+bool Simplifier::splitFine(const ex &a, const numeric &c, ex &coarse, ex &fine) const {
+  // Candidate d: gcd(coefficient, c) of each term, largest first.
+  std::set<numeric, std::greater<>> candidates;
+  bool ok = true;
+  forEachTerm(a, [&](const ex &t) {
+    Term term = splitTerm(t);
+    if (!term.coeff.is_integer() || !isIntegerValued(term.rest)) {
+      ok = false;
+      return;
+    }
+    numeric g = GiNaC::gcd(term.coeff, c);
+    if (g > 1 && g < c)
+      candidates.insert(g);
+  });
+  if (!ok)
+    return false;
+  for (const numeric &d : candidates) {
+    GiNaC::exvector big, small;
+    forEachTerm(a, [&](const ex &t) {
+      (GiNaC::mod(splitTerm(t).coeff, d).is_zero() ? big : small).push_back(t);
+    });
+    if (small.empty() || big.empty())
+      continue;
+    ex f = GiNaC::add(small);
+    Interval r = range(f);
+    auto dd = toInt64(d);
+    if (!dd || isInf(r.lo) || isInf(r.hi) || r.lo < 0 || r.hi >= *dd)
+      continue;
+    coarse = GiNaC::add(big);
+    fine = f;
+    return true;
+  }
+  return false;
 }
 
 ex Simplifier::minMax(bool isMin, const ex &a, const ex &b) {

@@ -48,6 +48,12 @@ private:
 
   GiNaC::ex floorDivPos(GiNaC::ex a, GiNaC::numeric c, bool ceil);
   GiNaC::ex modPos(GiNaC::ex a, GiNaC::numeric c);
+  // a = coarse + fine, where every term of `coarse` has an integer coefficient that is a
+  // multiple of some d > 1 dividing c, and 0 <= fine < d: then a // c == coarse // c and
+  // a % c == coarse % c + fine (an element offset inside an aligned group: (4*x + g) % 64 with
+  // g < 4 is 4*(x % 16) + g). The largest such d is taken; false when there is none.
+  bool splitFine(const GiNaC::ex &a, const GiNaC::numeric &c, GiNaC::ex &coarse,
+                 GiNaC::ex &fine) const;
 
   Interval range(const GiNaC::ex &e) const { return ranges_.of(e); }
 

@@ -245,6 +245,25 @@ TEST_F(SymbolicTest, DivisionsByMultiplesFold) {
   EXPECT_EQ(simp(floorDiv(exactDiv(K, 2), 4)), "K // 8");
 }
 
+// An element offset inside an aligned group stays out of the division: 4*x + g with g < 4 (the
+// lane's elements of a mapped index) divided by a multiple of 4.
+TEST_F(SymbolicTest, AlignedGroupOffsetsLeaveDivisions) {
+  Facts f = hw;
+  f.setRange("g", 0, 3);
+  const IndexExpr g = S("g");
+  EXPECT_EQ(simpWith(f, mod(4 * a + g, 64)), "g + 4*(a % 16)");
+  EXPECT_EQ(simpWith(f, floorDiv(4 * a + g, 64)), "a // 16");
+  // 32*IV plus a part below 32 (g + 16*w' + 4*t' with small ranges) over 96.
+  f.setRange("u", 0, 1);
+  const IndexExpr u = S("u");
+  EXPECT_EQ(simpWith(f, floorDiv(32 * IV + g + 16 * u + 4 * mod(t, 4), 96)), "IV_K // 3");
+  EXPECT_EQ(simpWith(f, mod(32 * IV + g + 16 * u + 4 * mod(t, 4), 64)),
+            "g + 16*u + 32*(IV_K % 2) + 4*(t % 4)");
+  // Not when the small part can reach the group's size, or the group does not divide c.
+  EXPECT_EQ(simpWith(f, floorDiv(4 * a + g + 1, 64)), "(4*a + g + 1) // 64");
+  EXPECT_EQ(simpWith(f, floorDiv(6 * a + g, 64)), "(6*a + g) // 64");
+}
+
 TEST_F(SymbolicTest, NegativeValuesFollowFloorSemantics) {
   EXPECT_EQ(simp(floorDiv(-w, 4)), "(-w) // 4");
   EXPECT_EQ(simp(mod(t - 1, 64)), "(t + 63) % 64");
