@@ -2,7 +2,8 @@
 //
 //   parse -> canonicalize, cse                                   (--emit=mlir stops here)
 //   gpu.module: arith-expand, scf-to-cf, convert-gpu-to-rocdl{chipset, index 64, bare pointers}
-//               or convert-gpu-to-nvvm{index 64, bare pointers}; reconcile-unrealized-casts
+//               or convert-gpu-to-nvvm{index 64, bare pointers}, convert-nvvm-to-llvm (inline
+//               PTX for wgmma and fence.proxy); reconcile-unrealized-casts
 //   translate the gpu.module to LLVM IR; triple, data layout, AMD code-object-version flag,
 //   max flat workgroup size = the block; LLVM's O0..O3 pipeline    (--emit=llvm)
 //   AMDGPU/NVPTX code generation: ISA or PTX text                   (--emit=asm, ptx)
@@ -19,6 +20,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -493,6 +495,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
       o.indexBitwidth = 64;
       o.useBarePtrCallConv = true;
       g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
+      // NVVM ops that have no LLVM intrinsic (wgmma, fence.proxy) become inline PTX.
+      g.addPass(mlir::createConvertNVVMToLLVMPass());
     }
     g.addPass(mlir::createReconcileUnrealizedCastsPass());
     // A DISubprogram on each llvm.func, so the `.wave` locations become DILocations.
