@@ -409,6 +409,23 @@ bool linkHsaco(const std::string &object, const std::string &hsaco, std::string 
   return false;
 }
 
+// Why the CPU emulator cannot run these kernels before any translation is tried: it models the
+// matrix instructions of the target table's wave kinds, not wgmma's warpgroup instructions
+// (their inline PTX and asynchronous shared-memory reads). Empty when nothing stands in the way.
+std::string emuObstacle(const std::vector<CodegenKernel> &kernels) {
+  for (const auto &k : kernels) {
+    std::string kind;
+    ir::walk(k.kernel->body, [&](const ir::Op &op) {
+      if (kind.empty() && op.kind == ir::OpKind::Mma && op.mma && op.mma->family == MmaFamily::Wgmma)
+        kind = op.mma->name;
+    });
+    if (!kind.empty())
+      return "kernel " + k.kernel->name + " uses the warpgroup matrix kind " + kind +
+             " (wgmma), which the emulator does not model";
+  }
+  return "";
+}
+
 } // namespace
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
@@ -592,8 +609,9 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   // 4b. the emulator image: this very module, right before instruction selection.
   if (options.output == CodegenOutput::Emu) {
-    std::string why;
-    if (!translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
+    std::string why = emuObstacle(kernels);
+    if (!why.empty() ||
+        !translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
       diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
       return false;
     }
@@ -601,8 +619,9 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   if (emu && options.output != CodegenOutput::LLVM) {
     emu->image.clear();
-    emu->error.clear();
-    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
+    emu->error = emuObstacle(kernels);
+    if (!emu->error.empty() ||
+        !translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
                              dynamicShared))
       emu->image.clear();
     timer.lap("emulator image");
