@@ -97,10 +97,11 @@ done
   for d in t*/; do
     d=${d%/}
     [ -x $d/gemm_main ] || continue
-    # The last three have K > 256 for the 64-deep K tiles (the sample assumes K > 4 tiles) and
-    # a ragged K tail; 1 x 1 masks everything but one element.
+    # The last four have K > 256 for the 64-deep K tiles (the sample assumes K > 4 tiles) and
+    # a ragged K tail (389: not a multiple of 8, for variants without that assumption); 1 x 1
+    # masks everything but one element.
     for shape in "250 130 192" "256 256 256" "1000 1000 1000" "129 67 520" "250 130 190" \
-                 "250 130 392" "300 77 264" "1 1 264"; do
+                 "250 130 392" "300 77 264" "1 1 264" "131 67 389"; do
       WAVE_DEVICE=cuda://0 timeout 60 ./$d/gemm_main $shape; echo "$d $shape exit $?"
     done
   done

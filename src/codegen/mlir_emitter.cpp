@@ -5,7 +5,9 @@
 // every op per expansion index ($i_<dim>), each clone holding a `vector<E x T>` of the lane's
 // elements ($g), or a scalar when E = 1. `iterate` becomes an scf.for whose iter_args are every
 // clone of every carried value; `mma` becomes one matrix instruction per (M, N) clone, chained
-// over the K clones (MFMA / WMMA through ROCDL, mma.sync through the NVVM intrinsic).
+// over the K clones (MFMA / WMMA through ROCDL, mma.sync through the NVVM intrinsic, wgmma on
+// sm_90a through NVVM's wgmma ops with A and B read by the tensor cores from shared memory
+// through matrix descriptors: emitWgmma).
 //
 // Shared memory (promotion of `shared` kernel parameters, wave-facts.md section 5): each
 // promoted read gets a tile of one per-workgroup arena (`llvm.mlir.global` in address space 3),
