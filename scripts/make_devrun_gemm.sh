@@ -24,9 +24,11 @@ grep -q 'K % 8 == 0' "$aligned"
 bf16=$(mktemp --suffix=.wave)
 sed 's/f16]/bf16]/g' "$aligned" > "$bf16"
 grep -q 'bf16]' "$bf16"
-# name: source: -D flags
+# name: source: -D flags [: target, default sm_90]
 main="-DBLOCK_M=128 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
 wide="-DBLOCK_M=256 -DBLOCK_N=128 -DWAVE_M=64 -DWAVE_N=64"
+# wgmma (sm_90a): two warpgroups of 64 x 256, 64-deep K tiles (128-byte swizzle), 4 buffers.
+wg="-DBLOCK_M=128 -DBLOCK_N=256 -DBLOCK_K=64 -DWAVE_M=64 -DWAVE_N=256"
 variants=(
   "t128x128x32_w64x64:$src/samples/gemm/gemm_portable.wave:$main"
   "t128x128x32_w64x64_async:$aligned:$main"
@@ -34,9 +36,11 @@ variants=(
   "t128x256x32_w64x64_async:$aligned:-DBLOCK_M=128 -DBLOCK_N=256 -DWAVE_M=64 -DWAVE_N=64"
   "t64x64x32_w32x32_async:$aligned:"
   "t256x128x32_w64x64_async_bf16:$bf16:$wide"
+  "t128x256x64_w64x256_async_wgmma:$aligned:$wg:sm_90a"
+  "t128x256x64_w64x256_async_wgmma_bf16:$bf16:$wg:sm_90a"
 )
-# GEMM_VARIANTS (optional) replaces the list: lines of NAME:SOURCE:FLAGS, SOURCE one of
-# portable, aligned, bf16.
+# GEMM_VARIANTS (optional) replaces the list: lines of NAME:SOURCE:FLAGS[:TARGET], SOURCE one
+# of portable, aligned, bf16.
 if [ -n "${GEMM_VARIANTS:-}" ]; then
   variants=()
   while IFS= read -r line; do
@@ -54,14 +58,15 @@ fi
 [ -n "$control" ] && variants+=("ctl_t128x128x32_w64x64_async:$aligned:$main")
 for v in "${variants[@]}"; do
   name=${v%%:*} rest=${v#*:}
-  file=${rest%%:*} flags=${rest#*:}
+  file=${rest%%:*} flags=${rest#*:} target=sm_90
+  if [[ $flags == *:* ]]; then target=${flags##*:} flags=${flags%:*}; fi
   compiler=$wavec
   case $name in ctl_*) compiler=$control;; esac
   mkdir -p "$out/$name"
   # shellcheck disable=SC2086
-  "$compiler" "$file" --target=sm_90 $flags \
+  "$compiler" "$file" --target=$target $flags \
     -o "$out/$name/gemm.cubin" --header "$out/$name/gemm.h" --stub "$out/$name/gemm.c"
-  echo "$flags" > "$out/$name/flags"
+  echo "$target $flags" > "$out/$name/flags"
 done
 mkdir -p "$out/batched"
 "$wavec" "$src/tests/codegen/inputs/gemm_batched.wave" --target=sm_90 -o "$out/batched/gemm.cubin" \
@@ -92,7 +97,11 @@ done
   for d in t*/; do
     d=${d%/}
     [ -x $d/gemm_main ] || continue
-    for shape in "250 130 192" "256 256 256" "1000 1000 1000" "129 67 520" "250 130 190"; do
+    # The last four have K > 256 for the 64-deep K tiles (the sample assumes K > 4 tiles) and
+    # a ragged K tail (389: not a multiple of 8, for variants without that assumption); 1 x 1
+    # masks everything but one element.
+    for shape in "250 130 192" "256 256 256" "1000 1000 1000" "129 67 520" "250 130 190" \
+                 "250 130 392" "300 77 264" "1 1 264" "131 67 389"; do
       WAVE_DEVICE=cuda://0 timeout 60 ./$d/gemm_main $shape; echo "$d $shape exit $?"
     done
   done
@@ -103,6 +112,9 @@ if command -v cuobjdump > /dev/null; then
     echo "=== ${d%/}"
     cuobjdump -sass "$d/gemm.cubin"
   done > "$OUT/sass.txt" 2>&1
+  # Matrix instructions per variant: HGMMA (wgmma) or HMMA (mma.sync).
+  awk '/^=== /{v=$2} /HGMMA/{g[v]++} /HMMA/{h[v]++} END{for (k in g) print k, "HGMMA", g[k];
+       for (k in h) print k, "HMMA", h[k]}' "$OUT/sass.txt"
 fi
 # ROUNDS=R interleaves R timing rounds of torch and the variants; SHAPES="M,N,K ..." replaces the
 # default shapes.

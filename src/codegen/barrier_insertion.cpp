@@ -80,7 +80,7 @@ class Placer {
 public:
   explicit Placer(const std::vector<SyncItem> &items)
       : items_(items), before_(items.size(), BarrierPlacement::None), keep_(items.size(), 0),
-        match_(items.size(), -1) {
+        fence_(items.size(), false), match_(items.size(), -1) {
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < items.size(); ++i) {
       if (items[i].kind == SyncItem::LoopBegin)
@@ -92,10 +92,12 @@ public:
     }
   }
 
-  std::vector<BarrierPlacement> run(std::vector<int> *waitKeep) {
+  std::vector<BarrierPlacement> run(std::vector<int> *waitKeep, std::vector<bool> *proxyFence) {
     walk(0, items_.size(), Pending{}, 0);
     if (waitKeep)
       *waitKeep = keep_;
+    if (proxyFence)
+      *proxyFence = fence_;
     return before_;
   }
 
@@ -108,6 +110,8 @@ private:
   // writes before it against the accesses after it.
   void barrierAt(std::size_t i, Pending &s, int stages) {
     const SyncItem &it = items_[i];
+    if (it.kind == SyncItem::Read && it.asyncProxy)
+      fence_[i] = true;
     int newest = 0;
     bool wait = it.kind == SyncItem::Read &&
                 Pending::hits(s.inflight, it.resource, tileOf(it), stages, &newest);
@@ -197,14 +201,16 @@ private:
   const std::vector<SyncItem> &items_;
   std::vector<BarrierPlacement> before_;
   std::vector<int> keep_;
+  std::vector<bool> fence_;
   std::vector<long> match_;
 };
 
 } // namespace
 
 std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
-                                            std::vector<int> *waitKeep) {
-  return Placer(items).run(waitKeep);
+                                            std::vector<int> *waitKeep,
+                                            std::vector<bool> *proxyFence) {
+  return Placer(items).run(waitKeep, proxyFence);
 }
 
 } // namespace wave

@@ -39,6 +39,10 @@ struct SyncItem {
   int stage = -1;
   bool async = false; // a Write completed by a wait (NVIDIA cp.async), not by the barrier
   int stages = 1;     // LoopBegin only
+  // A Read by the async proxy (NVIDIA wgmma reading shared memory through descriptors): a
+  // barrier placed before it is preceded by `fence.proxy.async.shared::cta`, which makes the
+  // generic-proxy writes before it (stores, completed cp.async copies) visible to that proxy.
+  bool asyncProxy = false;
 };
 
 enum class BarrierPlacement {
@@ -49,8 +53,10 @@ enum class BarrierPlacement {
 
 // For each item, what must be placed right before it. Items inside a loop refer to the loop
 // body; LoopBegin/LoopEnd must nest. `waitKeep` (optional) receives, per WaitAndBarrier, how many
-// of the newest copy groups the wait may leave in flight (`cp.async.wait_group N`).
+// of the newest copy groups the wait may leave in flight (`cp.async.wait_group N`);
+// `proxyFence` (optional), per item, whether its barrier needs the async-proxy fence first.
 std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
-                                            std::vector<int> *waitKeep = nullptr);
+                                            std::vector<int> *waitKeep = nullptr,
+                                            std::vector<bool> *proxyFence = nullptr);
 
 } // namespace wave

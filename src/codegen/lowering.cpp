@@ -2,7 +2,8 @@
 //
 //   parse -> canonicalize, cse                                   (--emit=mlir stops here)
 //   gpu.module: arith-expand, scf-to-cf, convert-gpu-to-rocdl{chipset, index 64, bare pointers}
-//               or convert-gpu-to-nvvm{index 64, bare pointers}; reconcile-unrealized-casts
+//               or convert-gpu-to-nvvm{index 64, bare pointers}, convert-nvvm-to-llvm (inline
+//               PTX for wgmma and fence.proxy); reconcile-unrealized-casts
 //   translate the gpu.module to LLVM IR; triple, data layout, AMD code-object-version flag,
 //   max flat workgroup size = the block; LLVM's O0..O3 pipeline    (--emit=llvm)
 //   AMDGPU/NVPTX code generation: ISA or PTX text                   (--emit=asm, ptx)
@@ -19,6 +20,7 @@
 
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -407,6 +409,23 @@ bool linkHsaco(const std::string &object, const std::string &hsaco, std::string 
   return false;
 }
 
+// Why the CPU emulator cannot run these kernels before any translation is tried: it models the
+// matrix instructions of the target table's wave kinds, not wgmma's warpgroup instructions
+// (their inline PTX and asynchronous shared-memory reads). Empty when nothing stands in the way.
+std::string emuObstacle(const std::vector<CodegenKernel> &kernels) {
+  for (const auto &k : kernels) {
+    std::string kind;
+    ir::walk(k.kernel->body, [&](const ir::Op &op) {
+      if (kind.empty() && op.kind == ir::OpKind::Mma && op.mma && op.mma->family == MmaFamily::Wgmma)
+        kind = op.mma->name;
+    });
+    if (!kind.empty())
+      return "kernel " + k.kernel->name + " uses the warpgroup matrix kind " + kind +
+             " (wgmma), which the emulator does not model";
+  }
+  return "";
+}
+
 } // namespace
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
@@ -493,6 +512,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
       o.indexBitwidth = 64;
       o.useBarePtrCallConv = true;
       g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
+      // NVVM ops that have no LLVM intrinsic (wgmma, fence.proxy) become inline PTX.
+      g.addPass(mlir::createConvertNVVMToLLVMPass());
     }
     g.addPass(mlir::createReconcileUnrealizedCastsPass());
     // A DISubprogram on each llvm.func, so the `.wave` locations become DILocations.
@@ -588,8 +609,9 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   // 4b. the emulator image: this very module, right before instruction selection.
   if (options.output == CodegenOutput::Emu) {
-    std::string why;
-    if (!translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
+    std::string why = emuObstacle(kernels);
+    if (!why.empty() ||
+        !translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
       diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
       return false;
     }
@@ -597,8 +619,9 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   if (emu && options.output != CodegenOutput::LLVM) {
     emu->image.clear();
-    emu->error.clear();
-    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
+    emu->error = emuObstacle(kernels);
+    if (!emu->error.empty() ||
+        !translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
                              dynamicShared))
       emu->image.clear();
     timer.lap("emulator image");

@@ -5,7 +5,9 @@
 // every op per expansion index ($i_<dim>), each clone holding a `vector<E x T>` of the lane's
 // elements ($g), or a scalar when E = 1. `iterate` becomes an scf.for whose iter_args are every
 // clone of every carried value; `mma` becomes one matrix instruction per (M, N) clone, chained
-// over the K clones (MFMA / WMMA through ROCDL, mma.sync through the NVVM intrinsic).
+// over the K clones (MFMA / WMMA through ROCDL, mma.sync through the NVVM intrinsic, wgmma on
+// sm_90a through NVVM's wgmma ops with A and B read by the tensor cores from shared memory
+// through matrix descriptors: emitWgmma).
 //
 // Shared memory (promotion of `shared` kernel parameters, wave-facts.md section 5): each
 // promoted read gets a tile of one per-workgroup arena (`llvm.mlir.global` in address space 3),
@@ -123,6 +125,11 @@ struct RegVal {
   // of dim `streamDim`, one chunk per trip. `clones` is empty.
   const ir::Op *lazy = nullptr;
   std::string streamDim;
+  // A wgmma operand: one i64 shared-memory matrix descriptor per clone (no register layout), of
+  // the tile in allocation `descAlloc`, buffer `descStage` (the SyncItem stage of the reads the
+  // wgmma that consumes it makes; -1 outside multi-buffered loops).
+  int descAlloc = -1;
+  int descStage = -1;
 };
 
 std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
@@ -138,7 +145,8 @@ public:
                 DiagnosticEngine &diags, bool insertBarriers)
       : k_(k), d_(d), target_(t), diags_(diags), facts_(d.facts),
         insertBarriers_(insertBarriers) {
-    machine_.waveSize = d.waveSize;
+    machine_.waveSize = d.groupSize;
+    machine_.shuffleWidth = d.waveSize;
     for (int i = 0; i < 3; ++i)
       machine_.block[i] = d.block[i];
     for (const auto &ex : d.expansion)
@@ -187,6 +195,9 @@ private:
     return "loc(\"" + quoted + "\":" + std::to_string(r.begin.line) + ":" +
            std::to_string(r.begin.col) + ")";
   }
+  // A line that emits nothing but a shared-memory access for barrier insertion (a wgmma's reads
+  // through descriptors, which have no line of their own): a barrier placed before it still is.
+  void mark(const SyncItem &s) { items_.push_back({indent_, s}); }
   // Lines emitted while this is set are shared-memory accesses (for barrier insertion).
   SyncItem lds_;
   struct LdsScope {
@@ -339,10 +350,20 @@ private:
     int stages = 1;               // buffers (2 or 3: the loop's cp.async pipeline)
     int64_t pad = 0;              // elements of padding per innermost row
     int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated (see relayout)
+    // > 0: a wgmma operand tile in the canonical K-major layout of rows of this many bytes
+    // (32, 64 or 128), unpadded, 16-byte chunk c of row r stored at chunk c XOR the row's
+    // phase (the hardware's 32/64/128-byte swizzle, offsetOf); each buffer starts at a multiple
+    // of `align` bytes of the arena, whose base is aligned to it at run time.
+    int64_t xorBytes = 0;
+    int64_t align = 16;
   };
   // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
-  // are rotated by the row number so that 8 consecutive rows hit distinct banks.
+  // are rotated by the row number so that 8 consecutive rows hit distinct banks. A wgmma tile
+  // keeps its layout.
   void relayout(LdsAlloc &al, ScalarType t, bool swizzle);
+  // Byte offsets of the allocations in the arena (each aligned to its `align`) and the arena's
+  // size, with room to align its base at run time when an allocation needs more than 16 bytes.
+  int64_t placeAllocs(std::vector<LdsAlloc> &allocs) const;
   // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
   IndexExpr stageIndex_ = IndexExpr(0);
   int stageTag_ = -1;
@@ -359,6 +380,7 @@ private:
     // A mapped read: the tile is over the register dims (the iterators), filled through the
     // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
     bool mapped = false;
+    bool wgmma = false; // read by wgmma only, through descriptors (LdsAlloc::xorBytes)
   };
   bool asyncCopyable(const Promotion &p);
   void cpAsyncCopy(const Promotion &p);
@@ -377,6 +399,20 @@ private:
   // The read's value from its shared tile (all clones, or those `keep` accepts) into `out`.
   using CloneFilter = std::function<bool(const CloneAssign &)>;
   bool ldsRead(const ir::Op &op, const Promotion &p, RegVal &out, const CloneFilter &keep = {});
+  // ---- wgmma (sm_90a) ----
+  // The wgmma that reads `read`'s value as its A (lhs) or B operand, when every user of the
+  // value is one; null otherwise.
+  const ir::Op *wgmmaUser(const ir::Op &read, bool *lhs = nullptr) const;
+  // A wgmma operand's value: one matrix descriptor per clone of the read (ldsRead's form for
+  // a Promotion::wgmma tile).
+  bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
+  bool emitWgmma(const ir::Op &op);
+  // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
+  // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's
+  // buffer count, and whether the loop left groups in flight (waited for after it).
+  int wgmmaKeep_ = 0;
+  int wgmmaStages_ = 0;
+  bool wgmmaInFlight_ = false;
   IndexExpr laneZero(const IndexExpr &e);
   const AccessIndex *accessOf(const ir::Op &op) {
     for (const auto &a : d_.accesses)
@@ -408,6 +444,7 @@ private:
     std::vector<DimIndex> iter;
     std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
     bool mayBeEmpty = false;   // a mapped access whose tensor may have no elements
+    int64_t xorBytes = 0;           // see LdsAlloc
   };
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
@@ -878,8 +915,22 @@ IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr
   IndexExpr off = acc.extra;
   const size_t n = idx.size();
   for (size_t i = 0; i < n; ++i)
-    if (!acc.swizzle || i + 2 < n)
+    if ((!acc.swizzle && !acc.xorBytes) || i + 2 < n)
       off += idx[i] * acc.strides[i];
+  if (acc.xorBytes && n >= 2) {
+    // wgmma's canonical K-major layout with the W-byte swizzle (W = 32, 64, 128; PTX ISA,
+    // "Shared memory matrix layout"): rows of W bytes, 16-byte chunk c of row r at chunk
+    // c XOR ((r * W / 128) % (W / 16)), the hardware's XOR of address bits 4.. with bits 7..
+    // (the tile starts at a multiple of 1024 bytes). XOR of the bits, one at a time.
+    const int64_t b = byteSize(acc.dtype), q = 16 / b, w = acc.xorBytes;
+    const int64_t chunks = w / 16, period = 128 / w;
+    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    const IndexExpr phase = mod(floorDiv(r, period), chunks), chunk = floorDiv(col, q);
+    IndexExpr x = 0;
+    for (int64_t bit = 1; bit < chunks; bit *= 2)
+      x += bit * mod(floorDiv(chunk, bit) + floorDiv(phase, bit), 2);
+    return off + r * (w / b) + x * q + mod(col, q);
+  }
   if (acc.swizzle && n >= 2) {
     // Row r, column c of a tile with C columns, in chunks of q elements (16 bytes), rows per
     // 128-byte bank period p: chunk (c / q + r / p) % (C / q).
@@ -1828,6 +1879,30 @@ bool KernelEmitter::promote(const ir::Op &op) {
   }
   al.bytes = stride * bytes; // one buffer; offsets are placed at the end of the kernel
   al.pad = pad;
+  bool lhs = false;
+  if (const ir::Op *mma = wgmmaUser(op, &lhs)) {
+    // wgmma reads the tile through descriptors: [rows, K] with K innermost (K-major), rows of
+    // one swizzle atom (32, 64 or 128 bytes), 8-row core-matrix groups.
+    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1];
+    if (n != 2 || acc.dims[0].dim != rowDim || acc.dims[1].dim != mma->dims[2] || bytes != 2)
+      return unsupported("a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
+                             ", " + mma->dims[2].str() +
+                             "] of 16-bit elements (wgmma reads K-major tiles)",
+                         op.loc);
+    const int64_t w = al.tile[1] * bytes;
+    if ((w != 32 && w != 64 && w != 128) || al.tile[0] % 8 != 0)
+      return unsupported("a wgmma operand tile of " + std::to_string(al.tile[0]) + " rows of " +
+                             std::to_string(w) +
+                             " bytes (wgmma needs rows of 32, 64 or 128 bytes: a tile of " +
+                             mma->dims[2].str() + " of 16, 32 or 64 elements, in groups of 8)",
+                         op.loc);
+    al.xorBytes = w;
+    al.align = 1024;
+    al.pad = 0;
+    al.strides = {IndexExpr(al.tile[1]), IndexExpr(1)};
+    al.bytes = (al.tile[0] * w + al.align - 1) / al.align * al.align;
+    p.wgmma = true;
+  }
   al.base = "%lds_" + std::to_string(allocs_.size());
   p.alloc = static_cast<int>(allocs_.size());
   allocs_.push_back(al);
@@ -1836,6 +1911,8 @@ bool KernelEmitter::promote(const ir::Op &op) {
 }
 
 void KernelEmitter::relayout(LdsAlloc &al, ScalarType t, bool swizzle) {
+  if (al.xorBytes)
+    return;
   const size_t n = al.tile.size();
   const int64_t bytes = byteSize(t);
   al.swizzle = swizzle ? 16 / bytes : 0;
@@ -1845,6 +1922,16 @@ void KernelEmitter::relayout(LdsAlloc &al, ScalarType t, bool swizzle) {
     stride *= al.tile[i] + (i + 1 == n && !swizzle ? al.pad : 0);
   }
   al.bytes = stride * bytes;
+}
+
+int64_t KernelEmitter::placeAllocs(std::vector<LdsAlloc> &allocs) const {
+  int64_t end = 0, align = 16;
+  for (auto &al : allocs) {
+    al.offsetBytes = (end + al.align - 1) / al.align * al.align;
+    end = al.offsetBytes + al.bytes * al.stages;
+    align = std::max(align, al.align);
+  }
+  return end > 0 && align > 16 ? end + align - 16 : end;
 }
 
 // Rotating 16-byte chunks needs rows of 2, 4 or 8 whole chunks that divide the 128-byte bank
@@ -1947,6 +2034,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     acc.strides = al.strides;
     acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
     acc.swizzle = al.swizzle;
+    acc.xorBytes = al.xorBytes;
   }
   return acc;
 }
@@ -2019,7 +2107,7 @@ void KernelEmitter::cpAsyncCopy(const Promotion &p) {
 }
 
 IndexExpr KernelEmitter::laneZero(const IndexExpr &e) {
-  const int64_t w = d_.waveSize;
+  const int64_t w = d_.groupSize;
   sym::Facts f = facts_;
   f.setRange("$wv", 0, std::max<int64_t>(d_.block[0] / w - 1, 0));
   f.setRange("$ln", 0, w - 1);
@@ -2032,6 +2120,8 @@ IndexExpr KernelEmitter::laneZero(const IndexExpr &e) {
 
 bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
                             const CloneFilter &keep) {
+  if (p.wgmma)
+    return wgmmaDescriptors(op, p, v, keep);
   const LdsAlloc &al = allocs_[p.alloc];
   Access acc;
   if (!prepareAccess(op, op.operands[0], acc, /*registerSide=*/p.mapped))
@@ -2098,6 +2188,89 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   return true;
 }
 
+const ir::Op *KernelEmitter::wgmmaUser(const ir::Op &read, bool *lhs) const {
+  const ir::Value *v = read.results[0];
+  const ir::Op *found = nullptr;
+  bool asLhs = false;
+  for (const ir::Op *u : v->users) {
+    if (u->kind != ir::OpKind::Mma || !u->mma || u->mma->family != MmaFamily::Wgmma)
+      return nullptr;
+    const bool l = u->operands[0] == v, r = u->operands[1] == v;
+    if (l == r || u->operands[2] == v || (found && asLhs != l))
+      return nullptr;
+    found = found ? found : u;
+    asLhs = l;
+  }
+  if (lhs)
+    *lhs = asLhs;
+  return found;
+}
+
+// A matrix descriptor (PTX ISA, "Matrix Descriptor Format") per clone of a wgmma operand:
+// bits 0-13 the start address >> 4, 16-29 the leading-dimension byte offset >> 4 (unused by
+// swizzled K-major layouts: 1), 32-45 the stride byte offset >> 4 (8 rows of W bytes: the next
+// core-matrix group), 62-63 the swizzle (1: 128 bytes, 2: 64, 3: 32). The start of clone
+// (row r0, K k0) is the buffer's address plus r0 * W + 2 k0 bytes: r0 is a multiple of 8 (the
+// warpgroup's 64 rows, the clone's step), so the unswizzled address of the 8-row group, and the
+// K steps inside a row advance it by 32 bytes, which the hardware swizzles like the rest of the
+// address. Clones whose starts differ by a constant share one computation.
+bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v,
+                                     const CloneFilter &keep) {
+  const LdsAlloc &al = allocs_[p.alloc];
+  Access acc;
+  if (!prepareAccess(op, op.operands[0], acc))
+    return false;
+  v = RegVal();
+  v.dtype = ScalarType::I64;
+  v.descAlloc = p.alloc;
+  v.descStage = stageTag_;
+  for (auto &di : acc.dims) {
+    di.start = facts_.simplify(zeroed(di.start, isGlobalTerm));
+    for (const auto &s : di.start.freeSymbols())
+      if (s.rfind("$i_", 0) == 0)
+        v.cloneSyms.insert(s);
+  }
+  const int64_t w = al.xorBytes, b = byteSize(acc.dtype);
+  const uint64_t mode = w == 128 ? 1 : w == 64 ? 2 : 3;
+  const uint64_t hi = (uint64_t{1} << 16) | (uint64_t(8 * w / 16) << 32) | (mode << 62);
+  auto i64 = [&](int64_t c) {
+    std::string r = fresh();
+    line(r + " = arith.constant " + std::to_string(c) + " : i64");
+    return r;
+  };
+  auto op64 = [&](const char *o, const std::string &a, const std::string &x) {
+    std::string r = fresh();
+    line(r + " = arith." + o + " " + a + ", " + x + " : i64");
+    return r;
+  };
+  std::string base = fresh();
+  line(base + " = llvm.ptrtoint " + al.base + " : !llvm.ptr<3> to i64");
+  std::vector<std::pair<IndexExpr, std::string>> starts; // byte offset -> descriptor
+  for (const auto &a : clonesOver(v.cloneSyms)) {
+    if (keep && !keep(a))
+      continue;
+    const IndexExpr off = facts_.simplify(stageIndex_ * al.bytes +
+                                          laneZero(dimIndex(acc, 0, a, 0)) * w +
+                                          laneZero(dimIndex(acc, 1, a, 0)) * b);
+    std::string desc;
+    for (const auto &[o, d] : starts)
+      if (auto c = facts_.simplify(off - o).asInteger()) {
+        desc = *c == 0 ? d : op64("addi", d, i64(*c / 16));
+        break;
+      }
+    if (desc.empty()) {
+      std::string x = fresh();
+      line(x + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
+      std::string addr = op64("addi", base, x);
+      std::string field = op64("andi", op64("shrui", addr, i64(4)), i64(0x3fff));
+      desc = op64("ori", field, i64(static_cast<int64_t>(hi)));
+      starts.push_back({off, desc});
+    }
+    v.clones[cloneKey(a, v.cloneSyms)] = desc;
+  }
+  return true;
+}
+
 // ldmatrix loads for the clones of one mma.sync operand. A fragment of fewer than four 8x8
 // matrices (B of m16n8k16: two) is grouped with the next clones along the fastest clone dim
 // into one .x4: lanes [8t·j, 8t·j + 8t) address clone j of the group, whose registers then are
@@ -2111,7 +2284,7 @@ void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, 
   auto ldCol = trans ? layout.ldTransCol : layout.ldCol;
   const unsigned t = layout.ldTiles;
   const int64_t group = t < 4 && 4 % t == 0 ? 4 / t : 1;
-  const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.waveSize));
+  const IndexExpr lane = mod(IndexExpr::symbol("$T0"), static_cast<int64_t>(d_.groupSize));
   const int64_t span = 8 * t; // lanes addressing one clone
   const size_t nd = acc.dims.size();
   std::vector<std::pair<IndexExpr, std::string>> bases; // offset -> pointer
@@ -2348,6 +2521,8 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
                                ex.vectorShape.str() + " (another mma's shape) instead of " +
                                std::to_string(shape[r]),
                            op.loc);
+  if (k.family == MmaFamily::Wgmma)
+    return emitWgmma(op);
   // Each operand in the kind's layout: values read for this mma already are; an earlier mma's
   // result is permuted in registers or shuffled across lanes (chained products).
   // An operand used as it is stays the value in values_ (not a copy): the fragment pipeline
@@ -2385,6 +2560,111 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
     }
     if (afterKStep_)
       afterKStep_(kSym, kk, kCount);
+  }
+  values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+// wgmma (sm_90a): per accumulator clone and K step one `wgmma.mma_async` of the warpgroup,
+// A and B through their descriptors, the accumulator (the kind's C layout) in registers as a
+// struct of f32. `wgmma.fence` first (the accumulators were written by other instructions),
+// then the instructions, one commit group, and a wait that leaves `wgmmaKeep_` groups in flight
+// (1 inside a pipelined loop: the next iteration's barrier and copies overlap this tile's
+// products). For the barrier analysis the shared-memory reads happen twice: at issue (they
+// need the tile: a barrier there, preceded by the async-proxy fence) and when the wait retires
+// them (the tile's buffer may be overwritten after a barrier that follows the wait).
+bool KernelEmitter::emitWgmma(const ir::Op &op) {
+  const MmaKind &k = *op.mma;
+  const ScalarType in = op.operands[0]->type.dtype;
+  const RegVal &a = values_.at(op.operands[0]), &b = values_.at(op.operands[1]);
+  if (a.descAlloc < 0 || b.descAlloc < 0)
+    return unsupported("a wgmma operand that is not the tile of a read of a shared-memory "
+                       "parameter used only by wgmma (wgmma reads A and B through shared-memory "
+                       "descriptors)",
+                       op.loc);
+  if (in != ScalarType::F16 && in != ScalarType::BF16)
+    return unsupported(std::string("wgmma on ") + scalarTypeName(in), op.loc);
+  RegVal acc;
+  const RegVal &c0 = values_.at(op.operands[2]);
+  if (!convertTo(c0,
+                 layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.operands[2]->type.shape),
+                            k.c.elements, c0.dtype),
+                 acc, op.loc))
+    return false;
+  RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
+                          k.c.elements, k.acc);
+  const std::string kSym = "$i_" + op.dims[2].str();
+  const int64_t kCount =
+      a.cloneSyms.count(kSym) || b.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+  const int64_t n = k.c.elements;
+  const std::string vty = vecType(ScalarType::F32, n);
+  std::string sty = "!llvm.struct<(";
+  for (int64_t j = 0; j < n; ++j)
+    sty += j ? ", f32" : "f32";
+  sty += ")>";
+  const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
+  std::vector<std::string> regs;
+  for (const auto &ca : assigns) {
+    const std::string v = operandAt(acc, ca, n);
+    std::string st = fresh();
+    line(st + " = llvm.mlir.undef : " + sty);
+    for (int64_t j = 0; j < n; ++j) {
+      std::string x = fresh(), r = fresh();
+      line(x + " = vector.extract " + v + "[" + std::to_string(j) + "] : f32 from " + vty);
+      line(r + " = llvm.insertvalue " + x + ", " + st + "[" + std::to_string(j) + "] : " + sty);
+      st = r;
+    }
+    regs.push_back(st);
+  }
+  line("nvvm.wgmma.fence.aligned");
+  auto reads = [&](const std::function<int(int)> &stageOf, bool issue) {
+    for (const RegVal *x : {&a, &b}) {
+      if (x == &b && b.descAlloc == a.descAlloc && b.descStage == a.descStage)
+        continue;
+      SyncItem it{SyncItem::Read, x->descAlloc, stageOf(x->descStage)};
+      it.asyncProxy = issue;
+      mark(it);
+    }
+  };
+  reads([](int st) { return st; }, true);
+  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
+                            ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
+  for (int64_t kk = 0; kk < kCount; ++kk)
+    for (size_t i = 0; i < assigns.size(); ++i) {
+      CloneAssign ab = assigns[i];
+      ab[kSym] = kk;
+      std::string r = fresh();
+      line(r + " = nvvm.wgmma.mma_async " + operandAt(a, ab, 1) + ", " + operandAt(b, ab, 1) +
+           ", " + regs[i] + ", " + shape + ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" + ty +
+           ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty +
+           ">, #nvvm.wgmma_scale_in<one>, <col>] : " + sty + " -> " + sty);
+      regs[i] = r;
+    }
+  line("nvvm.wgmma.commit.group.sync.aligned");
+  // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
+  // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
+  const int keep = wgmmaKeep_;
+  line("nvvm.wgmma.wait.group.sync.aligned " + std::to_string(keep));
+  if (keep > 0)
+    wgmmaInFlight_ = true;
+  const int stages = wgmmaStages_;
+  reads(
+      [&](int st) {
+        return st < 0 || stages <= 0 ? st : ((st - keep) % stages + stages) % stages;
+      },
+      false);
+  for (size_t i = 0; i < assigns.size(); ++i) {
+    std::string vec = fresh();
+    line(vec + " = llvm.mlir.undef : " + vty);
+    for (int64_t j = 0; j < n; ++j) {
+      std::string x = fresh(), r = fresh();
+      line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
+      line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+           vty);
+      vec = r;
+    }
+    out.clones[cloneKey(assigns[i], out.cloneSyms)] = vec;
   }
   values_[op.results[0]] = std::move(out);
   return !failed_;
@@ -2453,6 +2733,14 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   bool async = !staged.empty();
   for (const ir::Op *o : staged)
     async = async && asyncCopyable(promotions_.at(o));
+  // Tiles read by wgmma: the products of tile i stay in flight into iteration i + 1 (the wait
+  // after them keeps one group), so tile i's buffer is free only after iteration i + 1's
+  // barrier: the copy issued in iteration i, after the products, fetches tile i + S - 2 (S >= 3;
+  // with 2 buffers the wait keeps nothing and the copy fetches tile i + 1). Depth: 4 buffers,
+  // else 3, else 2 within the opt-in shared memory.
+  bool wgLoop = false;
+  for (const ir::Op *o : staged)
+    wgLoop |= promotions_.at(o).wgmma;
   // Pipeline depth: the first of these that fits: 4 or 3 swizzled buffers within the static
   // shared memory, 3 within the opt-in limit (NVIDIA dynamic shared memory: bigger block tiles
   // need it, and 3 buffers measured best there, docs/performance.md), then 2 swizzled or padded
@@ -2468,9 +2756,13 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     int64_t budget;
   };
   const int64_t staticLds = target_.ldsBytes, optInLds = target_.ldsOptInBytes;
-  for (Depth c : {Depth{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
-                  {2, true, staticLds}, {2, false, staticLds}, {3, false, optInLds},
-                  {2, true, optInLds}, {2, false, optInLds}}) {
+  const std::vector<Depth> depths =
+      wgLoop ? std::vector<Depth>{{4, true, optInLds}, {3, true, optInLds}, {2, true, optInLds},
+                                  {2, false, optInLds}}
+             : std::vector<Depth>{{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
+                                  {2, true, staticLds}, {2, false, staticLds}, {3, false, optInLds},
+                                  {2, true, optInLds}, {2, false, optInLds}};
+  for (Depth c : depths) {
     if (!async || stages > 1)
       break;
     bool ok = true;
@@ -2481,8 +2773,9 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     if (!ok)
       continue;
     int64_t total = 0;
+    std::vector<LdsAlloc> trial = allocs_;
     for (size_t i = 0; i < allocs_.size(); ++i) {
-      LdsAlloc al = allocs_[i];
+      LdsAlloc &al = trial[i];
       bool mine = false;
       for (const ir::Op *o : staged)
         mine |= promotions_.at(o).alloc == static_cast<int>(i);
@@ -2492,6 +2785,8 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       }
       total += (al.bytes + 15) / 16 * 16 * al.stages;
     }
+    if (wgLoop)
+      total = placeAllocs(trial);
     if (total <= c.budget) {
       stages = c.stages;
       swizzle = c.swizzle;
@@ -2512,7 +2807,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   // ldmatrix latency after the barrier overlaps the last step's MMAs (emitMid, placed by
   // emitMma's afterKStep_ hook before the last K step).
   const std::string kSym = "$i_" + dim.str();
-  bool pipe = async && expansionCount(kSym) >= 2;
+  bool pipe = async && expansionCount(kSym) >= 2 && !wgLoop;
   for (const ir::Op *o : staged) {
     bool alongLoop = false;
     for (const auto &di : accessOf(*o)->dims)
@@ -2533,8 +2828,9 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     return stepwise ? a.at(kSym) == 1 : a.at(kSym) != 0;
   };
   // Prologue: tiles 0 .. ahead - 1 into buffers 0 .. ahead - 1 (clamped to the last tile), one
-  // commit group per tile.
-  const int ahead = pipe ? stages : std::max(1, stages - 1);
+  // commit group per tile. `wgKeep`: wgmma groups left in flight at the end of an iteration.
+  const int wgKeep = wgLoop && async && stages >= 3 ? 1 : 0;
+  const int ahead = pipe ? stages : std::max(1, stages - 1 - wgKeep);
   for (int t = 0; t < ahead; ++t) {
     subs_[ivSym] = min(IndexExpr(t), li->tripCount - 1);
     stageIndex_ = IndexExpr(t);
@@ -2636,12 +2932,30 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
       facts_.setRange(sym, 0, stages - 1);
     }
   }
+  // wgmma: the copy of this iteration fetches tile i + wgAhead into buffer (i + wgAhead) % S.
+  const int wgAhead = stages - 1 - wgKeep;
+  std::string wgBufSym = wgAhead == 1 ? stNextSym : stPrevSym;
+  if (wgLoop && async && wgAhead != 1 && wgAhead != stages - 1) {
+    wgBufSym = "$STplus" + std::to_string(wgAhead) + "_" + dim.str();
+    std::string inc = binop("addi", stage, constIndex(wgAhead)), wrap = fresh(), sel = fresh();
+    line(wrap + " = arith.cmpi sge, " + inc + ", " + constIndex(stages) + " : index");
+    line(sel + " = arith.select " + wrap + ", " + binop("subi", inc, constIndex(stages)) + ", " +
+         inc + " : index");
+    symbols_[wgBufSym] = sel;
+    facts_.setRange(wgBufSym, 0, stages - 1);
+  }
+  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
+  const bool savedInFlight = wgmmaInFlight_;
+  wgmmaKeep_ = wgKeep;
+  wgmmaStages_ = async ? stages : 0;
+  wgmmaInFlight_ = false;
   // The tile the copies of this iteration fetch (the last iterations fetch the last tile
   // again: no bounds question).
   std::vector<std::vector<std::string>> prefetched;
   const std::string nextSym = "$IVnext_" + dim.str();
   if (!staged.empty()) {
-    std::string one = binop("addi", iv, constIndex(pipe ? stages : async ? stages - 1 : 1));
+    std::string one =
+        binop("addi", iv, constIndex(pipe ? stages : async ? stages - 1 - wgKeep : 1));
     std::string last = binop("subi", trips, constIndex(1));
     symbols_[nextSym] = binop("minsi", one, last);
     sym::Range r = facts_.rangeOfSymbol(ivSym);
@@ -2742,16 +3056,22 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     stageTag_ = -1;
     if (!ok || !midOk)
       break;
-    if (async && !pipe && o.get() == lastStaged)
+    if (async && !pipe && !wgLoop && o.get() == lastStaged)
       copyAhead(stPrevSym, stages - 1); // tile i + S - 1, behind this iteration's reads
   }
   afterKStep_ = savedHook;
+  const bool wgOpen = wgmmaInFlight_;
+  wgmmaKeep_ = savedKeep;
+  wgmmaStages_ = savedStages;
+  wgmmaInFlight_ = savedInFlight;
   if (!ok || !midOk)
     return false;
   if (!midDone)
     emitMid();
   if (!midOk)
     return false;
+  if (wgLoop && async) // behind the products, after this iteration's barrier
+    copyAhead(wgBufSym, wgAhead);
   for (const ir::Op *o : staged)
     staged_.erase(o);
   for (size_t s = 0; s < prefetched.size(); ++s)
@@ -2798,6 +3118,8 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   }
   if (async) // nothing may stay in flight into shared memory the kernel no longer owns
     line("llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()");
+  if (wgOpen) // the last tile's products, before anything reads the accumulators
+    line("nvvm.wgmma.wait.group.sync.aligned 0");
   j = 0;
   for (size_t i = 0; i < carried.size(); ++i) {
     RegVal r = carried[i];
@@ -3245,13 +3567,17 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   // `p.candidates[p.choice(l)]`. gpu.shuffle moves 32- or 64-bit values: elements narrower
   // than 32 bits move as the 32-bit words that hold them (two f16, whose half is then picked),
   // each word once per source lane; other narrow values are widened around the shuffle.
-  const int64_t w = d_.waveSize;
+  // Lanes are numbered over the group (a warpgroup for wgmma); the plan keeps every source in
+  // the lane's own hardware wave, whose lane id a shuffle takes.
+  const int64_t w = d_.groupSize;
   const IndexExpr lane = mod(IndexExpr::symbol("$T0"), w);
-  auto bitLinear = [&](const BitLinear &f) {
+  auto bitLinear = [&](const BitLinear &f, bool shuffleLane = false) {
     IndexExpr e = f.base;
     for (size_t j = 0; j < f.weight.size(); ++j)
       if (f.weight[j] != 0)
         e = e + f.weight[j] * mod(floorDiv(lane, int64_t{1} << j), 2);
+    if (shuffleLane && d_.groupSize != d_.waveSize)
+      e = mod(e, static_cast<int64_t>(d_.waveSize));
     return lowerIndex(facts_.simplify(e));
   };
   const std::string ety = mlirType(t);
@@ -3294,7 +3620,7 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
       std::string from;
       if (!p.lane.isIdentity()) {
         from = fresh();
-        line(from + " = arith.index_cast " + bitLinear(p.lane) + " : index to i32");
+        line(from + " = arith.index_cast " + bitLinear(p.lane, true) + " : index to i32");
       }
       std::vector<std::string> got;
       for (const auto &cand : p.candidates)
@@ -3750,7 +4076,7 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     for (const auto &s : pe.freeSymbols())
       if (s != "$T0" && s != "$T1" && s != "$T2" && s != "$g")
         probe.syms.insert(s);
-  const int64_t w = d_.waveSize;
+  const int64_t w = d_.groupSize; // lanes of one wave of the constraints (a warpgroup: 4 waves)
   std::vector<int64_t> laneMasks;
   std::vector<int> waveAxes; // workgroup axes whose wave id moves along D
   if (rowDi.start.dependsOn("$T0") || rowDi.start.dependsOn("$T1") ||
@@ -3781,6 +4107,10 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
           allD &= !sd;
           anyD |= !sd;
         }
+      if (allOther && allD && m >= static_cast<int64_t>(d_.waveSize))
+        return unsupported("a reduction over " + dim + " across the waves of a warpgroup (" +
+                               rowDi.start.str() + ")",
+                           op.loc);
       if (allOther && allD)
         laneMasks.push_back(m);
       else if (allOther && anyD)
@@ -4332,17 +4662,31 @@ bool KernelEmitter::emit(std::ostream &os) {
       return false;
   if (failed_)
     return false;
-  for (auto &al : allocs_) {
-    al.offsetBytes = (ldsBytes_ + 15) / 16 * 16;
-    ldsBytes_ = al.offsetBytes + al.bytes * al.stages;
-  }
+  ldsBytes_ = placeAllocs(allocs_);
+  int64_t align = 16;
+  for (const auto &al : allocs_)
+    align = std::max(align, al.align);
   if (ldsBytes_ > 0) {
     if (ldsBytes_ > target_.ldsOptInBytes)
       return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
                              " bytes of shared memory (" + target_.name + " has " +
                              std::to_string(target_.ldsOptInBytes) + " per workgroup)",
                          k_.loc);
-    head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
+    if (align > 16) {
+      // The arena's base rounded up to `align` (placeAllocs left room): the declared alignment
+      // of dynamic shared memory is not something to count on.
+      head_ << "      %lds_raw = llvm.mlir.addressof @__wave_lds_" << k_.name
+            << " : !llvm.ptr<3>\n"
+            << "      %lds_at = llvm.ptrtoint %lds_raw : !llvm.ptr<3> to i64\n"
+            << "      %lds_zero = llvm.mlir.constant(0 : i64) : i64\n"
+            << "      %lds_neg = llvm.sub %lds_zero, %lds_at : i64\n"
+            << "      %lds_mask = llvm.mlir.constant(" << align - 1 << " : i64) : i64\n"
+            << "      %lds_pad = llvm.and %lds_neg, %lds_mask : i64\n"
+            << "      %lds = llvm.getelementptr %lds_raw[%lds_pad] : (!llvm.ptr<3>, i64) -> "
+            << "!llvm.ptr<3>, i8\n";
+    } else {
+      head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
+    }
     for (const auto &al : allocs_)
       head_ << "      " << al.base << " = llvm.getelementptr %lds[" << al.offsetBytes
             << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
@@ -4365,7 +4709,8 @@ bool KernelEmitter::emit(std::ostream &os) {
   for (const auto &it : items_)
     sync.push_back(it.sync);
   std::vector<int> keepInFlight;
-  std::vector<BarrierPlacement> barrier = placeBarriers(sync, &keepInFlight);
+  std::vector<bool> proxyFence;
+  std::vector<BarrierPlacement> barrier = placeBarriers(sync, &keepInFlight, &proxyFence);
   for (size_t i = 0; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
     const std::string ind = t.substr(0, t.find_first_not_of(' '));
@@ -4380,9 +4725,13 @@ bool KernelEmitter::emit(std::ostream &os) {
       else
         os << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()\n";
     }
+    if (barrier[i] != BarrierPlacement::None && proxyFence[i])
+      os << ind << "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
+         << "space = #nvvm.shared_space<cta>}\n";
     if (barrier[i] != BarrierPlacement::None && insertBarriers_)
       os << ind << "gpu.barrier\n";
-    os << items_[i].text << "\n";
+    if (t.find_first_not_of(' ') != std::string::npos) // not a mark()
+      os << items_[i].text << "\n";
   }
   os << "      gpu.return\n    } " << locOf(k_.loc) << "\n";
   return true;

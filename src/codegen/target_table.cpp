@@ -52,6 +52,20 @@ IndexExpr ldATRow(const IndexExpr &l) { return 8 * mod(floorDiv(l, 8), 2); }
 IndexExpr ldATCol(const IndexExpr &l) { return mod(l, 8) + 8 * floorDiv(l, 16); }
 IndexExpr ldBTRow(const IndexExpr &) { return IndexExpr(0); }
 IndexExpr ldBTCol(const IndexExpr &l) { return mod(l, 16); }
+// NVIDIA wgmma m64nNk16 (PTX ISA, "Register fragments and shared memory matrix layouts"): l is
+// the thread of the warpgroup (0..127); warp l / 32 holds rows 16 (l / 32) .. + 15, laid out
+// within the warp as mma.sync's m16n8k16 fragments. C: the 16 x 8 pattern repeated over the
+// N / 8 column blocks (element g in block g / 4). A (the register form of the operand; wavec
+// reads A from shared memory): m16n8k16's A with the warp's row offset. B has no register
+// form: its nominal layout, N / 8 elements of column l % 16 each, only names which thread
+// "holds" what for the distribution (the operand is read through a descriptor).
+IndexExpr wgRow(const IndexExpr &l, const IndexExpr &g) {
+  return 16 * floorDiv(l, 32) + floorDiv(mod(l, 32), 4) + 8 * mod(floorDiv(g, 2), 2);
+}
+IndexExpr wgCCol(const IndexExpr &l, const IndexExpr &g) {
+  return 8 * floorDiv(g, 4) + 2 * mod(l, 4) + mod(g, 2);
+}
+IndexExpr wgBRow(const IndexExpr &l, const IndexExpr &g) { return floorDiv(l, 16) + 8 * g; }
 
 using ST = ScalarType;
 const std::vector<ST> kF16{ST::F16}, kBF16{ST::BF16}, kI8{ST::I8},
@@ -65,6 +79,7 @@ const LaneLayout kSyncA16{8, syncARow, syncACol, 4, ldARow, ldACol, ldATRow, ldA
     kSyncB16{4, grp, syncBK16, 2, ldBRow, ldBCol, ldBTRow, ldBTCol},
     kSyncC{4, syncCRow, syncCCol};
 const LaneLayout kSyncA8{4, syncCRow, syncCCol}, kSyncB8{2, grp, syncBK8};
+const LaneLayout kWgA{8, wgRow, syncACol};
 
 #define MFMA(NAME, M, N, K, IN, ACC, VIRT, A, C)                                               \
   MmaKind { NAME, MmaFamily::MFMA, M, N, K, IN, ACC, 64, VIRT, A, A, C }
@@ -93,6 +108,24 @@ const std::vector<MmaKind> kMmaKinds = {
      kSyncB16, kSyncC},
     {"F32_16x8x8_F16", MmaFamily::MmaSync, 16, 8, 8, kF16, ST::F32, 32, false, kSyncA8, kSyncB8,
      kSyncC},
+#define WGMMA(NAME, N, IN)                                                                     \
+  MmaKind {                                                                                    \
+    NAME, MmaFamily::Wgmma, 64, N, 16, IN, ST::F32, 32, false, kWgA,                           \
+        LaneLayout{N / 8, wgBRow, lmod16}, LaneLayout{N / 2, wgRow, wgCCol}, 4                 \
+  }
+    WGMMA("F32_64x256x16_F16", 256, kF16),
+    WGMMA("F32_64x128x16_F16", 128, kF16),
+    WGMMA("F32_64x64x16_F16", 64, kF16),
+    WGMMA("F32_64x32x16_F16", 32, kF16),
+    WGMMA("F32_64x16x16_F16", 16, kF16),
+    WGMMA("F32_64x8x16_F16", 8, kF16),
+    WGMMA("F32_64x256x16_BF16", 256, kBF16),
+    WGMMA("F32_64x128x16_BF16", 128, kBF16),
+    WGMMA("F32_64x64x16_BF16", 64, kBF16),
+    WGMMA("F32_64x32x16_BF16", 32, kBF16),
+    WGMMA("F32_64x16x16_BF16", 16, kBF16),
+    WGMMA("F32_64x8x16_BF16", 8, kBF16),
+#undef WGMMA
 };
 #undef MFMA
 
@@ -106,6 +139,11 @@ std::vector<const char *> concat(std::vector<const char *> a, std::vector<const 
 }
 
 const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", "F32_16x8x8_F16"};
+// Largest N first: `mma = auto` takes the first that divides the wave's N tile.
+const std::vector<const char *> kWgmma = {
+    "F32_64x256x16_F16",  "F32_64x128x16_F16",  "F32_64x64x16_F16",  "F32_64x32x16_F16",
+    "F32_64x16x16_F16",   "F32_64x8x16_F16",    "F32_64x256x16_BF16", "F32_64x128x16_BF16",
+    "F32_64x64x16_BF16",  "F32_64x32x16_BF16",  "F32_64x16x16_BF16",  "F32_64x8x16_BF16"};
 
 // HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (wave-facts.md 1.8).
 #define kAmdGrid {0xffffffffull, 0xffffffffull, 0xffffffffull}
@@ -132,7 +170,8 @@ const std::vector<TargetInfo> kTargets = {
     {"sm_90", Vendor::NVIDIA, "NVIDIA Hopper (H100)", {32}, 49152, 232448, 1024,
      MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, 0},
     {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152,
-     232448, 1024, MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90a", "+ptx80", kNvGrid, 0},
+     232448, 1024, MmaFamily::MmaSync, concat(kWgmma, kSync), "nvptx64-nvidia-cuda", "sm_90a",
+     "+ptx80", kNvGrid, 0, 0, false, /*warpgroupMma=*/true},
 };
 
 #undef kAmdGrid
@@ -146,6 +185,8 @@ const char *familyName(MmaFamily f) {
     return "WMMA";
   case MmaFamily::MmaSync:
     return "mma.sync";
+  case MmaFamily::Wgmma:
+    return "wgmma";
   }
   return "?";
 }
@@ -178,7 +219,8 @@ const MmaKind *findMmaKind(const TargetInfo &t, const std::string &name) {
   if (!offered)
     return nullptr;
   for (const auto &k : kMmaKinds)
-    if (k.family == t.mmaFamily && name == k.name)
+    if ((k.family == t.mmaFamily || (t.warpgroupMma && k.family == MmaFamily::Wgmma)) &&
+        name == k.name)
       return &k;
   return nullptr;
 }
@@ -197,10 +239,13 @@ std::vector<std::string> mmaKindNames() {
   return names;
 }
 
-const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc) {
+const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc,
+                           const std::function<bool(const MmaKind &)> &groupFits) {
   for (const char *name : t.mmaKinds) {
     const MmaKind *k = findMmaKind(t, name);
     if (!k || k->isVirtual || k->acc != acc)
+      continue;
+    if (k->groupWaves > 1 && (!groupFits || !groupFits(*k)))
       continue;
     for (ScalarType s : k->inputs)
       if (s == in)
@@ -230,7 +275,8 @@ std::string describeTargets() {
                        "max {} threads per workgroup\n",
                        waves, t.defaultWaveSize(), t.ldsBytes, optIn, t.maxThreadsPerBlock);
     out += fmt::format("         LLVM {} cpu {} {}\n", t.llvmTriple, t.llvmCpu, t.llvmFeatures);
-    out += fmt::format("         matrix kinds ({}):\n", familyName(t.mmaFamily));
+    out += fmt::format("         matrix kinds ({}{}):\n", familyName(t.mmaFamily),
+                       t.warpgroupMma ? std::string(", ") + familyName(MmaFamily::Wgmma) : "");
     for (const char *name : t.mmaKinds) {
       const MmaKind *k = findMmaKind(t, name);
       if (!k)
@@ -238,8 +284,10 @@ std::string describeTargets() {
       std::string ins;
       for (ScalarType s : k->inputs)
         ins += (ins.empty() ? "" : "|") + std::string(scalarTypeName(s));
-      out += fmt::format("           {:<22} {}x{}x{}  {} -> {}{}\n", name, k->m, k->n, k->k, ins,
-                         scalarTypeName(k->acc), k->isVirtual ? "  (virtual)" : "");
+      out += fmt::format("           {:<22} {}x{}x{}  {} -> {}{}{}\n", name, k->m, k->n, k->k, ins,
+                         scalarTypeName(k->acc), k->isVirtual ? "  (virtual)" : "",
+                         k->groupWaves > 1 ? fmt::format("  (a group of {} waves)", k->groupWaves)
+                                           : "");
     }
   }
   return out;

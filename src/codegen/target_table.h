@@ -6,6 +6,7 @@
 #include "frontend/scalar_type.h"
 #include "symbolic/index_expr.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,11 @@ namespace wave {
 
 enum class Vendor { AMD, NVIDIA };
 // Which family of matrix instructions a target has; kinds are looked up by (name, family), so
-// F32_16x16x16_F16 is an MFMA on CDNA and a WMMA on RDNA3.
-enum class MmaFamily { MFMA, WMMA, MmaSync };
+// F32_16x16x16_F16 is an MFMA on CDNA and a WMMA on RDNA3. Wgmma (NVIDIA sm_90a) is executed by
+// a warpgroup of 4 consecutive warps, its A and B operands read from shared memory through
+// matrix descriptors (docs/language.md section 12); a target offers it beside its own family
+// (`TargetInfo::warpgroupMma`).
+enum class MmaFamily { MFMA, WMMA, MmaSync, Wgmma };
 
 // Where element g of lane l of one MMA operand sits: (row, col) of the operand's 2-D tile.
 // A is M x K, B is N x K (Wave's convention: B stored N x K), C/D is M x N.
@@ -45,6 +49,11 @@ struct MmaKind {
   unsigned waveSize;
   bool isVirtual; // implemented by chaining native instructions (K8 kinds)
   LaneLayout a, b, c;
+  // Waves (of waveSize threads) that execute one instruction together: 4 for a wgmma warpgroup,
+  // whose lane layouts then number the group's 128 threads (lane = thread id % 128). A kernel
+  // whose mma uses such a kind distributes over groups: each wave of its constraints stands
+  // for a warpgroup (docs/language.md section 12).
+  unsigned groupWaves = 1;
 };
 
 struct TargetInfo {
@@ -72,6 +81,8 @@ struct TargetInfo {
   // `bufferOobSelect` is set.
   uint32_t bufferRsrcWord3 = 0;
   bool bufferOobSelect = false;
+  // Offers the warpgroup kinds (MmaFamily::Wgmma) of `mmaKinds` beside its own family.
+  bool warpgroupMma = false;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
 };
 
@@ -87,8 +98,10 @@ const MmaKind *findMmaKind(const TargetInfo &t, const std::string &name);
 bool isMmaKindName(const std::string &name);
 std::vector<std::string> mmaKindNames();
 // The target's preferred kind for these operand and accumulator types (mma = auto); null when
-// the target has none.
-const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc);
+// the target has none. Kinds executed by a group of waves are skipped unless `groupFits`
+// accepts them (they need tiles and operands that suit them: sema decides).
+const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc,
+                           const std::function<bool(const MmaKind &)> &groupFits = {});
 // Kind names available on the target, comma-separated, for messages.
 std::string availableKinds(const TargetInfo &t);
 

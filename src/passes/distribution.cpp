@@ -156,9 +156,14 @@ public:
     unsigned errors = diags.errorCount();
     const auto &hw = kernel.hardware;
     out.waveSize = hw.threadsPerWave;
+    out.groupSize = out.waveSize;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.kind == ir::OpKind::Mma && op.mma && op.mma->groupWaves > 1)
+        out.groupSize = out.waveSize * op.mma->groupWaves;
+    });
     for (int a = 0; a < 3; ++a)
       out.wavesPerBlock[a] = hw.wavesPerBlock[a];
-    out.block[0] = out.wavesPerBlock[0] * out.waveSize;
+    out.block[0] = out.wavesPerBlock[0] * out.groupSize;
     out.block[1] = out.wavesPerBlock[1];
     out.block[2] = out.wavesPerBlock[2];
     out.dynamicSymbols = kernel.dynamicSymbols;
@@ -313,7 +318,7 @@ private:
     std::vector<std::pair<ir::Dim, IndexExpr>> thread;
     std::vector<std::pair<ir::Dim, IndexExpr>> elements;
     std::map<std::string, int64_t> chunks; // streamed dims: elements per lane per loop trip
-    IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(out.waveSize));
+    IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(out.groupSize));
     const ir::Shape &shape = reg->type.shape;
     if (role.kind == Role::MmaLhs || role.kind == Role::MmaRhs || role.kind == Role::MmaAcc) {
       const MmaKind &k = *role.op->mma;
@@ -444,7 +449,7 @@ private:
                     std::map<std::string, int64_t> &chunks) {
     // The threads the row is spread over: the lanes of a wave, or all the threads of axis 0.
     const int64_t w = rowThreads(d);
-    const IndexExpr lanes = w == out.waveSize ? lane : IndexExpr::symbol("$T0");
+    const IndexExpr lanes = w == out.groupSize ? lane : IndexExpr::symbol("$T0");
     auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(w));
     IndexExpr per = out.facts.simplify(ceilDiv(vs, w));
     acc.anchor = "reduction over " + d.str();
@@ -476,7 +481,7 @@ private:
   // walked by the whole workgroup, and the reduction meets across the waves. Otherwise the
   // row belongs to one wave.
   int64_t rowThreads(const ir::Dim &d) const {
-    const int64_t w = out.waveSize;
+    const int64_t w = out.groupSize;
     if (out.wavesPerBlock[0] <= 1 || kernel.workgroupFor(d) || kernel.tilingFor(d) ||
         !mmaVectorShapes().empty())
       return w;
@@ -521,12 +526,12 @@ private:
       auto v = vs ? vs->asInteger() : std::nullopt;
       Role anchor = backwardRole(op.results[0]);
       const bool lanesAlongD = anchor.kind == Role::Reduce && anchor.op->dims[0] == d;
-      if (!mma && lanesAlongD && v && *v % out.waveSize != 0 && severalTiles(d))
+      if (!mma && lanesAlongD && v && *v % out.groupSize != 0 && severalTiles(d))
         diags.report(DiagId::BadVectorShape, op.loc,
                      {d.str(), fmt::format("is {}; a reduction over it needs a multiple of the "
                                            "wave size ({}) when waves, clones or loop trips "
                                            "share the dim",
-                                           *v, out.waveSize)});
+                                           *v, out.groupSize)});
     });
   }
 
@@ -574,7 +579,7 @@ private:
   // expansion's clones step by the vector shape), so ceil(vector shape / wave size); a dim
   // whose vector shape is not a constant takes its workgroup tile over the axis' threads.
   int64_t plainElements(const ir::Dim &d) const {
-    const int64_t w = out.waveSize;
+    const int64_t w = out.groupSize;
     if (const ExpansionInfo *x = expansionOf(out, d))
       if (auto vs = x->vectorShape.asInteger(); vs && *vs > 0)
         return std::max<int64_t>((*vs + w - 1) / w, 1);
@@ -635,7 +640,7 @@ IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, const
     e = e + S(fmt::format("$WG{}", wg->axis)) * wg->tile;
     // A wave id whose extent is 1 is 0: no term.
     if (const auto *w = kernel.waveFor(d); w && dist.wavesPerBlock[wg->axis] > 1) {
-      IndexExpr waveId = wg->axis == 0 ? floorDiv(S("$T0"), static_cast<int64_t>(dist.waveSize))
+      IndexExpr waveId = wg->axis == 0 ? floorDiv(S("$T0"), static_cast<int64_t>(dist.groupSize))
                                        : S(fmt::format("$T{}", wg->axis));
       e = e + waveId * w->tile;
     }
@@ -653,7 +658,7 @@ std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distributi
   const LaneLayout &layout = operand == 0 ? k.a : operand == 1 ? k.b : k.c;
   const ir::Dim &rowDim = operand == 1 ? mma.dims[1] : mma.dims[0];
   const ir::Dim &colDim = operand == 2 ? mma.dims[1] : mma.dims[2];
-  const IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(dist.waveSize));
+  const IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(dist.groupSize));
   sym::Facts facts = dist.facts;
   facts.setRange("$g", 0, static_cast<int64_t>(layout.elements) - 1);
   std::vector<DimIndex> out;
@@ -678,6 +683,9 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
                               const Distribution &d) {
   std::string out = fmt::format("kernel {} (target {})\n", kernel.name, target.name);
   out += fmt::format("  threads per wave: {}\n", d.waveSize);
+  if (d.groupSize != d.waveSize)
+    out += fmt::format("  warpgroup:        {} threads (each wave of the constraints)\n",
+                       d.groupSize);
   out += fmt::format("  waves per block:  [{}, {}, {}]\n", d.wavesPerBlock[0], d.wavesPerBlock[1],
                      d.wavesPerBlock[2]);
   out += fmt::format("  block:            [{}, {}, {}] ({} threads)\n", d.block[0], d.block[1],

@@ -64,7 +64,11 @@ struct ExpansionInfo {
 };
 
 struct Distribution {
-  unsigned waveSize = 64;
+  unsigned waveSize = 64; // threads of one hardware wave (threads_per_wave)
+  // Threads that one wave of the constraints stands for: waveSize, or a warpgroup (waveSize x
+  // MmaKind::groupWaves) in a kernel whose mma runs on warpgroups (wgmma). Wave ids, lane
+  // layouts and the block are in these units; shuffles stay within a hardware wave.
+  unsigned groupSize = 64;
   unsigned wavesPerBlock[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   sym::IndexExpr grid[3];

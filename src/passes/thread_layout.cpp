@@ -142,6 +142,7 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
   }
 
   const int64_t w = machine.waveSize;
+  const int64_t sw = machine.shuffleWidth > 0 ? machine.shuffleWidth : w;
   const int64_t waves0 = std::max<int64_t>(machine.block[0] / w, 1);
   const size_t nd = plan.dstClones.size(), ns = plan.srcClones.size();
   // choice[d][e][lane], filled by the first (sample, wave) and compared with the others.
@@ -201,13 +202,24 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
                                      at, l, wave);
               return plan;
             }
-            // Prefer the lane's own element, then the lowest lane.
+            // Prefer the lane's own element, then the lowest lane a shuffle reaches.
             Hit h = it->second.front();
+            for (const Hit &x : it->second)
+              if (x.lane / sw == l / sw) {
+                h = x;
+                break;
+              }
             for (const Hit &x : it->second)
               if (x.lane == l) {
                 h = x;
                 break;
               }
+            if (h.lane / sw != l / sw) {
+              plan.why = fmt::format("the element that lane {} of wave {} needs is held only "
+                                     "by another hardware wave of its group of {} lanes",
+                                     l, wave, w);
+              return plan;
+            }
             if (first)
               choice[c][e][l] = h;
             else if (!(choice[c][e][l] == h)) {

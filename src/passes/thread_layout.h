@@ -43,7 +43,10 @@ struct ThreadLayout {
 
 // The launch shape layouts live in.
 struct LayoutMachine {
-  unsigned waveSize = 64;
+  unsigned waveSize = 64; // threads of one wave of the constraints (a warpgroup for wgmma)
+  // Lanes a shuffle reaches (the hardware wave); 0: the whole waveSize. An element held only
+  // by another hardware wave of the group makes the plan Impossible.
+  unsigned shuffleWidth = 0;
   unsigned block[3] = {64, 1, 1};
   std::map<std::string, int64_t> cloneCounts; // $i_<dim> -> expansion count
   // Every assignment of the clone symbols `syms` (each over its count), in a fixed order.

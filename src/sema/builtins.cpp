@@ -458,10 +458,121 @@ EV KernelChecker::checkMma(const ast::Call &c) {
                  {kind->name, std::to_string(kind->waveSize), std::to_string(waveSize)});
     return EV::invalid();
   }
+  if (kind->groupWaves > 1)
+    if (auto why = groupMisfit(*kind, ms[0], ns[0], ks[0])) {
+      diags.report(DiagId::MmaGroupTile, kindLoc,
+                   {kind->name, std::to_string(kind->groupWaves), *why});
+      return EV::invalid();
+    }
   ir::Op *op = emit(OpKind::Mma, c.range, {lhs, rhs, acc}, {acc->type});
   op->mma = kind;
   op->dims = {ms[0], ns[0], ks[0]};
+  if (kindName.empty() || kindName == "auto")
+    autoMmas.push_back(op);
   return EV::of(op->results[0], c.range);
+}
+
+namespace {
+// The extent of d one wave (or warpgroup) covers: its wave tile, else the workgroup tile, else
+// the tiling tile, else its static size (0 when none is known).
+int64_t waveExtent(const ir::Kernel &k, const ir::Dim &d) {
+  if (const auto *w = k.waveFor(d))
+    return w->tile;
+  if (const auto *wg = k.workgroupFor(d))
+    return wg->tile;
+  if (const auto *t = k.tilingFor(d))
+    return t->tile;
+  return d.size.asInteger().value_or(0);
+}
+// The tile of d that a shared-memory copy stages: the tiling tile, else the workgroup tile,
+// else the static size.
+int64_t stagedExtent(const ir::Kernel &k, const ir::Dim &d) {
+  if (const auto *t = k.tilingFor(d))
+    return t->tile;
+  if (const auto *wg = k.workgroupFor(d))
+    return wg->tile;
+  return d.size.asInteger().value_or(0);
+}
+} // namespace
+
+std::optional<std::string> KernelChecker::groupMisfit(const MmaKind &k, const ir::Dim &m,
+                                                      const ir::Dim &n, const ir::Dim &kd) {
+  const auto &hw = kernel->hardware;
+  const int64_t group = static_cast<int64_t>(k.waveSize) * k.groupWaves;
+  const int64_t threads = static_cast<int64_t>(hw.wavesPerBlock[0]) * hw.wavesPerBlock[1] *
+                          hw.wavesPerBlock[2] * group;
+  if (threads > S.target->maxThreadsPerBlock)
+    return fmt::format("the workgroup would have {} threads, more than the {} of target '{}'",
+                       threads, S.target->maxThreadsPerBlock, S.target->name);
+  const std::pair<const ir::Dim *, unsigned> need[] = {{&m, k.m}, {&n, k.n}, {&kd, k.k}};
+  for (const auto &[d, step] : need) {
+    const int64_t e = d == &kd ? stagedExtent(*kernel, *d) : waveExtent(*kernel, *d);
+    if (e <= 0 || e % step != 0)
+      return fmt::format("the {} of {} per {} ({}) must be a multiple of {}",
+                         d == &kd ? "tile" : "extent", d->str(),
+                         d == &kd ? "loop trip" : "warpgroup",
+                         e > 0 ? std::to_string(e) : std::string("unknown"), step);
+  }
+  return std::nullopt;
+}
+
+bool KernelChecker::groupAutoFits(const ir::Op &mma, const MmaKind &k) {
+  if (wavesGiven || k.waveSize != waveSize || mma.results[0]->type.shape.size() != 2)
+    return false;
+  if (groupMisfit(k, mma.dims[0], mma.dims[1], mma.dims[2]))
+    return false;
+  // Both operands straight from a read of a shared-memory parameter stored [row dim, K].
+  for (int i = 0; i < 2; ++i) {
+    const ir::Value *v = mma.operands[i];
+    if (!v->def || v->def->kind != OpKind::Read || v->def->mapping)
+      return false;
+    const ir::Value *mem = v->def->operands[0];
+    const ir::Shape &shape = mem->type.shape;
+    if (mem->paramIndex < 0 || mem->type.space != AddressSpace::Shared || shape.size() != 2 ||
+        shape[1] != mma.dims[2] || shape[0] != mma.dims[i])
+      return false;
+    // K-major rows of 32, 64 or 128 bytes: one 16-byte-chunk XOR swizzle atom per row.
+    const int64_t rowBytes = stagedExtent(*kernel, mma.dims[2]) * (bitWidth(mem->type.dtype) / 8);
+    if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+      return false;
+  }
+  return true;
+}
+
+void KernelChecker::chooseGroupKinds() {
+  std::vector<ir::Op *> mmas;
+  ir::walk(kernel->body, [&](const ir::Op &op) {
+    if (op.kind == OpKind::Mma && op.mma)
+      mmas.push_back(const_cast<ir::Op *>(&op));
+  });
+  if (mmas.empty())
+    return;
+  const TargetInfo &t = *S.target;
+  if (t.warpgroupMma && autoMmas.size() == mmas.size()) {
+    std::vector<const MmaKind *> picked;
+    for (ir::Op *op : mmas) {
+      const MmaKind *k = pickMmaKind(t, op->operands[0]->type.dtype, op->results[0]->type.dtype,
+                                     [&](const MmaKind &g) { return groupAutoFits(*op, g); });
+      if (!k || k->groupWaves <= 1)
+        break;
+      picked.push_back(k);
+    }
+    if (picked.size() == mmas.size())
+      for (size_t i = 0; i < mmas.size(); ++i)
+        mmas[i]->mma = picked[i];
+  }
+  // The first mma of the other sort than the kernel's first is the one reported.
+  const ir::Op *group = nullptr, *single = nullptr, *later = nullptr;
+  for (const ir::Op *op : mmas) {
+    const ir::Op *&first = op->mma->groupWaves > 1 ? group : single;
+    if (!first) {
+      first = op;
+      later = later ? later : (group && single ? op : nullptr);
+    }
+  }
+  if (group && single)
+    diags.report(DiagId::MmaGroupMix, later->loc,
+                 {group->mma->name, single->mma->name});
 }
 
 EV KernelChecker::checkReduce(const ast::Call &c, ir::ReduceKind kind) {

@@ -42,6 +42,8 @@ std::unique_ptr<ir::Kernel> KernelChecker::run() {
   checkBlock(decl.body, nullptr, "kernel");
   if (!diags.shouldStop())
     popScope();
+  if (diags.errorCount() == errorsBefore)
+    chooseGroupKinds();
   finish();
   S.markUsed(usedSymbols);
   if (diags.errorCount() != errorsBefore)

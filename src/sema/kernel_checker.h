@@ -88,6 +88,18 @@ public:
   EV checkRead(const ast::Call &c);
   EV checkWrite(const ast::Call &c, ir::OpKind kind);
   EV checkMma(const ast::Call &c);
+  // Matrix kinds executed by a group of waves (wgmma): why `k` cannot run an mma over (m, n,
+  // kd) with this kernel's tiles and block, or nothing when it can. `forAuto` adds what
+  // `mma = auto` needs before it picks such a kind (operands read from shared-memory
+  // parameters whose innermost dim is K, a K tile of 32 to 128 bytes, no batch dims, no
+  // explicit waves_per_block).
+  std::optional<std::string> groupMisfit(const MmaKind &k, const ir::Dim &m, const ir::Dim &n,
+                                         const ir::Dim &kd);
+  bool groupAutoFits(const ir::Op &mma, const MmaKind &k);
+  // After the body: `mma = auto` takes the target's warpgroup kinds when every mma of the
+  // kernel was left to auto and fits one; a kernel mixing warpgroup and wave kinds is an error.
+  void chooseGroupKinds();
+  std::vector<ir::Op *> autoMmas; // mma ops whose kind `auto` picked
   EV checkReduce(const ast::Call &c, ir::ReduceKind kind);
   EV checkMath(const ast::Call &c, ir::MathKind kind);
   EV checkMinMaxElementwise(const ast::Call &c, ir::MathKind kind);

@@ -414,6 +414,68 @@ def test_gemm_dynamic_shared(a, tmp):
                   p.stderr.decode())
 
 
+def test_gemm_wgmma(a, tmp):
+    # sm_90a with tiles that suit wgmma (wave tiles of 64 x 256, K tiles of 64): mma = auto
+    # picks the warpgroup kind, the PTX has the wgmma pipeline (fence, four m64n256k16 products
+    # per tile, commit, a wait keeping one group in flight, a wait for all after the loop) and
+    # the async-proxy fence before the barrier; ptxas takes it without spills. sm_90 compiles the
+    # same kernel to mma.sync, and sm_90a with the sample's default tiles (wave tiles of 32 rows)
+    # too. The stub has no emulator image, and says why.
+    _, portable = gemm_sources(a)
+    aligned = os.path.join(tmp, "gemm_aligned.wave")
+    text = open(portable).read()
+    open(aligned, "w").write(text.replace("    assume(K > BLOCK_K * 4);",
+                                          "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);"))
+    bf16 = os.path.join(tmp, "gemm_bf16.wave")
+    open(bf16, "w").write(open(aligned).read().replace("f16]", "bf16]"))
+    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
+    have_ptxas = os.access(PTXAS, os.X_OK)
+    for src, ty in ((aligned, "f16"), (bf16, "bf16"), (portable, "f16")):
+        name = os.path.basename(src)
+        ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+        check(ptx.count(f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty}") == 4,
+              f"{name}: four wgmma m64n256k16 per tile", ptx[:3000])
+        check("mma.sync" not in ptx and "ldmatrix" not in ptx, f"{name}: no mma.sync, no ldmatrix",
+              ptx[:3000])
+        for needle in ("wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;",
+                       "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;"):
+            check(needle in ptx, f"{name}: {needle}", ptx[:3000])
+        fence = ptx.index("fence.proxy.async.shared::cta;")
+        check(ptx.index("bar.sync", fence) - fence < 200, f"{name}: the fence precedes a barrier",
+              ptx[fence - 500:fence + 500])
+        if src != portable:
+            check("wgmma.wait_group.sync.aligned 1;" in ptx and "cp.async.wait_group 1;" in ptx,
+                  f"{name}: one product group and one copy group stay in flight", ptx[:3000])
+        if have_ptxas:
+            out = os.path.join(tmp, "w.ptx")
+            open(out, "w").write(ptx)
+            p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "w.cubin")])
+            info = p.stderr.decode()
+            check("0 bytes spill stores" in info and "warning" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+    ptx = run([a.wavec, aligned, "--target=sm_90", "--emit=ptx"] + tiles).stdout.decode()
+    check("wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx, "sm_90: mma.sync", ptx[:2000])
+    ptx = run([a.wavec, aligned, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check("wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx,
+          "sm_90a, wave tiles of 32 rows: mma.sync", ptx[:2000])
+    header, stub = os.path.join(tmp, "g.h"), os.path.join(tmp, "g.c")
+    p = run([a.wavec, aligned, "--target=sm_90a", "-o", os.path.join(tmp, "g.ptx"), "--header",
+             header, "--stub", stub, "--color=never"] + tiles)
+    err = p.stderr.decode()
+    check("[emu-unsupported]" in err and "F32_64x256x16_F16 (wgmma)" in err,
+          "the stub: no emulator image, the warning names the wgmma kind", err)
+    c = open(stub).read()
+    check('"emu:sm_90a"' not in c and '{"sm_90a", ' in c,
+          "the stub embeds the native code object and no emulator image", c[-3000:])
+    p = run([a.wavec, aligned, "--target=sm_90a", "--emit=emu", "-o", os.path.join(tmp, "g.wemu"),
+             "--color=never"] + tiles, ok=False)
+    check(p.returncode == 1 and "[emu-image-failed]" in p.stderr.decode(),
+          "--emit=emu: a clean error", p.stderr.decode())
+    if not have_ptxas:
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wavec", required=True)

@@ -131,6 +131,30 @@ TEST(Barriers, FragmentPipelinedLoopNeedsOneMidIteration) {
   EXPECT_EQ(keep[4], 2);
 }
 
+TEST(Barriers, WgmmaPipelineNeedsOneBarrierAndTheProxyFence) {
+  // wgmma on 4 buffers (docs/internals.md): tiles 0 and 1 copied; in iteration i the products
+  // read tile i at issue (async proxy) and retire the reads of tile i - 1 (buffer stage 3) at
+  // their wait, then the copy of tile i + 2 goes into the buffer tile i - 2 used. One barrier,
+  // before the products, waiting for tile i with tile i + 1 in flight, after the proxy fence.
+  SyncItem issue = rd(0, 0);
+  issue.asyncProxy = true;
+  std::vector<int> keep;
+  std::vector<bool> fence;
+  auto b = placeBarriers({wr(0, 0, true), wr(0, 1, true), loop(4), other(), issue, other(),
+                          rd(0, 3), wr(0, 2, true), end()},
+                         &keep, &fence);
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::None, P::WaitAndBarrier, P::None,
+                               P::None, P::None, P::None}));
+  EXPECT_EQ(keep[4], 1);
+  EXPECT_EQ(fence, (std::vector<bool>{false, false, false, false, true, false, false, false,
+                                      false}));
+  // Retiring tile i's reads only at the next iteration's wait while copying into tile i - 1's
+  // buffer (i + S - 1) would overwrite a buffer the products may still read: a second barrier.
+  b = placeBarriers({wr(0, 0, true), wr(0, 1, true), wr(0, 2, true), loop(4), issue, rd(0, 3),
+                     wr(0, 3, true), end()});
+  EXPECT_EQ(count(b), 2);
+}
+
 TEST(Barriers, ReadingTheBufferBeingFilledNeedsASecondBarrier) {
   // loop { read buffer i; copy into buffer i } is a single buffer in disguise: WAR and RAW.
   auto b = placeBarriers({wr(0, 0, true), loop(3), rd(0, 0), wr(0, 0, true), end()});

@@ -174,6 +174,28 @@ TEST(ThreadLayout, ElementsOfAnotherWaveAreImpossible) {
   EXPECT_NE(p.why.find("no lane of that wave"), std::string::npos) << p.why;
 }
 
+TEST(ThreadLayout, WarpgroupKindsMoveWithinTheirWarps) {
+  // wgmma's accumulator (lanes numbered over the warpgroup of 128) to its A operand layout on
+  // the same M x K coordinates: each warp holds its own 16 rows, so the move stays in the warp.
+  const MmaKind &k = kind("sm_90a", "F32_64x16x16_F16");
+  EXPECT_EQ(k.groupWaves, 4u);
+  ThreadLayout acc = operand(k, 2, "M", "K2", 128), lhs = operand(k, 0, "M", "K2", 128);
+  LayoutMachine m = machine(128);
+  m.shuffleWidth = 32;
+  RelayoutPlan p = planRelayout(acc, lhs, m, sym::Facts());
+  ASSERT_NE(p.kind, RelayoutPlan::Impossible) << p.why;
+  expectPlanMoves(p, acc, lhs, 128);
+  // An element held only by another warp of the group cannot be shuffled.
+  ThreadLayout src, dst;
+  src.index["N"] = mod(T0, 128);
+  dst.index["N"] = 64 * floorDiv(T0, 64) + mod(T0 + 32, 64); // warps 0 <-> 1, 2 <-> 3
+  p = planRelayout(src, dst, m, sym::Facts());
+  EXPECT_EQ(p.kind, RelayoutPlan::Impossible);
+  EXPECT_NE(p.why.find("another hardware wave"), std::string::npos) << p.why;
+  m.shuffleWidth = 0; // a wave of 128 lanes would reach it
+  EXPECT_EQ(planRelayout(src, dst, m, sym::Facts()).kind, RelayoutPlan::CrossLane);
+}
+
 TEST(ThreadLayout, BitLinearLaneFunctions) {
   BitLinear f{3, {1, 0, 4}};
   EXPECT_EQ(f.at(0), 3);
