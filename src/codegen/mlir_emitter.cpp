@@ -443,7 +443,7 @@ private:
     bool mapped = false;
     std::vector<DimIndex> iter;
     std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
-    bool mayBeEmpty = false;   // a mapped access whose tensor may have no elements
+    bool mayBeEmpty = false;   // a global access whose tensor may have no elements
     int64_t xorBytes = 0;           // see LdsAlloc
   };
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
@@ -788,9 +788,9 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   for (const auto &ri : acc.reg)
     if (ri.masked)
       acc.iter.push_back(ri);
-  if (acc.mapped)
-    for (const auto &d : acc.dims)
-      acc.mayBeEmpty |= mayBeEmptyDim(d.dim);
+  // A tensor that may have no elements has no element 0 for a masked-off load to clamp to.
+  for (const auto &d : acc.dims)
+    acc.mayBeEmpty |= mayBeEmptyDim(d.dim);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
@@ -2021,7 +2021,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     acc.base = pointers_.at(mem);
     for (const auto &d : mem->type.shape) {
       acc.sizes.push_back(d.size);
-      acc.mayBeEmpty |= acc.mapped && mayBeEmptyDim(d);
+      acc.mayBeEmpty |= mayBeEmptyDim(d);
     }
     acc.strides.assign(acc.sizes.size(), IndexExpr(1));
     for (size_t i = acc.sizes.size(); i-- > 1;)
@@ -2029,6 +2029,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
   } else {
     acc.base = al.base;
     acc.ptr = "!llvm.ptr<3>";
+    acc.mayBeEmpty = false; // a shared tile always has its elements
     for (int64_t t : al.tile)
       acc.sizes.push_back(IndexExpr(t));
     acc.strides = al.strides;
@@ -2128,6 +2129,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
     return false;
   acc.base = al.base;
   acc.ptr = "!llvm.ptr<3>";
+  acc.mayBeEmpty = false; // a shared tile always has its elements
   acc.strides = al.strides;
   acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
   acc.swizzle = al.swizzle;
@@ -2832,7 +2834,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   const int wgKeep = wgLoop && async && stages >= 3 ? 1 : 0;
   const int ahead = pipe ? stages : std::max(1, stages - 1 - wgKeep);
   for (int t = 0; t < ahead; ++t) {
-    subs_[ivSym] = min(IndexExpr(t), li->tripCount - 1);
+    subs_[ivSym] = max(min(IndexExpr(t), li->tripCount - 1), IndexExpr(0)); // no trips: tile 0, masked
     stageIndex_ = IndexExpr(t);
     stageTag_ = async ? t : -1;
     for (const ir::Op *o : staged) {

@@ -310,6 +310,7 @@ private:
     const ir::Value *mem = isRead ? op.operands[0] : op.operands[1];
     const ir::Value *reg = isRead ? op.results[0] : op.operands[0];
     Role role = isRead ? readRole(reg) : backwardRole(reg);
+    const ir::Dim *overrun = nullptr; // a plain lane dim whose lanes overrun its vector tile
     AccessIndex acc;
     acc.op = &op;
     acc.tensor = mem->name.empty() ? fmt::format("%{}", mem->id) : mem->name;
@@ -343,7 +344,19 @@ private:
     } else if (!shape.empty()) {
       acc.anchor = "read/write";
       if (const ir::Dim *d = plainLaneDim(shape, mem->type.shape)) {
+        // The lanes cover ept * W elements of each vector tile: more than the tile (a vector
+        // shape that is not a multiple of the wave size) reaches into the next clone and past
+        // the dim.
         const int64_t ept = op.ept ? *op.ept : plainElements(*d);
+        // The lanes cover ept * W elements of each vector tile: more than the tile would reach
+        // into the next clone or past the dim unmasked.
+        // Overlapping clones read and write the same values; only the end of the dim needs a
+        // mask, which isMasked does not see (it counts vector tiles, not lanes).
+        const ExpansionInfo *x = expansionOf(out, *d);
+        auto declared = kernel.vectorShapeFor(*d);
+        auto vs = x ? x->vectorShape.asInteger() : declared ? declared->asInteger() : std::nullopt;
+        if (vs && ept * static_cast<int64_t>(out.groupSize) > *vs)
+          overrun = d;
         thread.push_back({*d, lane * ept + kG});
         elements.push_back({*d, ept});
       }
@@ -383,6 +396,8 @@ private:
       } else if (role.kind == Role::Reduce && d == role.op->dims[0] && di.elements > 0) {
         di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
       }
+      if (overrun && *overrun == d)
+        di.masked |= !facts.provesExact(d.size, IndexExpr(di.elements * out.groupSize));
       return di;
     };
     if (!op.mapping) {
