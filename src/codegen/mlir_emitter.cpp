@@ -789,8 +789,9 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     if (ri.masked)
       acc.iter.push_back(ri);
   // A tensor that may have no elements has no element 0 for a masked-off load to clamp to.
+  // (A streamed dim is exempt: when it is empty its consumer's loop runs no trips.)
   for (const auto &d : acc.dims)
-    acc.mayBeEmpty |= mayBeEmptyDim(d.dim);
+    acc.mayBeEmpty |= d.chunk <= 0 && mayBeEmptyDim(d.dim);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
