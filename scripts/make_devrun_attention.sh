@@ -11,26 +11,29 @@ rm -rf "$out" && mkdir -p "$out/samples"
 cp -r "$src/runtime" "$out/"
 cp -r "$src/samples/common" "$src/samples/attention" "$out/samples/"
 cp "$src/bench/attention_cuda.py" "$out/"
-# name: head dim: -D flags
+# name: head dim: source (samples/attention/): target: -D flags. ATTENTION_VARIANTS (the same
+# form, space-separated entries joined by ';') replaces the list.
 variants=(
-  "d64_k32_w32:64:-DBLOCK_K2=32 -DWAVE_M=32 -DBLOCK_M=128"
-  "d64_m128_k32:64:-DBLOCK_M=128 -DBLOCK_K2=32"
-  "d64_m128_k64:64:-DBLOCK_M=128 -DBLOCK_K2=64"
-  "d128_k32:128:-DBLOCK_K2=32"
-  "d128_m128_k32:128:-DBLOCK_M=128 -DBLOCK_K2=32"
-  "d128_m128_k64:128:-DBLOCK_M=128 -DBLOCK_K2=64"
+  "d128_m128_k64:128:attention.wave:sm_90:-DBLOCK_M=128 -DBLOCK_K2=64"
+  "d64_k32_w32:64:attention.wave:sm_90:-DBLOCK_K2=32 -DWAVE_M=32 -DBLOCK_M=128"
+  "wg_d128_m128_k64:128:attention_wgmma.wave:sm_90a:-DBLOCK_M=128 -DBLOCK_K2=64"
+  "wg_d128_m128_k128:128:attention_wgmma.wave:sm_90a:-DBLOCK_M=128 -DBLOCK_K2=128"
+  "wg_d64_m128_k128:64:attention_wgmma.wave:sm_90a:-DBLOCK_M=128 -DBLOCK_K2=128"
+  "wg_d64_m128_k64:64:attention_wgmma.wave:sm_90a:-DBLOCK_M=128 -DBLOCK_K2=64"
 )
+if [[ -n "${ATTENTION_VARIANTS:-}" ]]; then
+  IFS=';' read -r -a variants <<<"$ATTENTION_VARIANTS"
+fi
 for v in "${variants[@]}"; do
-  name=${v%%:*} rest=${v#*:}
-  d=${rest%%:*} flags=${rest#*:}
+  IFS=':' read -r name d file target flags <<<"$v"
   mkdir -p "$out/$name"
   # shellcheck disable=SC2086
-  "$wavec" "$src/samples/attention/attention.wave" --target=sm_90 -DD=$d $flags --no-cache \
+  "$wavec" "$src/samples/attention/$file" --target=$target -DD=$d $flags --no-cache \
     -o "$out/$name/attention.cubin" --header "$out/$name/attention.h" --stub "$out/$name/attention.c"
-  /usr/local/cuda/bin/ptxas --version >/dev/null 2>&1 && "$wavec" "$src/samples/attention/attention.wave" \
-    --target=sm_90 -DD=$d $flags --no-cache -o "$out/$name/attention.ptx" || true
+  "$wavec" "$src/samples/attention/$file" --target=$target -DD=$d $flags --no-cache \
+    -o "$out/$name/attention.ptx"
   echo "$d" > "$out/$name/headdim"
-  echo "$flags" > "$out/$name/flags"
+  echo "$file $target $flags" > "$out/$name/flags"
 done
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
@@ -42,7 +45,8 @@ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,no
 g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
   -Iruntime/src -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 specs=()
-for d in d*/; do
+for d in */; do
+  [[ -f $d/headdim ]] || continue
   d=${d%/}
   hd=$(cat $d/headdim)
   cc -O2 -std=c99 -shared -fPIC -Iruntime/include -I$d $d/attention.c -L. -Wl,-rpath,$PWD \

@@ -130,6 +130,7 @@ struct RegVal {
   // wgmma that consumes it makes; -1 outside multi-buffered loops).
   int descAlloc = -1;
   int descStage = -1;
+  bool descNMajor = false; // the tile is [K, N] (a wgmma B operand read with imm-trans-b)
 };
 
 std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
@@ -355,6 +356,9 @@ private:
     // phase (the hardware's 32/64/128-byte swizzle, offsetOf); each buffer starts at a multiple
     // of `align` bytes of the arena, whose base is aligned to it at run time.
     int64_t xorBytes = 0;
+    // > 0: rows wider than 128 bytes are stored as column blocks of 128 bytes (every row's
+    // first 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
+    int64_t blockBytes = 0;
     int64_t align = 16;
   };
   // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
@@ -381,6 +385,7 @@ private:
     // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
     bool mapped = false;
     bool wgmma = false; // read by wgmma only, through descriptors (LdsAlloc::xorBytes)
+    bool nMajor = false; // a wgmma B tile stored [K, N] (N innermost)
   };
   bool asyncCopyable(const Promotion &p);
   void cpAsyncCopy(const Promotion &p);
@@ -407,6 +412,11 @@ private:
   // a Promotion::wgmma tile).
   bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
   bool emitWgmma(const ir::Op &op);
+  int wgmmaSteps(const ir::Op &mma) const;
+  // Whether the wgmma products of loop `iterate` may stay in flight into the next iteration:
+  // their results only accumulate (yielded, and in the next iteration only the accumulator of
+  // a wgmma). A product whose result other ops use (attention's scores) is waited for at once.
+  bool wgmmaOverlaps(const ir::Op &iterate) const;
   // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
   // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's
   // buffer count, and whether the loop left groups in flight (waited for after it).
@@ -445,6 +455,7 @@ private:
     std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
     bool mayBeEmpty = false;   // a global access whose tensor may have no elements
     int64_t xorBytes = 0;           // see LdsAlloc
+    int64_t blockBytes = 0;         // see LdsAlloc
   };
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
@@ -925,7 +936,13 @@ IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr
     // (the tile starts at a multiple of 1024 bytes). XOR of the bits, one at a time.
     const int64_t b = byteSize(acc.dtype), q = 16 / b, w = acc.xorBytes;
     const int64_t chunks = w / 16, period = 128 / w;
-    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    const IndexExpr &r = idx[n - 2];
+    IndexExpr col = idx[n - 1];
+    if (acc.blockBytes) {
+      // Rows wider than W: column block col / (W / b), each a [rows, W bytes] tile.
+      off += floorDiv(col, w / b) * (acc.blockBytes / b);
+      col = mod(col, w / b);
+    }
     const IndexExpr phase = mod(floorDiv(r, period), chunks), chunk = floorDiv(col, q);
     IndexExpr x = 0;
     for (int64_t bit = 1; bit < chunks; bit *= 2)
@@ -1882,27 +1899,40 @@ bool KernelEmitter::promote(const ir::Op &op) {
   al.pad = pad;
   bool lhs = false;
   if (const ir::Op *mma = wgmmaUser(op, &lhs)) {
-    // wgmma reads the tile through descriptors: [rows, K] with K innermost (K-major), rows of
-    // one swizzle atom (32, 64 or 128 bytes), 8-row core-matrix groups.
-    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1];
-    if (n != 2 || acc.dims[0].dim != rowDim || acc.dims[1].dim != mma->dims[2] || bytes != 2)
+    // wgmma reads the tile through descriptors. Its last two dims are [rows, K] (K-major) or,
+    // for B, [K, N] (N-major); the dims before them cover one index per workgroup. Rows of one
+    // swizzle atom (32, 64 or 128 bytes), or of several 128-byte atoms stored as column blocks.
+    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1], &kDim = mma->dims[2];
+    bool shape = n >= 2 && bytes == 2;
+    for (size_t i = 0; shape && i + 2 < n; ++i)
+      shape = al.tile[i] == 1;
+    const bool kMajor = shape && acc.dims[n - 2].dim == rowDim && acc.dims[n - 1].dim == kDim;
+    const bool nMajor = shape && !lhs && acc.dims[n - 2].dim == kDim &&
+                        acc.dims[n - 1].dim == rowDim;
+    if (!kMajor && !nMajor)
       return unsupported("a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
-                             ", " + mma->dims[2].str() +
-                             "] of 16-bit elements (wgmma reads K-major tiles)",
+                             ", " + kDim.str() + "] (or, for B, [" + kDim.str() + ", " +
+                             rowDim.str() + "]) of 16-bit elements",
                          op.loc);
-    const int64_t w = al.tile[1] * bytes;
-    if ((w != 32 && w != 64 && w != 128) || al.tile[0] % 8 != 0)
-      return unsupported("a wgmma operand tile of " + std::to_string(al.tile[0]) + " rows of " +
-                             std::to_string(w) +
-                             " bytes (wgmma needs rows of 32, 64 or 128 bytes: a tile of " +
-                             mma->dims[2].str() + " of 16, 32 or 64 elements, in groups of 8)",
+    const int64_t rows = al.tile[n - 2], rowBytes = al.tile[n - 1] * bytes;
+    const bool atom = kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);
+    if ((!atom && rowBytes % 128 != 0) || rows % 8 != 0)
+      return unsupported("a wgmma operand tile of " + std::to_string(rows) + " rows of " +
+                             std::to_string(rowBytes) +
+                             " bytes (wgmma needs rows of 32, 64 or a multiple of 128 bytes, "
+                             "N-major rows a multiple of 128, in groups of 8 rows)",
                          op.loc);
+    const int64_t w = atom ? rowBytes : 128;
     al.xorBytes = w;
+    al.blockBytes = rowBytes > w ? rows * w : 0;
     al.align = 1024;
     al.pad = 0;
-    al.strides = {IndexExpr(al.tile[1]), IndexExpr(1)};
-    al.bytes = (al.tile[0] * w + al.align - 1) / al.align * al.align;
+    al.strides.assign(n, IndexExpr(1));
+    for (size_t i = 0; i < n; ++i)
+      al.strides[i] = IndexExpr(i + 1 == n ? 1 : i + 2 == n ? al.tile[n - 1] : rows * al.tile[n - 1]);
+    al.bytes = (rows * rowBytes + al.align - 1) / al.align * al.align;
     p.wgmma = true;
+    p.nMajor = nMajor;
   }
   al.base = "%lds_" + std::to_string(allocs_.size());
   p.alloc = static_cast<int>(allocs_.size());
@@ -2037,6 +2067,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
     acc.swizzle = al.swizzle;
     acc.xorBytes = al.xorBytes;
+    acc.blockBytes = al.blockBytes;
   }
   return acc;
 }
@@ -2209,14 +2240,17 @@ const ir::Op *KernelEmitter::wgmmaUser(const ir::Op &read, bool *lhs) const {
   return found;
 }
 
-// A matrix descriptor (PTX ISA, "Matrix Descriptor Format") per clone of a wgmma operand:
-// bits 0-13 the start address >> 4, 16-29 the leading-dimension byte offset >> 4 (unused by
-// swizzled K-major layouts: 1), 32-45 the stride byte offset >> 4 (8 rows of W bytes: the next
-// core-matrix group), 62-63 the swizzle (1: 128 bytes, 2: 64, 3: 32). The start of clone
-// (row r0, K k0) is the buffer's address plus r0 * W + 2 k0 bytes: r0 is a multiple of 8 (the
-// warpgroup's 64 rows, the clone's step), so the unswizzled address of the 8-row group, and the
+// A matrix descriptor (PTX ISA, "Matrix Descriptor Format") per clone of a wgmma operand and
+// K step of 16 inside the clone (`wgmmaSteps`; the clone's key, then key + "#s"): bits 0-13 the
+// start address >> 4, 16-29 the leading-dimension byte offset >> 4, 32-45 the stride byte
+// offset >> 4, 62-63 the swizzle (1: 128 bytes, 2: 64, 3: 32). K-major tiles ([rows, K]): the
+// start of (row r0, K k0) is r0 * W + 2 (k0 mod W / 2) bytes into k0's column block; r0 is a
+// multiple of 8 (the warpgroup's 64 rows), so the unswizzled address of the 8-row group, and
 // K steps inside a row advance it by 32 bytes, which the hardware swizzles like the rest of the
-// address. Clones whose starts differ by a constant share one computation.
+// address; the leading offset is unused (1), the stride offset is 8 rows (8 W). N-major B tiles
+// ([K, N], 128-byte swizzle): (k0, n0) starts at row k0 of n0's column block (n0 a multiple of
+// 64); the leading offset is the distance between column blocks (64 N apart), the stride
+// offset 8 rows (1024 bytes). Starts that differ by a constant share one computation.
 bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v,
                                      const CloneFilter &keep) {
   const LdsAlloc &al = allocs_[p.alloc];
@@ -2227,15 +2261,21 @@ bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVa
   v.dtype = ScalarType::I64;
   v.descAlloc = p.alloc;
   v.descStage = stageTag_;
+  v.descNMajor = p.nMajor;
   for (auto &di : acc.dims) {
     di.start = facts_.simplify(zeroed(di.start, isGlobalTerm));
     for (const auto &s : di.start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         v.cloneSyms.insert(s);
   }
+  const size_t n = acc.dims.size();
   const int64_t w = al.xorBytes, b = byteSize(acc.dtype);
   const uint64_t mode = w == 128 ? 1 : w == 64 ? 2 : 3;
-  const uint64_t hi = (uint64_t{1} << 16) | (uint64_t(8 * w / 16) << 32) | (mode << 62);
+  const uint64_t lbo = p.nMajor ? uint64_t(al.blockBytes ? al.blockBytes : al.tile[n - 2] * w) / 16
+                                : 1;
+  const uint64_t hi = (lbo << 16) | (uint64_t(8 * w / 16) << 32) | (mode << 62);
+  const ir::Op *mma = wgmmaUser(op);
+  const int steps = wgmmaSteps(*mma);
   auto i64 = [&](int64_t c) {
     std::string r = fresh();
     line(r + " = arith.constant " + std::to_string(c) + " : i64");
@@ -2246,32 +2286,75 @@ bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVa
     line(r + " = arith." + o + " " + a + ", " + x + " : i64");
     return r;
   };
+  // Byte offset of (row r, column c) of the tile's last two dims, at a 16-byte chunk boundary.
+  auto at = [&](const IndexExpr &r, const IndexExpr &c) {
+    const int64_t per = w / b;
+    IndexExpr off = r * w + mod(c, per) * b;
+    if (al.blockBytes)
+      off += floorDiv(c, per) * al.blockBytes;
+    return off;
+  };
   std::string base = fresh();
   line(base + " = llvm.ptrtoint " + al.base + " : !llvm.ptr<3> to i64");
   std::vector<std::pair<IndexExpr, std::string>> starts; // byte offset -> descriptor
   for (const auto &a : clonesOver(v.cloneSyms)) {
     if (keep && !keep(a))
       continue;
-    const IndexExpr off = facts_.simplify(stageIndex_ * al.bytes +
-                                          laneZero(dimIndex(acc, 0, a, 0)) * w +
-                                          laneZero(dimIndex(acc, 1, a, 0)) * b);
-    std::string desc;
-    for (const auto &[o, d] : starts)
-      if (auto c = facts_.simplify(off - o).asInteger()) {
-        desc = *c == 0 ? d : op64("addi", d, i64(*c / 16));
-        break;
+    const IndexExpr r0 = laneZero(dimIndex(acc, n - 2, a, 0)),
+                    c0 = laneZero(dimIndex(acc, n - 1, a, 0));
+    const std::string key = cloneKey(a, v.cloneSyms);
+    for (int st = 0; st < steps; ++st) {
+      const IndexExpr off = facts_.simplify(
+          stageIndex_ * al.bytes + (p.nMajor ? at(r0 + 16 * st, c0) : at(r0, c0 + 16 * st)));
+      std::string desc;
+      for (const auto &[o, d] : starts)
+        if (auto c = facts_.simplify(off - o).asInteger()) {
+          desc = *c == 0 ? d : op64("addi", d, i64(*c / 16));
+          break;
+        }
+      if (desc.empty()) {
+        std::string x = fresh();
+        line(x + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
+        std::string addr = op64("addi", base, x);
+        std::string field = op64("andi", op64("shrui", addr, i64(4)), i64(0x3fff));
+        desc = op64("ori", field, i64(static_cast<int64_t>(hi)));
+        starts.push_back({off, desc});
       }
-    if (desc.empty()) {
-      std::string x = fresh();
-      line(x + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
-      std::string addr = op64("addi", base, x);
-      std::string field = op64("andi", op64("shrui", addr, i64(4)), i64(0x3fff));
-      desc = op64("ori", field, i64(static_cast<int64_t>(hi)));
-      starts.push_back({off, desc});
+      v.clones[st ? key + "#" + std::to_string(st) : key] = desc;
     }
-    v.clones[cloneKey(a, v.cloneSyms)] = desc;
   }
   return true;
+}
+
+bool KernelEmitter::wgmmaOverlaps(const ir::Op &iterate) const {
+  const ir::Region &body = *iterate.regions[0];
+  bool ok = true;
+  ir::walk(body, [&](const ir::Op &op) {
+    if (op.kind != ir::OpKind::Mma || !op.mma || op.mma->family != MmaFamily::Wgmma)
+      return;
+    for (const ir::Op *u : op.results[0]->users) {
+      if (u->kind != ir::OpKind::Yield || u->parent != &body) {
+        ok = false;
+        continue;
+      }
+      for (size_t i = 0; i < u->operands.size(); ++i)
+        if (u->operands[i] == op.results[0] && i < body.args.size())
+          for (const ir::Op *next : body.args[i]->users)
+            ok = ok && next->kind == ir::OpKind::Mma && next->operands[2] == body.args[i] &&
+                 next->operands[0] != body.args[i] && next->operands[1] != body.args[i];
+    }
+  });
+  return ok;
+}
+
+// K steps of 16 that a wgmma makes inside each clone of its K dim: the dim's step / the kind's K
+// (1 unless the dim is also another product's M or N: distribution.cpp, mmaVectorShapes).
+int KernelEmitter::wgmmaSteps(const ir::Op &mma) const {
+  for (const auto &ex : d_.expansion)
+    if (ex.dim == mma.dims[2])
+      if (auto vs = ex.vectorShape.asInteger(); vs && *vs > mma.mma->k)
+        return static_cast<int>(*vs / mma.mma->k);
+  return 1;
 }
 
 // ldmatrix loads for the clones of one mma.sync operand. A fragment of fewer than four 8x8
@@ -2516,9 +2599,11 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
   // Clones of M, N and K step by the vector shapes of the expansion, which the first mma of
   // each dim decided; a chained mma must step alike.
   const unsigned shape[3] = {k.m, k.n, k.k};
+  const bool group = k.family == MmaFamily::Wgmma;
   for (int r = 0; r < 3; ++r)
     for (const auto &ex : d_.expansion)
-      if (ex.dim == op.dims[r] && !ex.vectorShape.equals(IndexExpr(int64_t{shape[r]})))
+      if (ex.dim == op.dims[r] && !ex.vectorShape.equals(IndexExpr(int64_t{shape[r]})) &&
+          !(group && r == 2 && wgmmaSteps(op) > 1))
         return unsupported("an mma of kind " + std::string(k.name) + " whose dim " +
                                ex.dim.str() + " is walked in steps of " +
                                ex.vectorShape.str() + " (another mma's shape) instead of " +
@@ -2579,14 +2664,25 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
 bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const MmaKind &k = *op.mma;
   const ScalarType in = op.operands[0]->type.dtype;
-  const RegVal &a = values_.at(op.operands[0]), &b = values_.at(op.operands[1]);
-  if (a.descAlloc < 0 || b.descAlloc < 0)
-    return unsupported("a wgmma operand that is not the tile of a read of a shared-memory "
-                       "parameter used only by wgmma (wgmma reads A and B through shared-memory "
-                       "descriptors)",
+  const RegVal &a0 = values_.at(op.operands[0]), &b = values_.at(op.operands[1]);
+  if (b.descAlloc < 0)
+    return unsupported("a wgmma B operand that is not the tile of a read of a shared-memory "
+                       "parameter used only by wgmma (wgmma reads B through a shared-memory "
+                       "descriptor)",
                        op.loc);
   if (in != ScalarType::F16 && in != ScalarType::BF16)
     return unsupported(std::string("wgmma on ") + scalarTypeName(in), op.loc);
+  const int steps = wgmmaSteps(op);
+  // A from registers (the fragments of every K step of a clone, in the register-fragment
+  // layout of the PTX ISA), or from shared memory through descriptors like B.
+  const bool regA = a0.descAlloc < 0;
+  RegVal aConv;
+  if (regA && !convertTo(a0,
+                         layoutFrom(mmaOperandIndex(k_, d_, op, 0, op.operands[0]->type.shape),
+                                    k.a.elements * steps, in),
+                         aConv, op.loc))
+    return false;
+  const RegVal &a = regA ? aConv : a0;
   RegVal acc;
   const RegVal &c0 = values_.at(op.operands[2]);
   if (!convertTo(c0,
@@ -2619,10 +2715,39 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
     }
     regs.push_back(st);
   }
+  // The A fragments of a register operand: per clone and K step, elements 8 st .. 8 st + 7 as
+  // four 32-bit registers of two 16-bit values each.
+  std::map<std::string, std::vector<std::string>> fragments;
+  auto fragmentsOf = [&](const CloneAssign &ab, int st) -> const std::vector<std::string> & {
+    const std::string key = cloneKey(ab, a.cloneSyms) + "#" + std::to_string(st);
+    auto it = fragments.find(key);
+    if (it != fragments.end())
+      return it->second;
+    const std::string whole = operandAt(a, ab, k.a.elements * steps);
+    const std::string wty = vecType(in, k.a.elements * steps);
+    std::vector<std::string> words;
+    for (int j = 0; j < 4; ++j) {
+      std::string pair = fresh();
+      line(pair + " = vector.extract_strided_slice " + whole + " {offsets = [" +
+           std::to_string(8 * st + 2 * j) + "], sizes = [2], strides = [1]} : " + wty + " to " +
+           vecType(in, 2));
+      std::string word = fresh();
+      line(word + " = vector.bitcast " + pair + " : " + vecType(in, 2) + " to vector<1xi32>");
+      std::string x = fresh();
+      line(x + " = vector.extract " + word + "[0] : i32 from vector<1xi32>");
+      words.push_back(x);
+    }
+    return fragments[key] = words;
+  };
+  auto descAt = [&](const RegVal &v, const CloneAssign &ab, int st) {
+    const std::string key = cloneKey(ab, v.cloneSyms);
+    return v.clones.at(st ? key + "#" + std::to_string(st) : key);
+  };
   line("nvvm.wgmma.fence.aligned");
   auto reads = [&](const std::function<int(int)> &stageOf, bool issue) {
     for (const RegVal *x : {&a, &b}) {
-      if (x == &b && b.descAlloc == a.descAlloc && b.descStage == a.descStage)
+      if (x->descAlloc < 0 ||
+          (x == &b && b.descAlloc == a.descAlloc && b.descStage == a.descStage))
         continue;
       SyncItem it{SyncItem::Read, x->descAlloc, stageOf(x->descStage)};
       it.asyncProxy = issue;
@@ -2633,17 +2758,56 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
   const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
                             ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
+  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                               std::to_string(k.k);
   for (int64_t kk = 0; kk < kCount; ++kk)
-    for (size_t i = 0; i < assigns.size(); ++i) {
-      CloneAssign ab = assigns[i];
-      ab[kSym] = kk;
-      std::string r = fresh();
-      line(r + " = nvvm.wgmma.mma_async " + operandAt(a, ab, 1) + ", " + operandAt(b, ab, 1) +
-           ", " + regs[i] + ", " + shape + ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" + ty +
-           ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty +
-           ">, #nvvm.wgmma_scale_in<one>, <col>] : " + sty + " -> " + sty);
-      regs[i] = r;
-    }
+    for (int st = 0; st < steps; ++st)
+      for (size_t i = 0; i < assigns.size(); ++i) {
+        CloneAssign ab = assigns[i];
+        ab[kSym] = kk;
+        std::string r = fresh();
+        if (!regA) {
+          line(r + " = nvvm.wgmma.mma_async " + descAt(a, ab, st) + ", " + descAt(b, ab, st) +
+               ", " + regs[i] + ", " + shape + ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" +
+               ty + ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty +
+               ">, #nvvm.wgmma_scale_in<one>, <" + (b.descNMajor ? "row" : "col") + ">] : " +
+               sty + " -> " + sty);
+        } else {
+          // MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register
+          // form as inline PTX, the accumulators tied to the results.
+          std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
+                             ptxShape + ".f32." + ty + "." + ty + " {";
+          std::string cons, args, types;
+          for (int64_t j = 0; j < n; ++j) {
+            text += (j ? ", $" : "$") + std::to_string(j);
+            cons += "=f,";
+          }
+          text += "}, {";
+          for (int j = 0; j < 4; ++j)
+            text += (j ? ", $" : "$") + std::to_string(2 * n + j);
+          text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " +
+                  (b.descNMajor ? "1" : "0") + ";\\0A}";
+          std::string accs = fresh();
+          for (int64_t j = 0; j < n; ++j) {
+            std::string x = fresh();
+            line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
+            args += (j ? ", " : "") + x;
+            types += j ? ", f32" : "f32";
+            cons += std::to_string(j) + ",";
+          }
+          for (const std::string &wd : fragmentsOf(ab, st)) {
+            args += ", " + wd;
+            types += ", i32";
+            cons += "r,";
+          }
+          args += ", " + descAt(b, ab, st);
+          types += ", i64";
+          cons += "l";
+          line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
+               cons + "\" " + args + " : (" + types + ") -> " + sty);
+        }
+        regs[i] = r;
+      }
   line("nvvm.wgmma.commit.group.sync.aligned");
   // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
   // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
@@ -2651,10 +2815,10 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   line("nvvm.wgmma.wait.group.sync.aligned " + std::to_string(keep));
   if (keep > 0)
     wgmmaInFlight_ = true;
-  const int stages = wgmmaStages_;
+  const int stagesN = wgmmaStages_;
   reads(
       [&](int st) {
-        return st < 0 || stages <= 0 ? st : ((st - keep) % stages + stages) % stages;
+        return st < 0 || stagesN <= 0 ? st : ((st - keep) % stagesN + stagesN) % stagesN;
       },
       false);
   for (size_t i = 0; i < assigns.size(); ++i) {
@@ -2771,7 +2935,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     bool ok = true;
     for (const ir::Op *o : staged) {
       LdsAlloc &al = allocs_[promotions_.at(o).alloc];
-      ok = ok && (!c.swizzle || swizzlable(al.tile, o->operands[0]->type.dtype));
+      ok = ok && (!c.swizzle || al.xorBytes || swizzlable(al.tile, o->operands[0]->type.dtype));
     }
     if (!ok)
       continue;
@@ -2832,7 +2996,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   };
   // Prologue: tiles 0 .. ahead - 1 into buffers 0 .. ahead - 1 (clamped to the last tile), one
   // commit group per tile. `wgKeep`: wgmma groups left in flight at the end of an iteration.
-  const int wgKeep = wgLoop && async && stages >= 3 ? 1 : 0;
+  const int wgKeep = wgLoop && async && stages >= 3 && wgmmaOverlaps(op) ? 1 : 0;
   const int ahead = pipe ? stages : std::max(1, stages - 1 - wgKeep);
   for (int t = 0; t < ahead; ++t) {
     subs_[ivSym] = max(min(IndexExpr(t), li->tripCount - 1), IndexExpr(0)); // no trips: tile 0, masked

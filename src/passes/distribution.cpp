@@ -220,18 +220,30 @@ private:
   // The vector shape each mma gives its dims: M, N and K of its kind. When several mmas share a
   // dim, the first one in program order decides (the code generator reports a chained mma whose
   // kind disagrees).
+  // The step of each dim an mma uses: the first mma's M, N or K. A warpgroup mma (wgmma) walks
+  // its K in steps of 16 inside a wider step, so a dim that is one wgmma's K and another's M or
+  // N (attention's keys: the N of S = Q·Kᵀ, the K of O = P·V) takes the wider step when the
+  // K divides it.
   std::vector<std::pair<ir::Dim, int64_t>> mmaVectorShapes() const {
     std::vector<std::pair<ir::Dim, int64_t>> out;
+    std::vector<bool> fromGroupK;
     ir::walk(kernel.body, [&](const ir::Op &op) {
       if (op.kind != ir::OpKind::Mma || !op.mma)
         return;
+      const bool group = op.mma->family == MmaFamily::Wgmma;
       const unsigned shape[3] = {op.mma->m, op.mma->n, op.mma->k};
       for (int r = 0; r < 3; ++r) {
-        bool known = false;
-        for (const auto &[d, v] : out)
-          known |= d == op.dims[r];
-        if (!known)
-          out.push_back({op.dims[r], static_cast<int64_t>(shape[r])});
+        const int64_t v = shape[r];
+        size_t i = 0;
+        while (i < out.size() && !(out[i].first == op.dims[r]))
+          ++i;
+        if (i == out.size()) {
+          out.push_back({op.dims[r], v});
+          fromGroupK.push_back(group && r == 2);
+        } else if (fromGroupK[i] && group && r != 2 && v % out[i].second == 0) {
+          out[i].second = v;
+          fromGroupK[i] = false;
+        }
       }
     });
     return out;
@@ -331,8 +343,9 @@ private:
       acc.anchor = fmt::format("{} {}", names[role.kind], k.name);
       thread.push_back({rowDim, layout.row(lane, kG)});
       thread.push_back({colDim, layout.col(lane, kG)});
-      elements.push_back({rowDim, static_cast<int64_t>(layout.elements)});
-      elements.push_back({colDim, static_cast<int64_t>(layout.elements)});
+      const int64_t per = mmaOperandElements(out, *role.op, static_cast<int>(role.kind) - 1);
+      elements.push_back({rowDim, per});
+      elements.push_back({colDim, per});
       if (op.ept && *op.ept != static_cast<int64_t>(layout.elements) && role.kind != Role::MmaAcc)
         diags.report(DiagId::EptConflict, op.loc,
                      {std::to_string(*op.ept),
@@ -648,6 +661,21 @@ private:
 
 } // namespace
 
+// A wgmma A operand in registers whose K is walked in a wider step than the kind's K (see
+// mmaVectorShapes) holds the fragments of every K step of the clone: the register layout
+// repeats every 8 columns (that of the accumulator with N = the step).
+int64_t mmaOperandElements(const Distribution &d, const ir::Op &mma, int operand) {
+  const MmaKind &k = *mma.mma;
+  const LaneLayout &layout = operand == 0 ? k.a : operand == 1 ? k.b : k.c;
+  int64_t n = layout.elements;
+  if (k.family == MmaFamily::Wgmma && operand == 0)
+    for (const auto &e : d.expansion)
+      if (e.dim == mma.dims[2])
+        if (auto vs = e.vectorShape.asInteger(); vs && *vs > k.k && *vs % k.k == 0)
+          n *= *vs / k.k;
+  return n;
+}
+
 IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &op,
                        const ir::Dim &d) {
   IndexExpr e = 0;
@@ -674,15 +702,16 @@ std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distributi
   const ir::Dim &rowDim = operand == 1 ? mma.dims[1] : mma.dims[0];
   const ir::Dim &colDim = operand == 2 ? mma.dims[1] : mma.dims[2];
   const IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(dist.groupSize));
+  const int64_t perThread = mmaOperandElements(dist, mma, operand);
   sym::Facts facts = dist.facts;
-  facts.setRange("$g", 0, static_cast<int64_t>(layout.elements) - 1);
+  facts.setRange("$g", 0, perThread - 1);
   std::vector<DimIndex> out;
   for (const auto &d : shape) {
     IndexExpr e = uniformIndex(kernel, dist, mma, d);
     int64_t elements = 1;
     if (d == rowDim || d == colDim) {
       e = e + (d == rowDim ? layout.row(lane, kG) : layout.col(lane, kG));
-      elements = layout.elements;
+      elements = perThread;
     }
     out.push_back({d, facts.simplify(e), elements});
   }

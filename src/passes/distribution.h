@@ -95,6 +95,10 @@ sym::IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, 
 std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distribution &dist,
                                       const ir::Op &mma, int operand, const ir::Shape &shape);
 
+// Elements per thread of that operand: the kind's, times the K steps of a wgmma whose K dim is
+// walked in a wider step (a register A operand then holds every step's fragments).
+int64_t mmaOperandElements(const Distribution &dist, const ir::Op &mma, int operand);
+
 // `wavec --emit=distribution`.
 std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
                               const Distribution &d);

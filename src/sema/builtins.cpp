@@ -517,24 +517,51 @@ std::optional<std::string> KernelChecker::groupMisfit(const MmaKind &k, const ir
 }
 
 bool KernelChecker::groupAutoFits(const ir::Op &mma, const MmaKind &k) {
-  if (wavesGiven || k.waveSize != waveSize || mma.results[0]->type.shape.size() != 2)
+  if (wavesGiven || k.waveSize != waveSize)
+    return false;
+  // Dims besides M and N are batch dims that every workgroup covers one index of.
+  auto batchOnly = [&](const ir::Shape &shape, const ir::Dim &a, const ir::Dim &b) {
+    for (const auto &d : shape) {
+      if (d == a || d == b)
+        continue;
+      const auto *wg = kernel->workgroupFor(d);
+      if (!wg || wg->tile != 1)
+        return false;
+    }
+    return true;
+  };
+  if (!batchOnly(mma.results[0]->type.shape, mma.dims[0], mma.dims[1]))
     return false;
   if (groupMisfit(k, mma.dims[0], mma.dims[1], mma.dims[2]))
     return false;
-  // Both operands straight from a read of a shared-memory parameter stored [row dim, K].
+  // B (and A when it is read from memory) straight from a read of a shared-memory parameter
+  // whose innermost dim is K (K-major, rows of 32, 64 or 128 bytes or whole 128-byte blocks)
+  // or, for B, N (N-major, rows of whole 128-byte blocks). A may be any register value.
   for (int i = 0; i < 2; ++i) {
     const ir::Value *v = mma.operands[i];
-    if (!v->def || v->def->kind != OpKind::Read || v->def->mapping)
+    const bool shared = v->def && v->def->kind == OpKind::Read && !v->def->mapping &&
+                        v->def->operands[0]->paramIndex >= 0 &&
+                        v->def->operands[0]->type.space == AddressSpace::Shared;
+    if (i == 0 && !shared)
+      continue;
+    if (!shared)
       return false;
     const ir::Value *mem = v->def->operands[0];
     const ir::Shape &shape = mem->type.shape;
-    if (mem->paramIndex < 0 || mem->type.space != AddressSpace::Shared || shape.size() != 2 ||
-        shape[1] != mma.dims[2] || shape[0] != mma.dims[i])
+    const ir::Dim &row = mma.dims[i], &kd = mma.dims[2];
+    if (shape.size() < 2 || !batchOnly(shape, row, kd))
       return false;
-    // K-major rows of 32, 64 or 128 bytes: one 16-byte-chunk XOR swizzle atom per row.
-    const int64_t rowBytes = stagedExtent(*kernel, mma.dims[2]) * (bitWidth(mem->type.dtype) / 8);
-    if (rowBytes != 32 && rowBytes != 64 && rowBytes != 128)
+    const int64_t bytes = bitWidth(mem->type.dtype) / 8;
+    if (shape[shape.size() - 2] == row && shape.back() == kd) {
+      const int64_t rowBytes = stagedExtent(*kernel, kd) * bytes;
+      if (rowBytes != 32 && rowBytes != 64 && rowBytes % 128 != 0)
+        return false;
+    } else if (i == 1 && shape[shape.size() - 2] == kd && shape.back() == row) {
+      if ((static_cast<int64_t>(k.n) * bytes) % 128 != 0)
+        return false;
+    } else {
       return false;
+    }
   }
   return true;
 }

@@ -476,6 +476,47 @@ def test_gemm_wgmma(a, tmp):
         return SKIP
 
 
+def test_attention_wgmma(a, tmp):
+    # samples/attention/attention_wgmma.wave on sm_90a: S = Q·Kᵀ as eight m64n64k16 wgmmas per
+    # key tile (Q from registers, K through K-major descriptors over two 128-byte column blocks
+    # of the 256-byte rows), O += P·V as four m64n128k16 wgmmas (P from the first product's
+    # registers, V through N-major descriptors: imm-trans-b 1). The scores are used at once, so
+    # every wait retires everything; ptxas takes it without spills. sm_90 refuses the form
+    # cleanly (mma.sync would walk the head dim in two step sizes), writing nothing.
+    src = os.path.join(a.source_dir, "samples", "attention", "attention_wgmma.wave")
+    ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    acc = r"\{(?:%f\d+, )*%f\d+\}"
+    qk = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 " + acc +
+                    r", \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 0;", ptx)
+    pv = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 " + acc +
+                    r", \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", ptx)
+    check(len(qk) == 8, f"eight register-A m64n64k16 products (K-major B), found {len(qk)}",
+          ptx[:3000])
+    check(len(pv) == 4, f"four register-A m64n128k16 products (N-major B), found {len(pv)}",
+          ptx[:3000])
+    check(ptx.count("wgmma.mma_async") == 12, "no other wgmma", ptx[:3000])
+    check("mma.sync" not in ptx and "ldmatrix" not in ptx, "no mma.sync, no ldmatrix", ptx[:3000])
+    check("wgmma.wait_group.sync.aligned 0;" in ptx and
+          "wgmma.wait_group.sync.aligned 1;" not in ptx,
+          "every wait retires all products (the scores feed the softmax)", ptx[:3000])
+    check(ptx.count("bar.sync") == 1, "one barrier (per key tile)", ptx[:3000])
+    out = os.path.join(tmp, "x.ptx")
+    p = run([a.wavec, src, "--target=sm_90", "-o", out, "--color=never"], ok=False)
+    check(p.returncode == 1 and "[codegen-unsupported]" in p.stderr.decode() and
+          not os.path.exists(out), "sm_90: a clean codegen-unsupported error, no output",
+          p.stderr.decode())
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64", "-DBLOCK_K2=128"]):
+        ptx = os.path.join(tmp, "a.ptx")
+        run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
+        p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])
+        info = p.stderr.decode()
+        check("0 bytes spill stores" in info and "warning" not in info,
+              f"{' '.join(flags) or 'defaults'}: ptxas -arch=sm_90a accepts it, no spills", info)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--wavec", required=True)
