@@ -19,6 +19,7 @@ import sys
 import time
 
 import torch
+from wave_bench import open_runtime
 
 
 def main():
@@ -36,18 +37,9 @@ def main():
         i = args.index("--shapes")
         shapes = [tuple(int(x) for x in s.split(",")) for s in args[i + 1:]]
         args = args[:i]
-    rt = ctypes.CDLL(args[0], mode=ctypes.RTLD_GLOBAL)
-    rt.wave_last_error.restype = ctypes.c_char_p
-    dev, stream = ctypes.c_void_p(), ctypes.c_void_p()
     torch.cuda.init()
+    rt, dev, stream, check = open_runtime(args[0])
     torch.backends.cuda.matmul.allow_tf32 = False
-
-    def check(st, what):
-        if st != 0:
-            raise RuntimeError(f"{what}: status {st}: {rt.wave_last_error().decode()}")
-
-    check(rt.wave_device_open(b"cuda://0", ctypes.byref(dev)), "device_open")
-    check(rt.wave_stream_create(dev, ctypes.byref(stream)), "stream_create")
     variants = []
     ok = True
     for spec in args[1:]:

@@ -25,6 +25,8 @@ import sys
 
 import torch
 
+from wave_bench import open_runtime
+
 
 def main():
     args = sys.argv[1:]
@@ -33,17 +35,8 @@ def main():
         i = args.index("--size")
         M, N = (int(v) for v in args[i + 1].split(","))
         del args[i:i + 2]
-    rt = ctypes.CDLL(args[0], mode=ctypes.RTLD_GLOBAL)
-    rt.wave_last_error.restype = ctypes.c_char_p
     torch.cuda.init()
-    dev, stream = ctypes.c_void_p(), ctypes.c_void_p()
-
-    def check(st, what):
-        if st != 0:
-            raise RuntimeError(f"{what}: status {st}: {rt.wave_last_error().decode()}")
-
-    check(rt.wave_device_open(b"cuda://0", ctypes.byref(dev)), "device_open")
-    check(rt.wave_stream_create(dev, ctypes.byref(stream)), "stream_create")
+    rt, dev, stream, check = open_runtime(args[0])
     P, I64 = ctypes.c_void_p, ctypes.c_int64
 
     # (name, dtype, row length it was compiled for or None, launch(x, y, M, N))

@@ -10,7 +10,7 @@ wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/samples"
 cp -r "$src/runtime" "$out/"
 cp -r "$src/samples/common" "$src/samples/attention" "$out/samples/"
-cp "$src/bench/attention_cuda.py" "$out/"
+cp "$src/bench/attention_cuda.py" "$src/bench/wave_bench.py" "$out/"
 # name: head dim: source (samples/attention/): target: -D flags. ATTENTION_VARIANTS (the same
 # form, space-separated entries joined by ';') replaces the list.
 variants=(

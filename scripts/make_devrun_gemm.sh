@@ -14,7 +14,7 @@ rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples"
 cp -r "$src/runtime/include" "$src/runtime/src" "$out/runtime/"
 cp -r "$src/samples/common" "$out/samples/"
 mkdir -p "$out/samples/gemm" && cp "$src/samples/gemm/gemm_main.c" "$out/samples/gemm/"
-cp "$src/bench/gemm_cuda.py" "$src/bench/gemm_dyn_ptx.py" "$out/"
+cp "$src/bench/gemm_cuda.py" "$src/bench/gemm_dyn_ptx.py" "$src/bench/wave_bench.py" "$out/"
 # The "async" variants add `assume(K % 8 == 0)`: every 16-byte copy is then aligned and whole,
 # and the loop double-buffers through cp.async; the others take the register-prefetch path.
 aligned=$(mktemp --suffix=.wave)

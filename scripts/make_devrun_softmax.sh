@@ -12,7 +12,7 @@ cp -r "$src/samples/common" "$out/samples/"
 mkdir -p "$out/samples/softmax" "$out/samples/layernorm"
 cp "$src/samples/softmax/softmax_main.c" "$out/samples/softmax/"
 cp "$src/samples/layernorm/layernorm_main.c" "$out/samples/layernorm/"
-cp "$src/bench/softmax_cuda.py" "$out/"
+cp "$src/bench/softmax_cuda.py" "$src/bench/wave_bench.py" "$out/"
 # Two rows per workgroup (the waves of the second row on workgroup axis 1).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

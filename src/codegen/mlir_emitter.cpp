@@ -503,6 +503,8 @@ private:
   IndexExpr indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const;
   std::string gep(const Access &acc, const IndexExpr &offset);
   unsigned provenAlignment(const Access &acc, const IndexExpr &offset, int64_t maxElems);
+  // The checks of one bound of an access (index `idx` < size, index >= 0), appended to `out`.
+  void boundChecks(const Bound &b, const std::string &idx, std::vector<std::string> &out);
   // Condition (i1) that element g (or the whole vector, g = -1 meaning "last element") is in
   // bounds; empty when no dim is masked.
   std::string inBounds(const Access &acc, const CloneAssign &a, int64_t g);
@@ -977,18 +979,21 @@ unsigned KernelEmitter::provenAlignment(const Access &acc, const IndexExpr &offs
   return static_cast<unsigned>(p * byteSize(acc.dtype));
 }
 
+void KernelEmitter::boundChecks(const Bound &b, const std::string &idx,
+                                std::vector<std::string> &out) {
+  if (b.upper)
+    out.push_back(cmpLt(idx, lowerIndex(b.size)));
+  if (b.lower) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+    out.push_back(r);
+  }
+}
+
 std::string KernelEmitter::inBounds(const Access &acc, const CloneAssign &a, int64_t g) {
   std::vector<std::string> conds;
-  for (const Bound &b : boundsOf(acc)) {
-    const std::string idx = lowerIndex(indexAt(*b.start, a, g));
-    if (b.upper)
-      conds.push_back(cmpLt(idx, lowerIndex(b.size)));
-    if (b.lower) {
-      std::string r = fresh();
-      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
-      conds.push_back(r);
-    }
-  }
+  for (const Bound &b : boundsOf(acc))
+    boundChecks(b, lowerIndex(indexAt(*b.start, a, g)), conds);
   return conds.empty() ? "" : andAll(conds);
 }
 
@@ -1227,14 +1232,7 @@ void KernelEmitter::storePrefix(const Access &acc, const CloneAssign &a, const s
   for (const Bound &b : bounds) {
     if (b.start->dependsOn("$g"))
       continue;
-    const std::string idx = lowerIndex(indexAt(*b.start, a, 0));
-    if (b.upper)
-      others.push_back(cmpLt(idx, lowerIndex(b.size)));
-    if (b.lower) {
-      std::string r = fresh();
-      line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
-      others.push_back(r);
-    }
+    boundChecks(b, lowerIndex(indexAt(*b.start, a, 0)), others);
   }
   if (!others.empty()) {
     std::string r = fresh();
