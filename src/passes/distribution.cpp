@@ -69,6 +69,15 @@ Role readRole(const ir::Value *v) {
         work.push_back(user->results[0]);
       }
     }
+  // Else the layout of an elementwise partner that an mma produced (an epilogue operand read
+  // beside the accumulator): reading it in that layout moves no data between lanes.
+  for (size_t i = 0; i < work.size(); ++i)
+    for (const ir::Op *user : work[i]->users)
+      if (isElementwise(user->kind) && user->kind != ir::OpKind::Broadcast)
+        for (const ir::Value *o : user->operands)
+          if (o != work[i] && o->type.shape.size() == work[i]->type.shape.size())
+            if (Role r = backwardRole(o); r.kind == Role::MmaAcc)
+              return r;
   return {};
 }
 
@@ -193,6 +202,16 @@ public:
     collectExpansion();
     checkReductions();
     findNarrowest();
+    // A first visit finds the dims lanes run along; the clones of the others step by 1.
+    collecting_ = true;
+    ir::walk(kernel.body, [&](const ir::Op &op) { visit(op); });
+    collecting_ = false;
+    out.accesses.clear();
+    if (diags.errorCount() != errors)
+      return false;
+    settleRowDims();
+    if (diags.errorCount() != errors)
+      return false;
     ir::walk(kernel.body, [&](const ir::Op &op) { visit(op); });
     return diags.errorCount() == errors;
   }
@@ -249,6 +268,10 @@ private:
     return out;
   }
 
+  // The dims an expansion clone walks, with the step (vector shape) of each and the clone
+  // count that covers one wave's extent of it. A dim lanes never run along (a row dim of every
+  // layout that touches it) is walked one element per clone: its vector shape becomes 1 in
+  // settleRowDims, after the first visit of the accesses has shown where lanes run.
   void collectExpansion() {
     const auto mmaShapes = mmaVectorShapes();
     std::vector<ir::Dim> dims;
@@ -261,25 +284,25 @@ private:
     for (const auto &t : kernel.tilings)
       add(t.dim);
     // A static dim no constraint splits but an mma uses (attention's head dim as the K of one
-    // product and the M of the next) is walked by clones of the kind's size (wave-facts.md 1.7).
+    // product and the M of the next) is walked by clones of the kind's size.
     for (const auto &[d, v] : mmaShapes)
       if (!kernel.workgroupFor(d) && !kernel.tilingFor(d) && d.size.asInteger())
         add(d);
-    // Likewise a static dim no constraint splits, with a constant vector shape smaller than it
-    // (a row of 100 walked in tiles of 64), unless a reduction is over it (reductions walk
-    // their rows themselves: lanes, then a stream of chunks).
-    for (const auto &[d, vs] : kernel.hardware.vectorShapes) {
-      auto size = d.size.asInteger();
-      auto v = vs.asInteger();
-      if (kernel.workgroupFor(d) || kernel.tilingFor(d) || !size || !v || *v <= 0 || *v >= *size)
-        continue;
-      bool reduced = false;
-      ir::walk(kernel.body, [&](const ir::Op &op) {
-        reduced |= op.kind == ir::OpKind::Reduce && op.dims[0] == d;
-      });
-      if (!reduced)
+    // Every other static dim that no constraint splits and that a tensor access touches is
+    // walked by clones of its vector shape (the wave size when none is given), unless a
+    // reduction is over it (reductions walk their rows themselves: lanes, then a stream of
+    // chunks).
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      const ir::Value *mem = accessedTensor(op);
+      if (!mem)
+        return;
+      for (const auto &d : mem->type.shape) {
+        auto size = d.size.asInteger();
+        if (kernel.workgroupFor(d) || kernel.tilingFor(d) || !size || *size <= 1 || reduced(d))
+          continue;
         add(d);
-    }
+      }
+    });
     for (const auto &d : dims) {
       IndexExpr vs;
       const int64_t *fromMma = nullptr;
@@ -294,24 +317,121 @@ private:
         vs = w->tile;
       } else if (const auto *wg = kernel.workgroupFor(d)) {
         vs = wg->tile;
+      } else if (const auto *t = kernel.tilingFor(d)) {
+        vs = t->tile;
       } else {
-        vs = kernel.tilingFor(d)->tile;
+        vs = IndexExpr(static_cast<int64_t>(out.groupSize));
       }
-      int64_t count = 1;
-      auto v = vs.asInteger();
-      if (v && *v > 0) {
-        if (const auto *wg = kernel.workgroupFor(d))
-          count = (wg->tile + out.wavesPerBlock[wg->axis] * *v - 1) /
-                  (out.wavesPerBlock[wg->axis] * *v);
-        else if (const auto *t = kernel.tilingFor(d))
-          count = (t->tile + *v - 1) / *v;
-        else if (auto size = d.size.asInteger())
-          count = (*size + *v - 1) / *v;
-      }
-      out.expansion.push_back({d, vs, std::max<int64_t>(count, 1)});
-      out.facts.setRange("$i_" + d.str(), 0, std::max<int64_t>(count, 1) - 1);
+      // A vector shape at least the dim's static size is the whole dim.
+      if (auto size = d.size.asInteger(), v = vs.asInteger();
+          size && v && *v > *size && !kernel.workgroupFor(d) && !kernel.tilingFor(d))
+        vs = IndexExpr(std::max<int64_t>(*size, 1));
+      out.expansion.push_back({d, vs, cloneCount(d, vs)});
+      out.facts.setRange("$i_" + d.str(), 0, out.expansion.back().count - 1);
+    }
+    checkWaveCoverage();
+  }
+
+  // The extent of d that one wave covers: its wave tile when waves split it, else its
+  // workgroup tile, its tiling tile, or (no constraint) the whole static dim.
+  std::optional<int64_t> waveSpan(const ir::Dim &d) const {
+    if (const auto *wg = kernel.workgroupFor(d)) {
+      if (const auto *w = kernel.waveFor(d); w && out.wavesPerBlock[wg->axis] > 1)
+        return w->tile;
+      return wg->tile;
+    }
+    if (const auto *t = kernel.tilingFor(d))
+      return t->tile;
+    return d.size.asInteger();
+  }
+
+  // Clones of vector shape vs that cover one wave's span of d (uniformIndex steps them by vs).
+  int64_t cloneCount(const ir::Dim &d, const IndexExpr &vs) const {
+    auto v = vs.asInteger();
+    auto span = waveSpan(d);
+    if (!v || *v <= 0 || !span)
+      return 1;
+    return std::max<int64_t>((*span + *v - 1) / *v, 1);
+  }
+
+  // The waves along a workgroup's axis, each `wave tile` apart (uniformIndex), must cover the
+  // workgroup tile exactly: fewer leave elements to no thread, more reach into the next
+  // workgroup's tile (and past the tensor's end without a mask).
+  void checkWaveCoverage() {
+    for (const auto &w : kernel.waves) {
+      const auto *wg = kernel.workgroupFor(w.dim);
+      if (!wg)
+        continue;
+      const int64_t n = out.wavesPerBlock[wg->axis];
+      if (n <= 1 || n * w.tile == wg->tile)
+        continue;
+      diags.report(DiagId::WaveCoverage, w.loc,
+                   {std::to_string(n), std::to_string(wg->axis), std::to_string(w.tile),
+                    w.dim.str(), std::to_string(n * w.tile), std::to_string(wg->tile)});
     }
   }
+
+  bool reduced(const ir::Dim &d) const {
+    bool r = false;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      r |= op.kind == ir::OpKind::Reduce && op.dims[0] == d;
+    });
+    return r;
+  }
+
+  static const ir::Value *accessedTensor(const ir::Op &op) {
+    if (op.kind == ir::OpKind::Read)
+      return op.operands[0];
+    if (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
+        op.kind == ir::OpKind::AtomicMin)
+      return op.operands[1];
+    return nullptr;
+  }
+
+  // After the first visit: every register dim of an access that no lane runs along is walked
+  // by the clones alone, one element each, so its clones must step by 1. A dim whose lanes run
+  // along it in one access and that is a row dim in another keeps its vector shape only when
+  // that is 1; otherwise the row access would miss elements, and it is refused. A dynamic dim
+  // that no constraint splits and no lane runs along has no clones at all: refused.
+  void settleRowDims() {
+    for (const auto &[name, use] : rowUse_) {
+      const ir::Dim &d = use.second;
+      ExpansionInfo *x = nullptr;
+      for (auto &e : out.expansion)
+        if (e.dim == d)
+          x = &e;
+      if (x && x->vectorShape.asInteger() == std::optional<int64_t>(1))
+        continue;
+      if (auto lane = laneUse_.find(name); lane != laneUse_.end()) {
+        if (!x) // a dynamic row a reduction or a stream walks: its own layout covers it
+          continue;
+        diags.report(
+            DiagId::BadVectorShape, use.first->loc,
+            {d.str(), fmt::format("is {}: the lanes run along '{}' at {}:{}, but this access "
+                                  "has no lane along it and would walk it one element per "
+                                  "vector tile (not supported yet: use vector shape 1)",
+                                  x->vectorShape.str(), d.str(), lane->second.first->loc.begin.line,
+                                  lane->second.first->loc.begin.col)});
+        continue;
+      }
+      if (x) {
+        x->vectorShape = IndexExpr(1);
+        x->count = cloneCount(d, x->vectorShape);
+        out.facts.setRange("$i_" + d.str(), 0, x->count - 1);
+        continue;
+      }
+      if (kernel.workgroupFor(d) || kernel.tilingFor(d) ||
+          out.facts.prove(sym::Pred::cmp(sym::Pred::Le, d.size, IndexExpr(1))).value_or(false))
+        continue;
+      diags.report(DiagId::DimNotCovered, use.first->loc,
+                   {d.str(), "its size is dynamic, no workgroup or tiling constraint splits it "
+                             "and no lane of this access runs along it; add workgroup(" +
+                                 d.str() + ", TILE, dim = ...)"});
+    }
+  }
+  // Per dim name: the first access whose lanes run along it / whose clones alone walk it.
+  std::map<std::string, std::pair<const ir::Op *, ir::Dim>> laneUse_, rowUse_;
+  bool collecting_ = false;
 
   void visit(const ir::Op &op) {
     bool isRead = op.kind == ir::OpKind::Read;
@@ -346,7 +466,8 @@ private:
       const int64_t per = mmaOperandElements(out, *role.op, static_cast<int>(role.kind) - 1);
       elements.push_back({rowDim, per});
       elements.push_back({colDim, per});
-      if (op.ept && *op.ept != static_cast<int64_t>(layout.elements) && role.kind != Role::MmaAcc)
+      if (!collecting_ && op.ept && *op.ept != static_cast<int64_t>(layout.elements) &&
+          role.kind != Role::MmaAcc)
         diags.report(DiagId::EptConflict, op.loc,
                      {std::to_string(*op.ept),
                       fmt::format("conflicts with the {} layout of {}, which holds {} elements "
@@ -360,7 +481,7 @@ private:
         // The lanes cover ept * W elements of each vector tile: more than the tile (a vector
         // shape that is not a multiple of the wave size) reaches into the next clone and past
         // the dim.
-        const int64_t ept = op.ept ? *op.ept : plainElements(*d);
+        int64_t ept = op.ept ? *op.ept : plainElements(*d);
         // The lanes cover ept * W elements of each vector tile: more than the tile would reach
         // into the next clone or past the dim unmasked.
         // Overlapping clones read and write the same values; only the end of the dim needs a
@@ -368,15 +489,47 @@ private:
         const ExpansionInfo *x = expansionOf(out, *d);
         auto declared = kernel.vectorShapeFor(*d);
         auto vs = x ? x->vectorShape.asInteger() : declared ? declared->asInteger() : std::nullopt;
-        if (vs && ept * static_cast<int64_t>(out.groupSize) > *vs)
-          overrun = d;
-        thread.push_back({*d, lane * ept + kG});
-        elements.push_back({*d, ept});
+        if (!x && !kernel.workgroupFor(*d) && !kernel.tilingFor(*d)) {
+          // A dim no constraint splits and no clone walks (a reduced row, or a dynamic dim):
+          // the lanes cover what a reduction over it covers, the whole dim.
+          vs = reduceVectorShape(*d).asInteger();
+          if (vs && !op.ept)
+            ept = std::max<int64_t>((*vs + out.groupSize - 1) / out.groupSize, 1);
+        }
+        if (!x && !vs && !kernel.workgroupFor(*d) && !kernel.tilingFor(*d)) {
+          // A dynamic dim no constraint splits: the row is streamed, each consumer walking it
+          // in a loop of chunks (as a long reduced row is).
+          const int64_t u = streamChunk(*d);
+          thread.push_back({*d, floorDiv(kG, u) * (out.groupSize * u) + lane * u + mod(kG, u)});
+          elements.push_back({*d, IndexExpr(0)});
+          chunks[d->str()] = u;
+        } else {
+          if (vs && ept * static_cast<int64_t>(out.groupSize) > *vs)
+            overrun = d;
+          if (!collecting_ && vs && ept * static_cast<int64_t>(out.groupSize) < *vs)
+            diags.report(DiagId::EptConflict, op.loc,
+                         {std::to_string(ept),
+                          fmt::format("leaves elements of '{}' to no thread: the {} lanes "
+                                      "cover {} of each vector tile of {}",
+                                      d->str(), out.groupSize, ept * out.groupSize, *vs)});
+          thread.push_back({*d, lane * ept + kG});
+          elements.push_back({*d, ept});
+        }
       }
     } else {
       acc.anchor = "scalar";
     }
 
+    if (collecting_) {
+      for (const auto &d : shape) {
+        bool lanes = false;
+        for (const auto &[td, t] : thread)
+          lanes |= td == d;
+        auto &uses = lanes ? laneUse_ : rowUse_;
+        uses.emplace(d.str(), std::make_pair(&op, d));
+      }
+      return;
+    }
     std::map<std::string, IndexExpr> regIndex; // register dim name -> index
     auto registerIndex = [&](const ir::Dim &d) {
       IndexExpr e = uniformIndex(kernel, out, op, d);
@@ -471,6 +624,26 @@ private:
   // in the loop of each consumer, a chunk of U = V * kStreamUnroll elements per lane per trip
   // (elements = 0, DimIndex::chunk = U), instead of being held in registers.
   static constexpr int64_t kMaxHeld = 64, kStreamUnroll = 2;
+  // Elements per lane per trip of a streamed row of d: two 16-byte chunks of the narrowest
+  // tensor element accessed along it.
+  int64_t streamChunk(const ir::Dim &d) const {
+    auto nb = narrowest.find(d.str());
+    const int64_t v = std::max<int64_t>(1, 16 / (nb == narrowest.end() ? 4 : nb->second));
+    return v * kStreamUnroll;
+  }
+  // The vector tile of a reduced dim the lanes spread over: the expansion's step when clones
+  // walk d (a workgroup, tiling or mma splits it); otherwise the whole dim, which the lanes
+  // must cover (the given vector shape when it provably holds the dim).
+  IndexExpr reduceVectorShape(const ir::Dim &d) const {
+    if (const ExpansionInfo *x = expansionOf(out, d))
+      return x->vectorShape;
+    if (kernel.workgroupFor(d) || kernel.tilingFor(d))
+      return kernel.vectorShapeFor(d).value_or(IndexExpr(rowThreads(d)));
+    if (auto given = kernel.vectorShapeFor(d))
+      if (out.facts.prove(sym::Pred::cmp(sym::Pred::Le, d.size, *given)).value_or(false))
+        return *given;
+    return d.size;
+  }
   void reduceLayout(const ir::Dim &d, const IndexExpr &lane, AccessIndex &acc,
                     std::vector<std::pair<ir::Dim, IndexExpr>> &thread,
                     std::vector<std::pair<ir::Dim, IndexExpr>> &elements,
@@ -478,7 +651,7 @@ private:
     // The threads the row is spread over: the lanes of a wave, or all the threads of axis 0.
     const int64_t w = rowThreads(d);
     const IndexExpr lanes = w == out.groupSize ? lane : IndexExpr::symbol("$T0");
-    auto vs = kernel.vectorShapeFor(d).value_or(IndexExpr(w));
+    const IndexExpr vs = reduceVectorShape(d);
     IndexExpr per = out.facts.simplify(ceilDiv(vs, w));
     acc.anchor = "reduction over " + d.str();
     auto nb = narrowest.find(d.str());
@@ -550,8 +723,7 @@ private:
           diags.report(DiagId::ReduceSplitDim, op.loc,
                        {d.str(), std::to_string(wg->tile), n.str()});
       }
-      auto vs = kernel.vectorShapeFor(d);
-      auto v = vs ? vs->asInteger() : std::nullopt;
+      auto v = reduceVectorShape(d).asInteger();
       Role anchor = backwardRole(op.results[0]);
       const bool lanesAlongD = anchor.kind == Role::Reduce && anchor.op->dims[0] == d;
       if (!mma && lanesAlongD && v && *v % out.groupSize != 0 && severalTiles(d))
@@ -570,13 +742,22 @@ private:
       if (!rd && op.kind != ir::OpKind::Write)
         return;
       Role r = rd ? readRole(op.results[0]) : backwardRole(op.operands[0]);
-      if (r.kind != Role::Reduce)
-        return;
       const ir::Value *mem = rd ? op.operands[0] : op.operands[1];
       int64_t b = std::max<int64_t>(1, bitWidth(mem->type.dtype) / 8);
-      auto [it, fresh] = narrowest.emplace(r.op->dims[0].str(), b);
-      if (!fresh)
-        it->second = std::min(it->second, b);
+      auto note = [&](const ir::Dim &d) {
+        auto [it, fresh] = narrowest.emplace(d.str(), b);
+        if (!fresh)
+          it->second = std::min(it->second, b);
+      };
+      if (r.kind == Role::Reduce) {
+        note(r.op->dims[0]);
+        return;
+      }
+      // A plain access may stream a dynamic dim that no constraint splits.
+      if (r.kind == Role::Plain)
+        for (const auto &d : mem->type.shape)
+          if (!kernel.workgroupFor(d) && !kernel.tilingFor(d) && !d.size.asInteger())
+            note(d);
     });
   }
   std::map<std::string, int64_t> narrowest;
@@ -596,7 +777,9 @@ private:
       auto vs = x ? x->vectorShape.asInteger() : kernel.vectorShapeFor(*it)
                                                    ? kernel.vectorShapeFor(*it)->asInteger()
                                                    : std::nullopt;
-      if (vs && *vs > 1)
+      // A dynamic dim no constraint splits has no clones: its lanes stream over it.
+      const bool streamed = !x && !kernel.tilingFor(*it) && !it->size.asInteger();
+      if ((vs && *vs > 1) || streamed)
         for (const auto &d : reg)
           if (d == *it)
             return &d;
@@ -647,9 +830,12 @@ private:
     if (const auto *t = kernel.tilingFor(d); t && !facts.provesExact(d.size, t->tile))
       return true;
     // A dim no workgroup or tiling splits is covered by its vector shape alone (a reduced row).
-    if (!kernel.workgroupFor(d) && !kernel.tilingFor(d))
+    if (!kernel.workgroupFor(d) && !kernel.tilingFor(d)) {
+      if (const ExpansionInfo *x = expansionOf(out, d))
+        return !facts.provesExact(d.size, x->vectorShape);
       if (auto vs = kernel.vectorShapeFor(d); vs && !facts.provesExact(d.size, *vs))
         return true;
+    }
     return false;
   }
 
