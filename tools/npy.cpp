@@ -1,13 +1,10 @@
 #include "npy.h"
 
+#include "driver/files.h"
+
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
 
 namespace wave::npy {
 
@@ -101,14 +98,11 @@ std::string descrFor(ScalarType t) {
 }
 
 bool read(const std::string &path, ScalarType expected, ref::HostTensor &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = fmt::format("{}: cannot open: {}", path, std::strerror(errno));
+  std::string bytes, why;
+  if (!readInputFile(path, bytes, why)) {
+    error = fmt::format("{}: cannot open: {}", path, why);
     return false;
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  const std::string bytes = ss.str();
   auto bad = [&](const std::string &why) {
     error = fmt::format("{}: not a valid .npy file: {}", path, why);
     return false;
@@ -202,7 +196,7 @@ bool read(const std::string &path, ScalarType expected, ref::HostTensor &out, st
   return true;
 }
 
-bool write(const std::string &path, const ref::HostTensor &t, std::string &error) {
+std::string encode(const ref::HostTensor &t) {
   std::string shape = "(";
   for (size_t k = 0; k < t.shape.size(); ++k)
     shape += std::to_string(t.shape[k]) + (t.shape.size() == 1 || k + 1 < t.shape.size() ? "," : "") +
@@ -213,22 +207,14 @@ bool write(const std::string &path, const ref::HostTensor &t, std::string &error
   size_t total = 10 + dict.size() + 1;
   dict.append((64 - total % 64) % 64, ' ');
   dict += '\n';
-  std::string head(kMagic, 6);
-  head += '\x01';
-  head += '\x00';
-  head += static_cast<char>(dict.size() & 0xff);
-  head += static_cast<char>(dict.size() >> 8);
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  out << head << dict;
-  out.write(reinterpret_cast<const char *>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = fmt::format("{}: cannot write: {}", path, std::strerror(errno));
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
+  std::string out(kMagic, 6);
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(dict.size() & 0xff);
+  out += static_cast<char>(dict.size() >> 8);
+  out += dict;
+  out.append(reinterpret_cast<const char *>(t.data.data()), t.data.size());
+  return out;
 }
 
 } // namespace wave::npy

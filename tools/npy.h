@@ -22,7 +22,8 @@ std::string descrFor(ScalarType t);
 // (the message names the file).
 bool read(const std::string &path, ScalarType expected, ref::HostTensor &out, std::string &error);
 
-// Writes `t` to `path` (v1.0 header) through a temporary file renamed into place.
-bool write(const std::string &path, const ref::HostTensor &t, std::string &error);
+// The bytes of a .npy file (v1.0 header) holding `t`; wave-run writes them with the other outputs,
+// all or nothing (src/driver/files.h).
+std::string encode(const ref::HostTensor &t);
 
 } // namespace wave::npy

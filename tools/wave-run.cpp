@@ -17,6 +17,7 @@
 // the reference evaluator starts from the same contents, so an element the kernel should have
 // written and did not, or wrote and should not have, is a mismatch.
 #include "codegen/kernel_abi.h"
+#include "driver/files.h"
 #include "frontend/parser.h"
 #include "npy.h"
 #include "passes/distribution.h"
@@ -111,12 +112,10 @@ struct Loaded {
 
 Loaded loadProgram(const Options &o, const std::string &target) {
   Loaded l;
-  std::ifstream in(o.file, std::ios::binary);
-  if (!in)
-    die(kBadInput, fmt::format("{}: cannot open: {}", o.file, std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  l.file = std::make_unique<SourceFile>(o.file, ss.str());
+  std::string text, error;
+  if (!readInputFile(o.file, text, error))
+    die(kBadInput, fmt::format("{}: cannot open: {}", o.file, error));
+  l.file = std::make_unique<SourceFile>(o.file, std::move(text));
   DiagnosticEngine diags;
   diags.setFile(l.file.get());
   l.module = parseModule(*l.file, diags);
@@ -599,6 +598,29 @@ int runMain(const Options &o) {
     given[p] = std::move(t);
   }
 
+  // The output files, checked before anything runs: none may be an input, and each is written
+  // through the rules of src/driver/files.h (all outputs or none, at the end).
+  std::vector<OutputFile> outputFiles;
+  std::vector<std::string> inputFiles{o.file};
+  if (!o.object.empty())
+    inputFiles.push_back(o.object);
+  for (const auto &[name, value] : pairs(o.inputs, "--input"))
+    inputFiles.push_back(value);
+  for (const auto &[name, value] : pairs(o.expects, "--expect"))
+    inputFiles.push_back(value);
+  if (!o.outputDir.empty()) {
+    struct stat st;
+    if (::stat(o.outputDir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+      die(kBadInput, fmt::format("--output-dir {}: not a directory", o.outputDir));
+    for (size_t p = 0; p < k.params.size(); ++p)
+      if (k.params[p].isOutput)
+        outputFiles.push_back({o.outputDir + "/" + k.params[p].name + ".npy", "--output-dir", ""});
+    OutputError failed;
+    // A directory still to be made holds no input.
+    if (::stat(o.outputDir.c_str(), &st) == 0 && !checkOutputs(outputFiles, inputFiles, failed))
+      die(kBadInput, fmt::format("{}: cannot write: {}", failed.path, failed.message));
+  }
+
   // Dynamic symbols: --size, then the given tensors' shapes.
   std::map<std::string, int64_t> symbols;
   for (const auto &[name, value] : pairs(o.sizes, "--size")) {
@@ -708,14 +730,15 @@ int runMain(const Options &o) {
     pass &= compare(name, result[p], want, o, file);
   }
   if (!o.outputDir.empty()) {
-    ::mkdir(o.outputDir.c_str(), 0777);
-    for (size_t p = 0; p < k.params.size(); ++p) {
-      if (!k.params[p].isOutput)
-        continue;
-      std::string error;
-      if (!npy::write(o.outputDir + "/" + k.params[p].name + ".npy", result[p], error))
-        die(kFailed, error);
-    }
+    if (::mkdir(o.outputDir.c_str(), 0777) != 0 && errno != EEXIST)
+      die(kFailed, fmt::format("--output-dir {}: cannot create: {}", o.outputDir,
+                               std::strerror(errno)));
+    for (size_t p = 0, f = 0; p < k.params.size(); ++p)
+      if (k.params[p].isOutput)
+        outputFiles[f++].data = npy::encode(result[p]);
+    OutputError failed;
+    if (!writeOutputs(outputFiles, inputFiles, failed))
+      die(kFailed, fmt::format("{}: cannot write: {}", failed.path, failed.message));
   }
   if (o.bench && !o.reference)
     bench(o, run, k, result);
@@ -752,7 +775,8 @@ int main(int argc, char **argv) {
   app.add_option("--input", o.inputs,
                  "NAME=FILE.npy for a tensor, NAME=NUMBER for a scalar (others: random)");
   auto *seedOpt = app.add_option("--seed", seed, "seed of the random inputs (default: fresh)");
-  app.add_option("--output-dir", o.outputDir, "write every output as DIR/NAME.npy");
+  auto *outputDirOpt =
+      app.add_option("--output-dir", o.outputDir, "write every output as DIR/NAME.npy");
   app.add_flag("--check", o.check, "compare the device's outputs with the reference evaluator's");
   app.add_option("--expect", o.expects, "compare output NAME with FILE.npy: --expect NAME=FILE");
   auto *rtolOpt = app.add_option("--rtol", rtol, "relative tolerance (default per dtype)");
@@ -770,6 +794,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "wave-run: error: %s\nRun 'wave-run --help' for the options.\n", e.what());
     return kBadInput;
   }
+  if (*outputDirOpt && o.outputDir.empty()) {
+    std::fprintf(stderr, "wave-run: error: --output-dir needs a directory\n"
+                         "Run 'wave-run --help' for the options.\n");
+    return kBadInput;
+  }
   if (*seedOpt)
     o.seed = seed;
   if (*rtolOpt)
@@ -778,8 +807,16 @@ int main(int argc, char **argv) {
     o.atol = atol;
   if (*relNormOpt)
     o.relNorm = relNorm;
+  // What went to standard output must have arrived (a full disk, a closed pipe: an error).
+  auto checkStdout = [](int status) {
+    std::string error;
+    if (flushStdout(error))
+      return status;
+    std::fprintf(stderr, "wave-run: error: cannot write to standard output: %s\n", error.c_str());
+    return status == kOk ? kFailed : status;
+  };
   try {
-    return runMain(o);
+    return checkStdout(runMain(o));
   } catch (const ExitError &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "wave-run: %s%s\n", e.code == kUnavailable ? "" : "error: ",

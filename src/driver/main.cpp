@@ -2,6 +2,7 @@
 // --help text and the man page) and hands them to compile().
 // Exit codes: 0 success, 1 compile error, 2 usage error.
 #include "codegen/target_table.h"
+#include "driver/files.h"
 #include "driver/options.h"
 
 #include <cstdio>
@@ -346,7 +347,9 @@ const std::vector<std::string> &stageNames() {
 }
 } // namespace wave
 
-int main(int argc, char **argv) {
+namespace {
+
+int runWavec(int argc, char **argv) {
   std::vector<ParsedFlag> flags;
   std::vector<std::string> positional;
   std::string error;
@@ -370,7 +373,11 @@ int main(int argc, char **argv) {
                   WAVEC_LLVM_VERSION, defaultTarget().name);
       return 0;
     case FlagId::PrintTargets: printTargets = true; break;
-    case FlagId::Output: opts.output = value; break;
+    case FlagId::Output:
+      if (value.empty())
+        return usageError("-o needs a file name ('-' for standard output)");
+      opts.output = value;
+      break;
     case FlagId::Target: {
       // Repeated or comma-separated: --target=gfx942,sm_90 --target=gfx90a.
       size_t start = 0;
@@ -384,8 +391,16 @@ int main(int argc, char **argv) {
       break;
     }
     case FlagId::Emit: emit = value; break;
-    case FlagId::Header: opts.header = value; break;
-    case FlagId::Stub: opts.stub = value; break;
+    case FlagId::Header:
+      if (value.empty())
+        return usageError("--header needs a file name");
+      opts.header = value;
+      break;
+    case FlagId::Stub:
+      if (value.empty())
+        return usageError("--stub needs a file name");
+      opts.stub = value;
+      break;
     case FlagId::Kernel: opts.kernel = value; break;
     case FlagId::Check: opts.check = true; break;
     case FlagId::Define: {
@@ -408,6 +423,8 @@ int main(int argc, char **argv) {
       break;
     case FlagId::MD: opts.depfile = true; break;
     case FlagId::MF:
+      if (value.empty())
+        return usageError("-MF needs a file name");
       opts.depfile = true;
       opts.depfilePath = value;
       break;
@@ -525,4 +542,20 @@ int main(int argc, char **argv) {
   if (!noCache)
     opts.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir;
   return compile(opts);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int status = runWavec(argc, argv);
+  // What went to standard output (--help, --print-targets, text dumps) must have arrived: a
+  // full disk or a closed pipe is an error, not a silent success. A failure already reported
+  // (files.cpp checks the outputs it writes to standard output) is not reported twice.
+  std::string error;
+  if (!flushStdout(error)) {
+    if (status == 0)
+      std::fprintf(stderr, "wavec: error: cannot write to standard output: %s\n", error.c_str());
+    return status ? status : 1;
+  }
+  return status;
 }

@@ -11,13 +11,15 @@
 //                (src/codegen/emu_translate.h), so the host program also runs on `emu`
 //   7. write     every output, the depfile (-MD) with them, all or nothing
 //
-// Nothing is written unless every stage succeeded: outputs go to a temporary file that is
-// renamed into place at the end. Around the stages: --print-ir-after / --dump-dir (the program
+// Nothing is written unless every stage succeeded, and no output may be an input, a directory or
+// another output: the outputs are checked before the compilation starts and written all or
+// nothing at the end (files.h has the rules). Around the stages: --print-ir-after / --dump-dir (the program
 // after each stage), --time-passes, the compile cache for the code generator's output
 // (cache.h), and the diagnostics format (text, JSON, SARIF).
 #include "codegen/backend_loader.h"
 #include "codegen/host_api.h"
 #include "driver/cache.h"
+#include "driver/files.h"
 #include "driver/metadata.h"
 #include "driver/options.h"
 #include "frontend/parser.h"
@@ -38,59 +40,6 @@
 namespace wave {
 
 namespace {
-
-bool readFile(const std::string &path, std::string &text, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return false;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    error = "read error";
-    return false;
-  }
-  text = ss.str();
-  return true;
-}
-
-// Writes several outputs all or nothing: every temporary file first, then the renames.
-bool writeOutputs(const std::vector<std::pair<std::string, std::string>> &outputs,
-                  std::string &failedPath, std::string &error) {
-  std::vector<std::pair<std::string, std::string>> written; // temp, final
-  auto cleanup = [&] {
-    for (const auto &[tmp, path] : written)
-      std::remove(tmp.c_str());
-  };
-  for (const auto &[path, text] : outputs) {
-    if (path.empty() || path == "-") {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      continue;
-    }
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      error = std::strerror(errno);
-      failedPath = path;
-      std::remove(tmp.c_str());
-      cleanup();
-      return false;
-    }
-    written.push_back({tmp, path});
-  }
-  for (const auto &[tmp, path] : written) {
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      error = std::strerror(errno);
-      failedPath = path;
-      cleanup();
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string baseName(const std::string &path) { return path.substr(path.rfind('/') + 1); }
 
@@ -169,15 +118,15 @@ public:
     if (!opts_.dumpDir.empty())
       files_.push_back({opts_.dumpDir + "/" + stemOf(opts_.input) + "." +
                             std::to_string(index + 1) + "-" + stage + ext,
-                        text});
+                        "--dump-dir", text});
   }
   // The dump files, written with the outputs (and like them only when the compilation
   // succeeded... or failed: dumps of the stages that ran are written either way).
-  const std::vector<std::pair<std::string, std::string>> &files() const { return files_; }
+  const std::vector<OutputFile> &files() const { return files_; }
 
 private:
   const DriverOptions &opts_;
-  std::vector<std::pair<std::string, std::string>> files_;
+  std::vector<OutputFile> files_;
 };
 
 // The code generator's output kind for the requested emit kind.
@@ -408,10 +357,9 @@ int compile(const DriverOptions &opts) {
   auto finish = [&](int code) {
     // Stage dumps are written whatever happened: they are how a failure is looked at.
     if (!dumps.files().empty()) {
-      ::mkdir(opts.dumpDir.c_str(), 0777);
-      std::string failed, error;
-      if (!writeOutputs(dumps.files(), failed, error)) {
-        diags.report(DiagId::CannotWriteFile, {}, {failed, error});
+      OutputError failed;
+      if (!writeOutputs(dumps.files(), {opts.input}, failed)) {
+        diags.report(DiagId::CannotWriteFile, {}, {failed.path, failed.message});
         code = 1;
       }
     }
@@ -422,13 +370,52 @@ int compile(const DriverOptions &opts) {
 
   // 1. read
   std::string text, error;
-  if (!readFile(opts.input, text, error)) {
+  if (!readInputFile(opts.input, text, error)) {
     diags.report(DiagId::CannotOpenFile, {}, {opts.input, error});
     return finish(1);
   }
   const std::vector<std::string> filesRead{opts.input};
   SourceFile file(opts.input, text);
   diags.setFile(&file);
+
+  // The files this run will write, checked now, before any work: none may be the input, a
+  // directory, or the same file as another (files.h).
+  const bool hostApi = !opts.header.empty() || !opts.stub.empty();
+  const size_t targetCount = opts.targets.empty() ? 1 : opts.targets.size();
+  std::string outPath = opts.output;
+  if (isCodeOutput(opts.emit) && outPath.empty())
+    outPath = defaultOutput(opts, *findTarget(opts.targets.empty() ? opts.target
+                                                                   : opts.targets.front()));
+  const std::string outRole = opts.output.empty() ? "the output" : "-o";
+  const std::string depRole = opts.depfilePath.empty() ? "the depfile" : "-MF";
+  if (!opts.check) {
+    std::vector<OutputFile> planned;
+    if (targetCount == 1)
+      planned.push_back({outPath.empty() ? "-" : outPath, outRole, ""});
+    if (!opts.header.empty())
+      planned.push_back({opts.header, "--header", ""});
+    if (!opts.stub.empty())
+      planned.push_back({opts.stub, "--stub", ""});
+    if (opts.depfile)
+      planned.push_back({depfilePath(opts, outPath), depRole, ""});
+    OutputError failed;
+    if (!checkOutputs(planned, filesRead, failed)) {
+      diags.report(DiagId::CannotWriteFile, {}, {failed.path, failed.message});
+      return finish(1);
+    }
+  }
+  // The dump directory is made now (its files are written whatever happens, failures included).
+  if (!opts.dumpDir.empty()) {
+    struct stat st;
+    if (::mkdir(opts.dumpDir.c_str(), 0777) != 0 && errno != EEXIST) {
+      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, std::strerror(errno)});
+      return finish(1);
+    }
+    if (::stat(opts.dumpDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, "--dump-dir names a file that is not a directory"});
+      return finish(1);
+    }
+  }
   timer.lap("read");
 
   // 2. parse
@@ -452,8 +439,7 @@ int compile(const DriverOptions &opts) {
     EmuImageResult emu;
     std::vector<KernelResources> resources;
   };
-  const bool hostApi = !opts.header.empty() || !opts.stub.empty();
-  std::vector<Compiled> compiled(opts.targets.empty() ? 1 : opts.targets.size());
+  std::vector<Compiled> compiled(targetCount);
   for (size_t ti = 0; ti < compiled.size() && opts.emit != EmitKind::AST; ++ti) {
     Compiled &c = compiled[ti];
     const bool primary = ti == 0;
@@ -539,7 +525,7 @@ int compile(const DriverOptions &opts) {
         hostKernels.back().sharedBytes = static_cast<uint64_t>(
             std::max<int64_t>(r.sharedBytes, 0) + r.dynamicSharedBytes);
   }
-  std::string outText, outPath = opts.output;
+  std::string outText;
   if (opts.emit == EmitKind::AST)
     outText = astText;
   else if (opts.emit == EmitKind::IR)
@@ -549,14 +535,11 @@ int compile(const DriverOptions &opts) {
   else if (opts.emit == EmitKind::Metadata)
     outText = kernelMetadataJson(hostKernels, first.resources, *first.program->target,
                                  baseName(opts.input), WAVEC_VERSION);
-  else if (isCodeOutput(opts.emit)) {
+  else if (isCodeOutput(opts.emit))
     outText = first.code;
-    if (outPath.empty())
-      outPath = defaultOutput(opts, *first.program->target);
-  }
-  std::vector<std::pair<std::string, std::string>> outputs;
+  std::vector<OutputFile> outputs;
   if (compiled.size() == 1)
-    outputs.push_back({outPath, outText});
+    outputs.push_back({outPath.empty() ? "-" : outPath, outRole, outText});
 
   // 6. host API: the header and the stub that embed the code objects just made, and for each
   // target its emulator image (arch "emu:<target>").
@@ -593,26 +576,26 @@ int compile(const DriverOptions &opts) {
       if (!compiled[ti].emu.image.empty())
         ho.objects.push_back({"emu:" + name, compiled[ti].emu.image, ti});
     }
-    outputs.push_back({opts.header, generateHeader(hostKernels, ho)});
-    outputs.push_back({opts.stub, generateStub(hostKernels, ho)});
+    outputs.push_back({opts.header, "--header", generateHeader(hostKernels, ho)});
+    outputs.push_back({opts.stub, "--stub", generateStub(hostKernels, ho)});
     timer.lap("host API");
   }
 
   // 7. write, with the depfile.
   if (opts.depfile) {
     std::vector<std::string> written;
-    for (const auto &[path, data] : outputs)
-      if (!path.empty() && path != "-")
-        written.push_back(path);
+    for (const OutputFile &o : outputs)
+      if (o.path != "-")
+        written.push_back(o.path);
     if (written.empty() && opts.depTargets.empty()) {
       diags.report(DiagId::DepfileNoTarget, {}, {});
       return finish(1);
     }
-    outputs.push_back({depfilePath(opts, outPath), depfileText(opts, written, filesRead)});
+    outputs.push_back({depfilePath(opts, outPath), depRole, depfileText(opts, written, filesRead)});
   }
-  std::string failed;
-  if (!writeOutputs(outputs, failed, error)) {
-    diags.report(DiagId::CannotWriteFile, {}, {failed, error});
+  OutputError failed;
+  if (!writeOutputs(outputs, filesRead, failed)) {
+    diags.report(DiagId::CannotWriteFile, {}, {failed.path, failed.message});
     return finish(1);
   }
   timer.lap("write");
