@@ -1133,6 +1133,12 @@ class Runner:
         self.wavec = os.environ.get("WAVEC") or os.path.join(os.path.dirname(self.wave_run),
                                                              "wavec")
         self.timeout = timeout
+        self.env = dict(os.environ)
+
+    def use_cache(self, path):
+        """wavec's compile cache for this run only: a long run would otherwise leave an entry per
+        program and target in the user's cache (docs/user-guide.md, "Compile cache")."""
+        self.env["WAVEC_CACHE_DIR"] = path
 
     # The binaries being replaced while a build runs (the compiler's build directory can be
     # rebuilt under a long run): wait and retry instead of reporting a finding.
@@ -1150,7 +1156,7 @@ class Runner:
 
     def call_once(self, cmd, cwd):
         try:
-            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE,
+            proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, env=self.env,
                                     stderr=subprocess.STDOUT, start_new_session=True)
         except OSError as ex:
             return "fail", -1, str(ex)
@@ -1567,6 +1573,8 @@ def main(argv=None):
         print(f"wave-fuzz: no wave-run/wavec at {runner.wave_run}", file=sys.stderr)
         return 2
     workdir = tempfile.mkdtemp(prefix="wave-fuzz.")
+    if not os.environ.get("WAVEC_CACHE_DIR"):
+        runner.use_cache(os.path.join(workdir, "wavec-cache"))
     t0 = time.time()
     lock = threading.Lock()
     done = [0]
