@@ -1572,6 +1572,9 @@ def main(argv=None):
     if not os.path.exists(runner.wave_run) or not os.path.exists(runner.wavec):
         print(f"wave-fuzz: no wave-run/wavec at {runner.wave_run}", file=sys.stderr)
         return 2
+    # SIGTERM (ctest's timeout, a kill) leaves through the `finally` below, which removes the
+    # work directory.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(3))
     workdir = tempfile.mkdtemp(prefix="wave-fuzz.")
     if not os.environ.get("WAVEC_CACHE_DIR"):
         runner.use_cache(os.path.join(workdir, "wavec-cache"))
