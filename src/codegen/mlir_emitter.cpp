@@ -3750,7 +3750,7 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
   const int64_t perWord = bits < 32 && bits > 1 && v.elems % (32 / bits) == 0 ? 32 / bits : 1;
   std::map<size_t, std::string> words;                           // source clone -> i32 words
   std::map<std::tuple<std::string, size_t, int64_t>, std::string> moved; // (lane, clone, slot)
-  const std::string wty = "vector<" + std::to_string(v.elems / perWord) + "xi32>";
+  const std::string wty = vecType(ScalarType::I32, v.elems / perWord); // one word: a plain i32
   auto fetch = [&](const std::string &from, const RelayoutPlan::Pick &cand) {
     const int64_t slot = cand.elem / perWord;
     std::string &got = moved[{from, cand.srcClone, slot}];

@@ -330,6 +330,30 @@ private:
       out.facts.setRange("$i_" + d.str(), 0, out.expansion.back().count - 1);
     }
     checkWaveCoverage();
+    checkMmaSpans();
+  }
+
+  // An mma walks each of its dims in steps of its kind's M, N or K, which must divide the
+  // extent one wave covers (a workgroup tile of 8 under a 16-row kind would overlap the next
+  // tile and overrun the shared-memory tile sized for 8 rows).
+  void checkMmaSpans() {
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.kind != ir::OpKind::Mma || !op.mma)
+        return;
+      for (int r = 0; r < 3; ++r) {
+        const ir::Dim &d = op.dims[r];
+        const ExpansionInfo *x = expansionOf(out, d);
+        auto v = x ? x->vectorShape.asInteger() : std::nullopt;
+        auto span = waveSpan(d);
+        if (!v || !span || *span % *v == 0)
+          continue;
+        diags.report(DiagId::BadVectorShape, op.loc,
+                     {d.str(), fmt::format("is {}, the step of mma kind {} along it, which does "
+                                           "not divide {}, the extent of '{}' one wave covers "
+                                           "(its wave, workgroup or tiling tile)",
+                                           *v, op.mma->name, *span, d.str())});
+      }
+    });
   }
 
   // The extent of d that one wave covers: its wave tile when waves split it, else its
@@ -504,7 +528,12 @@ private:
           elements.push_back({*d, IndexExpr(0)});
           chunks[d->str()] = u;
         } else {
-          if (vs && ept * static_cast<int64_t>(out.groupSize) > *vs)
+          // Lanes that reach past the vector tile, or a vector tile wider than the wave's
+          // span of the dim (a workgroup tile of 1 under 64 lanes), reach into the next
+          // workgroup's elements and past the end of the dim.
+          const int64_t cover = std::max<int64_t>(ept * out.groupSize, vs.value_or(0));
+          if ((vs && ept * static_cast<int64_t>(out.groupSize) > *vs) ||
+              (waveSpan(*d) && cover * (x ? x->count : 1) > *waveSpan(*d)))
             overrun = d;
           if (!collecting_ && vs && ept * static_cast<int64_t>(out.groupSize) < *vs)
             diags.report(DiagId::EptConflict, op.loc,
@@ -563,7 +592,8 @@ private:
         di.masked |= rowOverrun(d, di.elements * rowThreads(d), facts);
       }
       if (overrun && *overrun == d)
-        di.masked |= !facts.provesExact(d.size, IndexExpr(di.elements * out.groupSize));
+        di.masked |= !facts.provesExact(d.size, IndexExpr(di.elements * out.groupSize)) ||
+                     !facts.prove(sym::Pred::cmp(sym::Pred::Lt, di.start, d.size)).value_or(false);
       return di;
     };
     if (!op.mapping) {
@@ -825,6 +855,14 @@ private:
 
   // A dim needs a mask when its tiles can overrun it (wave-facts.md section 2.1).
   bool isMasked(const ir::Dim &d, const sym::Facts &facts) const {
+    // An empty dim (K = 0) is a multiple of every tile, yet holds no element to touch.
+    if (d.size.asInteger() == std::optional<int64_t>(0))
+      return true;
+    // Clones whose vector tiles overrun the wave's span of d (a span of 100 in tiles of 64)
+    // reach past the end of the dim even when the span divides it.
+    if (const ExpansionInfo *x = expansionOf(out, d))
+      if (auto v = x->vectorShape.asInteger(), span = waveSpan(d); v && span && x->count * *v > *span)
+        return true;
     if (const auto *wg = kernel.workgroupFor(d); wg && !facts.provesExact(d.size, wg->tile))
       return true;
     if (const auto *t = kernel.tilingFor(d); t && !facts.provesExact(d.size, t->tile))
