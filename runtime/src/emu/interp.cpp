@@ -1381,7 +1381,8 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         // Constants and arguments are written once per frame (framesReady_): the code never
         // writes their slots, and every other slot is written before it is read (SSA).
         if (!framesReady_) {
-          std::memcpy(l.frame, k_.init.data(), k_.init.size());
+          if (!k_.init.empty())
+            std::memcpy(l.frame, k_.init.data(), k_.init.size());
           for (const auto &a : k_.args)
             std::memcpy(l.frame + a.slot, args + a.offset, a.size);
         }

@@ -29,7 +29,8 @@ public:
   bool bytes(void *out, size_t n) {
     if (n_ - pos_ < n)
       return false;
-    std::memcpy(out, p_ + pos_, n);
+    if (n) // `out` may be the null data() of an empty vector
+      std::memcpy(out, p_ + pos_, n);
     pos_ += n;
     return true;
   }
