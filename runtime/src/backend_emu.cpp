@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -182,6 +183,15 @@ public:
     p.waveSize = f->module->program.waveSize;
     p.archName = d->target->name;
     p.hostThreads = hostThreads();
+    if (const char *env = std::getenv("WAVE_EMU_STEP_LIMIT"); env && *env) {
+      char *end = nullptr;
+      errno = 0;
+      unsigned long long n = std::strtoull(env, &end, 10);
+      if (*end || errno || n == 0 || env[0] == '-')
+        return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                     "WAVE_EMU_STEP_LIMIT='%s' is not a positive number of instructions", env);
+      p.stepLimit = n;
+    }
     {
       std::lock_guard<std::mutex> lock(d->heapMutex);
       p.heap = d->heap;

@@ -83,6 +83,8 @@ extern "C" const char *wave_status_name(wave_status_t status) {
     return "WAVE_ERROR_LAUNCH";
   case WAVE_ERROR_UNSUPPORTED:
     return "WAVE_ERROR_UNSUPPORTED";
+  case WAVE_ERROR_STEP_LIMIT:
+    return "WAVE_ERROR_STEP_LIMIT";
   }
   return "WAVE_ERROR_<unknown>";
 }

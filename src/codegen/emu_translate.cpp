@@ -651,30 +651,29 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
         return;
       }
   }
-  // cp.async: the emulator performs the copy when it is issued (one legal order of the
-  // asynchronous copy), so commit.group/wait.group have nothing left to wait for. The first
-  // `size` bytes come from global memory, the rest of the 16 are zeros.
-  if (name == "llvm.nvvm.cp.async.commit.group" || starts("llvm.nvvm.cp.async.wait.")) {
+  // cp.async: an asynchronous copy of 16 bytes (the first `size` from global memory, zeros for
+  // the rest) that lands in shared memory only when a wait completes its group
+  // (runtime/src/emu/emu_image.h, Op::AsyncCopy), so a wait count that leaves a group in flight
+  // while its buffer is read is reported by the emulator's race detector.
+  if (name == "llvm.nvvm.cp.async.commit.group") {
+    emit(Op::AsyncCommit, Type::I8, 1, 0, 0, 0, 0, 0);
+    return;
+  }
+  if (name == "llvm.nvvm.cp.async.wait.all") {
+    emit(Op::AsyncCommit, Type::I8, 1, 0, 0, 0, 0, 0);
+    emit(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, 0);
+    return;
+  }
+  if (name == "llvm.nvvm.cp.async.wait.group") {
+    auto *n = llvm::dyn_cast<llvm::ConstantInt>(arg(0));
+    if (!n || n->getZExtValue() > 0xffffffffu)
+      unsupported(name + " with a non-constant group count");
+    emit(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n->getZExtValue()));
     return;
   }
   if (name == "llvm.nvvm.cp.async.cg.shared.global.16.s" ||
       name == "llvm.nvvm.cp.async.ca.shared.global.16.s") {
-    llvm::LLVMContext &ctx = call.getContext();
-    uint32_t data = alloc(16);
-    if (auto *c = llvm::dyn_cast<llvm::ConstantInt>(arg(2)); c && c->getZExtValue() == 16) {
-      emit(Op::Load, Type::I8, 16, data, slot(arg(1)), 0, 0, uint32_t(emu::Space::Global));
-    } else {
-      uint32_t mask = alloc(16);
-      for (uint32_t l = 0; l < 16; ++l)
-        emit(Op::ICmp, Type::I1, 1, mask + l,
-             constSlot(llvm::ConstantInt::get(llvm::Type::getInt32Ty(ctx), l)), slot(arg(2)), 0,
-             llvm::CmpInst::ICMP_ULT, uint8_t(Type::I32));
-      uint32_t zeros = constSlot(llvm::ConstantAggregateZero::get(
-          llvm::FixedVectorType::get(llvm::Type::getInt8Ty(ctx), 16)));
-      emit(Op::MaskedLoad, Type::I8, 16, data, slot(arg(1)), mask, zeros,
-           uint32_t(emu::Space::Global));
-    }
-    emit(Op::Store, Type::I8, 16, 0, slot(arg(0)), data, 0, uint32_t(emu::Space::Shared));
+    emit(Op::AsyncCopy, Type::I8, 1, 0, slot(arg(0)), slot(arg(1)), slot(arg(2)), 16);
     return;
   }
   if (starts("llvm.nvvm.ldmatrix.sync.aligned.m8n8.")) {
@@ -1170,6 +1169,8 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
     }
     image.assign(emu::kImageMagic, sizeof emu::kImageMagic);
     put32(image, emu::kImageVersion);
+    put32(image, 0); // the checksum, filled in below
+    put32(image, 0);
     putStr(image, targetName);
     unsigned wave = kernels.empty() ? defaultWaveSize : kernels.front().waveSize;
     put32(image, wave);
@@ -1178,6 +1179,10 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
       putStr(image, s);
     put32(image, uint32_t(kernels.size()));
     image += body;
+    const uint64_t sum =
+        emu::imageChecksum(image.data() + emu::kPayloadOffset, image.size() - emu::kPayloadOffset);
+    for (int i = 0; i < 8; ++i)
+      image[emu::kChecksumOffset + i] = char(sum >> (8 * i));
     return true;
   } catch (const Unsupported &u) {
     error = u.what;

@@ -8,7 +8,8 @@ prints the seed) and writes the outputs; this script checks that the kernel defi
 element of every output (wave-run prints, per output, how many elements the evaluator saw
 written), unless the file says `# E2E-PARTIAL`, and that every output file has that shape. Any other DEVICE (emu:gfx942, emu:sm_90, ...): `wave-run --check`
 runs the kernel there and compares with the reference evaluator on fresh random data; exit 77
-(device not available) is passed through, so CTest reports the case as skipped with the reason.
+(device not available) is passed through for a GPU device, so CTest reports the case as
+skipped with the reason, and is a failure for the emulator (`emu:*`), which is always there.
 A kernel the code generator reports as `[codegen-unsupported]` fails, unless its file has a
 `# CODEGEN-PENDING: reason` line (then the case skips with that reason).
 """
@@ -53,6 +54,10 @@ def main():
                 return 1
             print(f"SKIP: code generation pending ({pending.group(1)}); see above")
             return 77
+        if p.returncode == 77 and device.startswith("emu"):
+            print("FAIL: wave-run reports the emulator unavailable; it is part of the runtime and "
+                  "always runs, so an emulator case never skips (issue 15)")
+            return 1
         if p.returncode != 0 or device != "reference":
             return p.returncode
         counts = re.findall(r"^output (\w+): the kernel wrote (\d+) of (\d+) elements$",

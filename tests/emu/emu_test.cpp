@@ -6,10 +6,12 @@
 #include "emu/emu.h"
 #include "emu/numeric.h"
 #include "wave/runtime.h"
+#include "internal.h"
 
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstddef>
 #include <cmath>
 #include <functional>
 #include <cstdlib>
@@ -90,10 +92,19 @@ void putStr(std::string &o, const std::string &s) {
   o += s;
 }
 
+// Recomputes the checksum of an image (after the test changed its content on purpose).
+void seal(std::string &image) {
+  uint64_t sum = imageChecksum(image.data() + kPayloadOffset, image.size() - kPayloadOffset);
+  for (int i = 0; i < 8; ++i)
+    image[kChecksumOffset + i] = char(sum >> (8 * i));
+}
+
 std::string assemble(const std::string &target, uint32_t wave,
                      const std::vector<KernelBuilder> &kernels) {
   std::string o(kImageMagic, 8);
   put32(o, kImageVersion);
+  put32(o, 0); // checksum (seal)
+  put32(o, 0);
   putStr(o, target);
   put32(o, wave);
   put32(o, 1);
@@ -125,6 +136,7 @@ std::string assemble(const std::string &target, uint32_t wave,
     put32(o, 7);
     put32(o, 3);
   }
+  seal(o);
   return o;
 }
 
@@ -879,14 +891,20 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   // Trailing garbage, a bad version.
   std::string longer = image + "x";
   EXPECT_EQ(loadProgram(longer.data(), longer.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "checksum mismatch")) << wave_last_error();
+  seal(longer);
+  EXPECT_EQ(loadProgram(longer.data(), longer.size(), p), WAVE_ERROR_INVALID_IMAGE);
   EXPECT_TRUE(contains(wave_last_error(), "trailing")) << wave_last_error();
-  std::string v2 = image;
-  v2[8] = 2;
-  EXPECT_EQ(loadProgram(v2.data(), v2.size(), p), WAVE_ERROR_INVALID_IMAGE);
-  EXPECT_TRUE(contains(wave_last_error(), "version 2")) << wave_last_error();
-  // Random byte damage: each variant is rejected, or loads and then runs without touching
-  // memory outside the emulator's buffers (launch errors are fine).
-  setenv("WAVE_EMU_MAX_STEPS", "10000", 1);
+  std::string v1 = image;
+  v1[8] = 1;
+  EXPECT_EQ(loadProgram(v1.data(), v1.size(), p), WAVE_ERROR_INVALID_IMAGE);
+  EXPECT_TRUE(contains(wave_last_error(), "version 1, this runtime reads version 2"))
+      << wave_last_error();
+  // Random byte damage with the checksum recomputed (content that was sealed bad, which the
+  // checksum cannot catch): each variant is rejected by validation, or loads and then runs
+  // without touching memory outside the emulator's buffers and without hanging (launch errors
+  // and the step limit are fine).
+  setenv("WAVE_EMU_STEP_LIMIT", "200000", 1);
   std::mt19937 rng(7);
   Device d("emu:gfx942");
   void *a = nullptr, *b = nullptr;
@@ -901,9 +919,11 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   for (int trial = 0; trial < 400; ++trial) {
     std::string bad = image;
     for (int j = 0; j < 3; ++j)
-      bad[std::uniform_int_distribution<size_t>(8, bad.size() - 1)(rng)] ^=
+      bad[std::uniform_int_distribution<size_t>(kPayloadOffset, bad.size() - 1)(rng)] ^=
           char(1 + rng() % 255);
     Program q;
+    ASSERT_EQ(loadProgram(bad.data(), bad.size(), q), WAVE_ERROR_INVALID_IMAGE);
+    seal(bad);
     if (loadProgram(bad.data(), bad.size(), q) != WAVE_SUCCESS) {
       ++rejected;
       continue;
@@ -911,10 +931,11 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
     ++ran;
     wave_status_t s = launch(d.dev, bad, "copy", 1, 64, args);
     EXPECT_TRUE(s == WAVE_SUCCESS || s == WAVE_ERROR_LAUNCH || s == WAVE_ERROR_NOT_FOUND ||
-                s == WAVE_ERROR_INVALID_ARGUMENT || s == WAVE_ERROR_INVALID_IMAGE)
+                s == WAVE_ERROR_INVALID_ARGUMENT || s == WAVE_ERROR_INVALID_IMAGE ||
+                s == WAVE_ERROR_STEP_LIMIT)
         << wave_status_name(s);
   }
-  unsetenv("WAVE_EMU_MAX_STEPS");
+  unsetenv("WAVE_EMU_STEP_LIMIT");
   EXPECT_GT(rejected, 0);
   EXPECT_GT(ran, 0);
   // A hand-made image with a branch outside the code and one with a slot outside the frame.
@@ -949,6 +970,323 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   EXPECT_TRUE(contains(wave_last_error(), "compiled for sm_90")) << wave_last_error();
   wave_free(d.dev, a);
   wave_free(d.dev, b);
+}
+
+
+// Single-byte changes of compiled images (every offset of the elementwise image with three
+// patterns, every 13th offset of the bigger ones) and random two-byte changes are refused at load
+// with WAVE_ERROR_INVALID_IMAGE (the magic, the version, or the checksum); through the public
+// API too, with the reason in wave_last_error().
+TEST(EmuImage, EveryByteChangeIsRefusedAtLoad) {
+  for (const char *name : {"elementwise_gfx942", "copy_gfx942", "gemm_f16_sm_90"}) {
+    std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/" + name + ".wemu");
+    ASSERT_GT(image.size(), 1000u) << name;
+    Program p;
+    ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+    const bool all = std::string(name) == "elementwise_gfx942";
+    for (size_t at = 0; at < image.size(); at += all ? 1 : 13)
+      for (uint8_t flip : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
+        if (!all && flip != 0x01)
+          continue;
+        std::string bad = image;
+        bad[at] = char(uint8_t(bad[at]) ^ flip);
+        Program q;
+        ASSERT_EQ(loadProgram(bad.data(), bad.size(), q), WAVE_ERROR_INVALID_IMAGE)
+            << name << " byte " << at << " ^ " << int(flip);
+      }
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string bad = image;
+      size_t i = std::uniform_int_distribution<size_t>(0, bad.size() - 2)(rng);
+      bad[i] = char(bad[i] ^ char(1 + rng() % 255));
+      bad[i + 1] = char(bad[i + 1] ^ char(1 + rng() % 255));
+      Program q;
+      ASSERT_EQ(loadProgram(bad.data(), bad.size(), q), WAVE_ERROR_INVALID_IMAGE) << i;
+    }
+  }
+  std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/copy_gfx942.wemu");
+  Device d("emu:gfx942");
+  for (size_t at : {size_t(kChecksumOffset), size_t(kPayloadOffset), size_t(40), image.size() / 2,
+                    image.size() - 1}) {
+    std::string bad = image;
+    bad[at] = char(bad[at] ^ 0x10);
+    wave_module_t m = nullptr;
+    EXPECT_EQ(wave_module_load_data(d.dev, bad.data(), bad.size(), &m), WAVE_ERROR_INVALID_IMAGE)
+        << at;
+    EXPECT_TRUE(contains(wave_last_error(), "emulator image: checksum mismatch")) << wave_last_error();
+    EXPECT_TRUE(contains(wave_last_error(), "damaged")) << wave_last_error();
+  }
+}
+
+// ---- step limit --------------------------------------------------------------------------------
+
+// Threads that never end (a loop without and with a barrier in it) fail the launch with
+// WAVE_ERROR_STEP_LIMIT, located, once the workgroup ran WAVE_EMU_STEP_LIMIT instructions.
+TEST(EmuStepLimit, AnEndlessLoopFailsTheLaunchWithTheStepLimitStatus) {
+  for (bool barrier : {false, true}) {
+    KernelBuilder k;
+    k.name = "spin";
+    uint32_t x = k.slot(8);
+    k.op(Op::Add, Type::I64, 1, x, x, k.constant<uint64_t>(1));
+    if (barrier)
+      k.op(Op::Barrier, Type::I8, 1);
+    k.op(Op::Br, Type::I8, 1, 0, 0);
+    locate(k);
+    setenv("WAVE_EMU_STEP_LIMIT", "1000000", 1);
+    Device d("emu");
+    wave_status_t s = launch(d.dev, assemble("gfx942", 64, {k}), "spin", 4, 64, {});
+    unsetenv("WAVE_EMU_STEP_LIMIT");
+    std::string msg = wave_last_error();
+    EXPECT_EQ(s, WAVE_ERROR_STEP_LIMIT) << wave_status_name(s) << ": " << msg;
+    EXPECT_TRUE(contains(msg, "spin: step limit reached at handmade.wave:7:3 in workgroup (0,0,0)"))
+        << msg;
+    EXPECT_TRUE(contains(msg, "more than 1000000 instructions (WAVE_EMU_STEP_LIMIT)")) << msg;
+  }
+  // A value that is not a positive count is refused, not ignored.
+  for (const char *v : {"lots", "0", "-5", "12x"}) {
+    setenv("WAVE_EMU_STEP_LIMIT", v, 1);
+    KernelBuilder k;
+    k.name = "nop";
+    k.op(Op::Ret, Type::I8, 1);
+    Device d("emu");
+    EXPECT_EQ(launch(d.dev, assemble("gfx942", 64, {k}), "nop", 1, 64, {}),
+              WAVE_ERROR_INVALID_ARGUMENT)
+        << v;
+    EXPECT_TRUE(contains(wave_last_error(), "WAVE_EMU_STEP_LIMIT")) << wave_last_error();
+  }
+  unsetenv("WAVE_EMU_STEP_LIMIT");
+}
+
+// ---- asynchronous copies (cp.async) --------------------------------------------------------------
+
+// 64 threads: each copies its 16 bytes of src into buffer 0 (group 0) and the next 16 bytes into
+// buffer 1 (group 1), waits with `wait` (the group count; -1: no wait at all), optionally meets a
+// barrier, and stores the 16 bytes its neighbour's copy brought into buffer 0 to out.
+// `srcBytes`: the copies' src-size (the rest of the 16 are zeros).
+wave_status_t runAsync(int wait, bool barrier, uint32_t srcBytes, std::vector<uint8_t> *out) {
+  KernelBuilder k;
+  k.name = "async";
+  k.block[0] = 64;
+  k.shared = 2048;
+  uint32_t src = k.arg(0, 8), dst = k.arg(8, 8);
+  uint32_t t64 = k.tid64();
+  uint32_t sh0 = k.slot(8), sh1 = k.slot(8), g0 = k.slot(8), g1 = k.slot(8), next = k.slot(8),
+           r = k.slot(8), o = k.slot(8), v = k.slot(16);
+  uint32_t size = k.constant<uint32_t>(srcBytes);
+  k.op(Op::PtrAdd, Type::Ptr, 1, sh0, k.constant<uint64_t>(0), t64, 0, 16);
+  k.op(Op::PtrAddConst, Type::Ptr, 1, sh1, sh0, 0, 0, 1024);
+  k.op(Op::PtrAdd, Type::Ptr, 1, g0, src, t64, 0, 16);
+  k.op(Op::PtrAddConst, Type::Ptr, 1, g1, g0, 0, 0, 1024);
+  k.op(Op::AsyncCopy, Type::I8, 1, 0, sh0, g0, size, 16);
+  k.op(Op::AsyncCommit, Type::I8, 1);
+  k.op(Op::AsyncCopy, Type::I8, 1, 0, sh1, g1, size, 16);
+  k.op(Op::AsyncCommit, Type::I8, 1);
+  if (wait >= 0)
+    k.op(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(wait));
+  if (barrier)
+    k.op(Op::Barrier, Type::I8, 1);
+  k.op(Op::Add, Type::I64, 1, next, t64, k.constant<uint64_t>(1));
+  k.op(Op::URem, Type::I64, 1, next, next, k.constant<uint64_t>(64));
+  k.op(Op::PtrAdd, Type::Ptr, 1, r, k.constant<uint64_t>(0), next, 0, 16);
+  k.op(Op::Load, Type::I32, 4, v, r, 0, 0, uint32_t(Space::Shared));
+  k.op(Op::PtrAdd, Type::Ptr, 1, o, dst, t64, 0, 16);
+  k.op(Op::Store, Type::I32, 4, 0, o, v, 0, uint32_t(Space::Global));
+  k.op(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, 0);
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  Device d("emu:sm_90");
+  void *in = nullptr, *res = nullptr;
+  EXPECT_EQ(wave_malloc(d.dev, 2048, &in), WAVE_SUCCESS);
+  EXPECT_EQ(wave_malloc(d.dev, 1024, &res), WAVE_SUCCESS);
+  std::vector<uint8_t> host(2048);
+  for (size_t i = 0; i < host.size(); ++i)
+    host[i] = uint8_t(i * 7 + 1);
+  EXPECT_EQ(wave_memcpy_htod(d.dev, in, host.data(), host.size()), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memset(d.dev, res, 0xee, 1024), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, in);
+  pack(args, 8, res);
+  wave_status_t s = launch(d.dev, assemble("sm_90", 32, {k}), "async", 1, 64, args);
+  std::string msg = wave_last_error();
+  if (out) {
+    out->resize(1024);
+    EXPECT_EQ(wave_memcpy_dtoh(d.dev, out->data(), res, 1024), WAVE_SUCCESS);
+  }
+  wave_free(d.dev, in);
+  wave_free(d.dev, res);
+  wave::rt::fail(s, msg); // the launch's message again (the frees above succeeded)
+  return s;
+}
+
+TEST(EmuAsync, CopiesLandAtTheWaitThatCompletesTheirGroup) {
+  for (uint32_t srcBytes : {16u, 5u}) {
+    std::vector<uint8_t> out;
+    ASSERT_EQ(runAsync(1, true, srcBytes, &out), WAVE_SUCCESS) << wave_last_error();
+    for (uint32_t t = 0; t < 64; ++t)
+      for (uint32_t j = 0; j < 16; ++j) {
+        uint32_t from = (t + 1) % 64 * 16 + j;
+        EXPECT_EQ(out[t * 16 + j], j < srcBytes ? uint8_t(from * 7 + 1) : 0)
+            << "thread " << t << " byte " << j << " src-size " << srcBytes;
+      }
+  }
+}
+
+TEST(EmuAsync, AWaitThatLeavesTheGroupInFlightIsReported) {
+  // wait_group 2 leaves both groups in flight: the read of buffer 0 after the barrier races
+  // with the copy (on a GPU it may read the old bytes).
+  EXPECT_EQ(runAsync(2, true, 16, nullptr), WAVE_ERROR_LAUNCH);
+  std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "async: shared-memory race on a load at handmade.wave:7:3 in "
+                            "workgroup (0,0,0) thread (0,0,0): byte 16 is the destination of a "
+                            "cp.async issued at handmade.wave:7:3 by thread (1,0,0) that is still "
+                            "in flight (no cp.async.wait_group of thread (1,0,0) has completed "
+                            "its group yet: is a wait count too large?)"))
+      << msg;
+  // No wait at all.
+  EXPECT_EQ(runAsync(-1, true, 16, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "still in flight")) << wave_last_error();
+  // The wait without the barrier after it: thread 0 reads thread 1's destination before thread
+  // 1's copy (reported at the copy's issue, which meets that read in the same epoch).
+  EXPECT_EQ(runAsync(0, false, 16, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "async: shared-memory race on a cp.async store at "
+                                          "handmade.wave:7:3 in workgroup (0,0,0) thread (1,0,0): "
+                                          "byte 16 was read by thread (0,0,0)"))
+      << wave_last_error();
+  // wait_group 0 with the barrier is fine too.
+  EXPECT_EQ(runAsync(0, true, 16, nullptr), WAVE_SUCCESS) << wave_last_error();
+}
+
+// A thread reading (or writing) its own copy's destination before its wait, and two copies in
+// flight to the same bytes.
+TEST(EmuAsync, OwnDestinationAndOverlappingCopies) {
+  for (int variant = 0; variant < 3; ++variant) {
+    KernelBuilder k;
+    k.name = "own";
+    k.block[0] = 32;
+    k.shared = 512;
+    uint32_t src = k.arg(0, 8);
+    uint32_t t64 = k.tid64();
+    uint32_t sh = k.slot(8), g = k.slot(8), v = k.slot(4);
+    k.op(Op::PtrAdd, Type::Ptr, 1, sh, k.constant<uint64_t>(0), t64, 0, 16);
+    k.op(Op::PtrAdd, Type::Ptr, 1, g, src, t64, 0, 16);
+    k.op(Op::AsyncCopy, Type::I8, 1, 0, sh, g, k.constant<uint32_t>(16), 16);
+    k.op(Op::AsyncCommit, Type::I8, 1);
+    if (variant == 0)
+      k.op(Op::Load, Type::I32, 1, v, sh, 0, 0, uint32_t(Space::Shared));
+    else if (variant == 1)
+      k.op(Op::Store, Type::I32, 1, 0, sh, k.constant<uint32_t>(3), 0, uint32_t(Space::Shared));
+    else
+      k.op(Op::AsyncCopy, Type::I8, 1, 0, sh, g, k.constant<uint32_t>(16), 16);
+    k.op(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, 0);
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    Device d("emu:sm_90");
+    void *in = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, 512, &in), WAVE_SUCCESS);
+    std::vector<uint8_t> args;
+    pack(args, 0, in);
+    EXPECT_EQ(launch(d.dev, assemble("sm_90", 32, {k}), "own", 1, 32, args), WAVE_ERROR_LAUNCH)
+        << variant;
+    std::string msg = wave_last_error();
+    static const char *const ops[] = {"load", "store", "cp.async store"};
+    EXPECT_TRUE(contains(msg, std::string("own: shared-memory race on a ") + ops[variant] +
+                                  " at handmade.wave:7:3 in workgroup (0,0,0) thread (0,0,0): "
+                                  "byte 0 is the destination of a cp.async"))
+        << msg;
+    EXPECT_TRUE(contains(msg, "by thread (0,0,0) that is still in flight")) << msg;
+    wave_free(d.dev, in);
+  }
+}
+
+// tests/e2e/kernels/gemm_f16.wave compiled for sm_90 (M = N = 128, K = 160: the cp.async
+// pipeline) runs clean and exact; the same image with every cp.async.wait_group count one larger
+// (the group a tile's reads need is left in flight, a race on a GPU) is reported; with a low
+// WAVE_EMU_STEP_LIMIT the launch stops with WAVE_ERROR_STEP_LIMIT.
+TEST(EmuAsync, PipelinedGemmWithAWrongWaitCountIsReported) {
+  const std::string image = readFile(std::string(EMU_TEST_IMAGES) + "/gemm_f16_sm_90.wemu");
+  ASSERT_FALSE(image.empty());
+  Program p;
+  ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const KernelCode &kc = p.kernels[0];
+  ASSERT_EQ(kc.argsSize, 24u); // a, b, c
+  // The waits, patched in the image bytes (the code array is found by its content).
+  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
+                         kc.code.size() * sizeof(Inst));
+  const size_t at = image.find(code);
+  ASSERT_NE(at, std::string::npos);
+  std::string wrong = image;
+  int waits = 0, copies = 0;
+  for (size_t i = 0; i < kc.code.size(); ++i) {
+    copies += kc.code[i].op == uint16_t(Op::AsyncCopy);
+    if (kc.code[i].op != uint16_t(Op::AsyncWait))
+      continue;
+    ++waits;
+    uint32_t n = kc.code[i].imm + 1;
+    std::memcpy(&wrong[at + i * sizeof(Inst) + offsetof(Inst, imm)], &n, 4);
+  }
+  ASSERT_GT(copies, 0);
+  ASSERT_GT(waits, 0);
+  seal(wrong);
+
+  const int M = 128, N = 128, K = 160;
+  std::vector<uint16_t> a(M * K), b(N * K);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = floatToHalf(float(int(i * 37 % 7) - 3));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = floatToHalf(float(int(i * 11 % 5) - 2));
+  Device d("emu:sm_90");
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
+  ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
+  ASSERT_EQ(wave_malloc(d.dev, M * N * 4, &dc), WAVE_SUCCESS);
+  ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
+  ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, da);
+  pack(args, 8, db);
+  pack(args, 16, dc);
+  auto run = [&](const std::string &img) {
+    wave_module_t m = nullptr;
+    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
+    if (s)
+      return s;
+    wave_kernel_t k = nullptr;
+    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
+    uint32_t grid[3] = {M / 64, N / 64, 1};
+    if (!s)
+      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
+    std::string msg = wave_last_error();
+    wave_module_unload(m);
+    wave::rt::fail(s, msg);
+    return s;
+  };
+  ASSERT_EQ(wave_memset(d.dev, dc, 0xff, M * N * 4), WAVE_SUCCESS);
+  ASSERT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
+  std::vector<float> c(M * N);
+  ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float want = 0;
+      for (int kk = 0; kk < K; ++kk)
+        want += halfToFloat(a[i * K + kk]) * halfToFloat(b[j * K + kk]);
+      ASSERT_EQ(c[i * N + j], want) << i << "," << j;
+    }
+
+  EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH);
+  std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, kc.name + ": shared-memory race on a")) << msg;
+  EXPECT_TRUE(contains(msg, "is the destination of a cp.async issued at ")) << msg;
+  EXPECT_TRUE(contains(msg, "is a wait count too large?")) << msg;
+
+  setenv("WAVE_EMU_STEP_LIMIT", "2000", 1);
+  EXPECT_EQ(run(image), WAVE_ERROR_STEP_LIMIT) << wave_last_error();
+  EXPECT_TRUE(contains(wave_last_error(), "step limit reached")) << wave_last_error();
+  unsetenv("WAVE_EMU_STEP_LIMIT");
+  EXPECT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
+  wave_free(d.dev, da);
+  wave_free(d.dev, db);
+  wave_free(d.dev, dc);
 }
 
 } // namespace

@@ -46,7 +46,9 @@ typedef enum {
   WAVE_ERROR_NOT_FOUND,         /* no kernel of that name, no such file */
   WAVE_ERROR_UNSUPPORTED_SHAPE, /* used by generated stubs: a shape violates an `assume` */
   WAVE_ERROR_LAUNCH,            /* the driver rejected a launch or a kernel faulted */
-  WAVE_ERROR_UNSUPPORTED        /* the operation or back end is not available in this build */
+  WAVE_ERROR_UNSUPPORTED,       /* the operation or back end is not available in this build */
+  WAVE_ERROR_STEP_LIMIT         /* the CPU emulator stopped a launch that ran past its step
+                                   limit (WAVE_EMU_STEP_LIMIT): a kernel that never ends? */
 } wave_status_t;
 
 /* "WAVE_SUCCESS", "WAVE_ERROR_...", or "WAVE_ERROR_<unknown>" for values outside the enum. */
@@ -84,7 +86,10 @@ typedef struct {
 /* Opens `cuda://N`, `hip://N`, `auto`, `emu` (= `emu:gfx942`) or `emu:TARGET`. Opening an open
  * device returns the same handle and counts it. On the emulator, launches run synchronously and
  * fail with WAVE_ERROR_LAUNCH and a located message on an out-of-bounds access, a shared-memory
- * race or a read of unwritten shared memory. */
+ * race (cp.async copies in flight included) or a read of unwritten shared memory, and with
+ * WAVE_ERROR_STEP_LIMIT when a workgroup executes more instructions than WAVE_EMU_STEP_LIMIT
+ * (default 2^32); a damaged emulator image (checksum) fails to load with
+ * WAVE_ERROR_INVALID_IMAGE. */
 WAVE_RUNTIME_API wave_status_t wave_device_open(const char *uri, wave_device_t *out);
 /* Drops one reference; the last one unloads the device's modules and releases its context. */
 WAVE_RUNTIME_API wave_status_t wave_device_close(wave_device_t device);

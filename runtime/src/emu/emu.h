@@ -42,8 +42,8 @@ struct Program {
   std::vector<KernelCode> kernels;
 };
 
-/// Parses and validates an image; on failure returns WAVE_ERROR_INVALID_IMAGE with the
-/// thread's message set. A validated program cannot make the interpreter index out of its
+/// Parses and validates an image (its checksum first); on failure returns
+/// WAVE_ERROR_INVALID_IMAGE with the thread's message set. A validated program cannot make the interpreter index out of its
 /// buffers, whatever its instructions compute.
 wave_status_t loadProgram(const void *image, size_t size, Program &out);
 
@@ -66,10 +66,18 @@ struct LaunchParams {
   const char *archName;         // "gfx942", for messages
   std::vector<Allocation> heap; // sorted by base
   unsigned hostThreads = 1;     // workgroups are spread over this many host threads
+  uint64_t stepLimit = 0;       // instructions one workgroup may execute; 0: kDefaultStepLimit
 };
 
+/// The default step limit (WAVE_EMU_STEP_LIMIT): instructions one workgroup may execute, all its
+/// threads together, before the launch fails with WAVE_ERROR_STEP_LIMIT. About ten seconds of
+/// one host thread on scalar code; the emulator tests of the suite all pass with a limit 64
+/// times lower (docs/internals.md).
+constexpr uint64_t kDefaultStepLimit = uint64_t(1) << 32;
+
 /// Runs every workgroup of `kernel`; returns WAVE_ERROR_LAUNCH with a located message on the
-/// first error (by workgroup order): a fault, a detected race, an out-of-bounds access, a trap.
+/// first error (by workgroup order): a fault, a detected race, an out-of-bounds access, a trap;
+/// WAVE_ERROR_STEP_LIMIT when that error is a workgroup running past the step limit.
 wave_status_t runKernel(const Program &program, const KernelCode &kernel,
                         const LaunchParams &params);
 

@@ -8,6 +8,8 @@
 // ---- File layout (all integers little-endian; `str` = u32 length + bytes, no terminator) -----
 //   magic      8 bytes "WAVEEMU1"
 //   u32        version (kImageVersion)
+//   u64        checksum: imageChecksum() (64-bit FNV-1a) of every byte after this field, so a
+//              damaged image is refused at load instead of running (kPayloadOffset)
 //   str        target ("gfx942", "sm_90", ...)
 //   u32        wave size of the target (64 CDNA, 32 RDNA3 / NVIDIA)
 //   u32        string count, then each `str` (file names of source locations)
@@ -31,21 +33,37 @@
 // workgroup's shared memory. Struct values (cmpxchg results, mma.sync results) are their fields
 // at natural alignment. Phi nodes are slots written by ParCopy on the incoming edges.
 //
-// The interpreter validates every field of an image at load (indices, slot ranges against the
-// frame size, branch targets, the extra table) and rejects anything else with
-// WAVE_ERROR_INVALID_IMAGE, so a damaged image cannot make it read outside its own buffers.
+// The loader (runtime/src/emu/loader.cpp) checks the checksum, then validates every field of an
+// image (indices, slot ranges against the frame size, branch targets, the extra table) and
+// rejects anything else with WAVE_ERROR_INVALID_IMAGE: an image whose bytes were changed does
+// not load, and one whose checksum was recomputed over bad content still cannot make the
+// interpreter read outside its own buffers.
 #ifndef WAVE_EMU_IMAGE_H
 #define WAVE_EMU_IMAGE_H
 
+#include <cstddef>
 #include <cstdint>
 
 namespace wave::emu {
 
 constexpr char kImageMagic[8] = {'W', 'A', 'V', 'E', 'E', 'M', 'U', '1'};
-constexpr uint32_t kImageVersion = 1;
+// Version 2 added the checksum and the asynchronous copies (Op::AsyncCopy, AsyncCommit,
+// AsyncWait; version 1 images did a cp.async as a load and a store at issue).
+constexpr uint32_t kImageVersion = 2;
+constexpr uint32_t kChecksumOffset = 12; // after the magic and the version
+constexpr uint32_t kPayloadOffset = 20;  // the checksum covers [kPayloadOffset, end)
 constexpr uint32_t kNoString = 0xffffffffu;
 constexpr uint32_t kMaxLanes = 64;        // widest vector value
 constexpr uint32_t kMaxFrameBytes = 1u << 20;
+
+// 64-bit FNV-1a of `size` bytes: the image checksum (of the bytes from kPayloadOffset on).
+inline uint64_t imageChecksum(const void *data, size_t size) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
 
 enum class Type : uint8_t { I1, I8, I16, I32, I64, F16, BF16, F32, F64, Ptr, Count };
 
@@ -154,6 +172,17 @@ enum class Op : uint16_t {
   // (strides, add-tid, other OOB modes) fail the launch.
   BufferLoad,  // dst (type x lanes) <- descriptor a, voffset b (u32), soffset c (u32)
   BufferStore, // descriptor a, data b (type x lanes), voffset c, soffset dst
+  // NVIDIA cp.async: per-thread asynchronous copies from global to shared memory, in groups.
+  // The source is read when the copy is issued; its destination is written only when a wait
+  // completes the copy's group. Until then the destination bytes are "in flight": any access
+  // to them (a read, a write, another copy) is reported as a race, so a wait that leaves a
+  // group in flight too long is caught; at the wait the write counts as the waiting thread's
+  // store in that barrier epoch (other threads need a barrier after it).
+  AsyncCopy,   // a: shared destination pointer, b: global source pointer, c: i32 source
+               // bytes (cp.async src-size; beyond it the copy writes zeros); imm: bytes (1-16)
+  AsyncCommit, // closes the thread's open group (cp.async.commit_group)
+  AsyncWait,   // imm N: completes every committed group but the N most recent
+               // (cp.async.wait_group N; wait_all is AsyncCommit + AsyncWait 0)
   Count
 };
 

@@ -9,7 +9,13 @@
 // Detectors: every global access is checked against the device's live allocations; every
 // shared access against the workgroup's shared memory and a per-byte shadow of the last writer
 // and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
-// one of them writes; an uninitialised read: a byte never written in this workgroup).
+// one of them writes; an uninitialised read: a byte never written in this workgroup), and of the
+// asynchronous copy (cp.async) in flight to it, if any: such a byte may be touched by no one
+// until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy).
+//
+// Step limit: a workgroup may execute at most WAVE_EMU_STEP_LIMIT instructions (all its threads
+// together; default kDefaultStepLimit); past it the launch fails with WAVE_ERROR_STEP_LIMIT
+// instead of running on (a damaged or wrong kernel that never ends).
 #include "emu.h"
 #include "numeric.h"
 
@@ -296,7 +302,6 @@ struct Lane {
   uint32_t tid[3] = {0, 0, 0};
   uint32_t lane = 0;   // within the wave
   uint32_t linear = 0; // within the workgroup
-  uint64_t steps = 0;
 };
 
 constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd;
@@ -304,6 +309,21 @@ constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd;
 struct Shadow {
   uint32_t writeStamp = 0, readStamp = 0;
   uint16_t writer = kNobody, reader = kNobody;
+  uint16_t async = kNobody; // the thread whose asynchronous copy in flight writes the byte
+};
+
+// One asynchronous copy in flight (Op::AsyncCopy): its data, read from global memory at issue,
+// lands in shared memory at `dst` when a wait completes its group.
+struct AsyncCopy {
+  uint32_t group;
+  uint32_t dst, bytes;
+  const Inst *issue;
+  uint8_t data[16];
+};
+struct AsyncQueue {
+  std::vector<AsyncCopy> copies; // in issue order, so in group order
+  size_t head = 0;               // copies before it have landed
+  uint32_t open = 0;             // the group new copies join; groups below it are committed
 };
 
 std::string hex(uint64_t v) {
@@ -324,12 +344,13 @@ public:
     sharedBytes_ = k.staticShared + lp.dynamicShared;
     shared_.assign(sharedBytes_, 0);
     shadow_.assign(sharedBytes_, Shadow{});
-    const char *env = std::getenv("WAVE_EMU_MAX_STEPS");
-    maxSteps_ = env ? std::strtoull(env, nullptr, 10) : (uint64_t(1) << 32);
+    async_.resize(threads_);
+    stepLimit_ = lp.stepLimit ? lp.stepLimit : kDefaultStepLimit;
   }
 
   bool runWorkgroup(const uint32_t wg[3]);
   std::string error;
+  wave_status_t status = WAVE_ERROR_LAUNCH; // of the reported error
 
 private:
   const Program &p_;
@@ -341,7 +362,9 @@ private:
   std::vector<Shadow> shadow_;
   uint32_t stamp_ = 0, wgStart_ = 0; // barrier epochs, counted over every workgroup
   uint32_t wg_[3] = {0, 0, 0};
-  uint64_t maxSteps_;
+  uint64_t stepLimit_, steps_ = 0; // instructions this workgroup executed
+  std::vector<AsyncQueue> async_;  // per thread (linear id)
+  uint32_t asyncInFlight_ = 0;     // copies in flight in the workgroup
   size_t heapHint_ = 0;
   bool faulted_ = false;
   bool framesReady_ = false;
@@ -367,6 +390,9 @@ private:
   }
 
   void run(Lane &lane);
+  bool asyncCopy(Lane &lane, const Inst &in, uint64_t dst, uint64_t src, uint32_t srcBytes);
+  bool asyncWait(Lane &lane, const Inst &in, uint32_t keep);
+  void dropAsync();
   bool collective(uint32_t firstLane, uint32_t count);
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
 
@@ -377,10 +403,12 @@ private:
     return p_.strings[l.file] + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
   }
   bool fault(const Lane &lane, const Inst &in, const std::string &what,
-             const std::string &detail, bool pendingFirst = true) {
+             const std::string &detail, bool pendingFirst = true,
+             wave_status_t why = WAVE_ERROR_LAUNCH) {
     if (pendingFirst && pending_.set && !faulted_)
       return reportPending();
     if (!faulted_) {
+      status = why;
       char buf[160];
       std::snprintf(buf, sizeof buf, " in workgroup (%u,%u,%u) thread (%u,%u,%u)", wg_[0], wg_[1],
                     wg_[2], lane.tid[0], lane.tid[1], lane.tid[2]);
@@ -494,6 +522,8 @@ private:
     uint16_t me = uint16_t(lane.linear);
     for (uint32_t i = 0; i < bytes; ++i) {
       Shadow &s = shadow_[off + i];
+      if (asyncInFlight_ && s.async != kNobody)
+        return inFlight(lane, in, what, off + i, s.async);
       if (read) {
         if (s.writeStamp < wgStart_ || s.writer == kNobody) {
           if (!pending_.set) {
@@ -530,6 +560,31 @@ private:
     return true;
   }
 
+  // An access to a byte that thread `owner`'s asynchronous copy in flight will write.
+  bool inFlight(const Lane &lane, const Inst &in, const char *what, uint64_t byte,
+                uint16_t owner) {
+    const AsyncQueue &q = async_[owner];
+    const AsyncCopy *copy = nullptr;
+    for (size_t i = q.head; i < q.copies.size() && !copy; ++i)
+      if (byte >= q.copies[i].dst && byte - q.copies[i].dst < q.copies[i].bytes)
+        copy = &q.copies[i];
+    const Lane &o = lanes_[owner];
+    char who[64];
+    std::snprintf(who, sizeof who, "thread (%u,%u,%u)", o.tid[0], o.tid[1], o.tid[2]);
+    std::string detail = "byte " + std::to_string(byte) + " is the destination of a cp.async " +
+                         (copy ? "issued at " + where(*copy->issue) + " " : std::string()) +
+                         "by " + who + " that is still in flight (";
+    if (copy && copy->group >= q.open)
+      detail += "its group was not committed yet";
+    else if (copy)
+      detail += "no cp.async.wait_group of " + std::string(who) +
+                " has completed its group yet: is a wait count too large?";
+    else
+      detail += "no wait has completed it yet";
+    return fault(lane, in, std::string("shared-memory race on a ") + what, detail + ")",
+                 /*pendingFirst=*/false);
+  }
+
   bool race(const Lane &lane, const Inst &in, const char *what, uint64_t byte, uint16_t other,
             const char *how) {
     std::string who;
@@ -554,15 +609,25 @@ void Runner::run(Lane &L) {
   const Inst *code = k_.code.data();
   uint8_t *f = L.frame;
   uint32_t pc = L.pc;
-  // A branch; a backward one counts towards WAVE_EMU_MAX_STEPS (a kernel that never ends
-  // is faulted, not waited for). False when the lane was faulted.
+  // Instructions are counted per straight-line run, at its branch or stop: steps_ += the run's
+  // length. Only a branch can make a thread run on, so the limit is checked there.
+  uint32_t runStart = pc;
+  auto count = [&] { steps_ += uint64_t(pc - runStart) + 1; };
+  // A branch. False when the step limit faulted the lane.
   auto branchTo = [&](uint32_t target) {
-    if (target <= pc && ++L.steps > maxSteps_) {
-      fault(L, code[pc], "runaway loop", "more than WAVE_EMU_MAX_STEPS backward branches");
+    count();
+    if (steps_ > stepLimit_) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "the workgroup executed more than %llu instructions (WAVE_EMU_STEP_LIMIT): "
+                    "a loop that never ends?",
+                    (unsigned long long)stepLimit_);
+      fault(L, code[pc], "step limit reached", buf, /*pendingFirst=*/false,
+            WAVE_ERROR_STEP_LIMIT);
       L.state = Done;
       return false;
     }
-    pc = target;
+    pc = runStart = target;
     return true;
   };
   for (;;) {
@@ -570,6 +635,7 @@ void Runner::run(Lane &L) {
     const Type t = Type(in.type);
     switch (Op(in.op)) {
     case Op::Ret:
+      count();
       L.state = Done;
       L.pc = pc;
       return;
@@ -578,11 +644,13 @@ void Runner::run(Lane &L) {
       L.state = Done;
       return;
     case Op::Barrier:
+      count();
       L.state = AtBarrier;
       L.pc = pc;
       return;
     case Op::Wave:
     case Op::Mma:
+      count();
       L.state = AtWave;
       L.pc = pc;
       return;
@@ -720,7 +788,7 @@ void Runner::run(Lane &L) {
         switch (Op(in.op)) {
         case Op::Abs: {
           int64_t s = getS(t, f + in.a + l * es);
-          r = uint64_t(s < 0 ? -s : s);
+          r = s < 0 ? 0 - uint64_t(s) : uint64_t(s); // abs(INT_MIN) wraps to INT_MIN
           break;
         }
         case Op::Ctpop: r = uint64_t(__builtin_popcountll(v)); break;
@@ -820,8 +888,9 @@ void Runner::run(Lane &L) {
       break;
     }
     case Op::PtrAdd:
-      wr<uint64_t>(f + in.dst,
-                   rd<uint64_t>(f + in.a) + uint64_t(rd<int64_t>(f + in.b) * int64_t(int32_t(in.imm))));
+      // Two's-complement wrap-around, as the GPU's address arithmetic (no signed overflow).
+      wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) +
+                                   rd<uint64_t>(f + in.b) * uint64_t(int64_t(int32_t(in.imm))));
       break;
     case Op::PtrAddConst:
       wr<uint64_t>(f + in.dst, rd<uint64_t>(f + in.a) + uint64_t(int64_t(int32_t(in.imm))));
@@ -1024,6 +1093,22 @@ void Runner::run(Lane &L) {
       }
       break;
     }
+    case Op::AsyncCopy:
+      if (!asyncCopy(L, in, rd<uint64_t>(f + in.a), rd<uint64_t>(f + in.b),
+                     rd<uint32_t>(f + in.c))) {
+        L.state = Done;
+        return;
+      }
+      break;
+    case Op::AsyncCommit:
+      ++async_[L.linear].open;
+      break;
+    case Op::AsyncWait:
+      if (!asyncWait(L, in, in.imm)) {
+        L.state = Done;
+        return;
+      }
+      break;
     default:
       fault(L, in, "unsupported instruction", "opcode " + std::to_string(in.op));
       L.state = Done;
@@ -1205,11 +1290,86 @@ bool Runner::collective(uint32_t first, uint32_t count) {
   }
 }
 
+// cp.async issued by `L`: the source is read now; the destination bytes are marked in flight.
+bool Runner::asyncCopy(Lane &L, const Inst &in, uint64_t dst, uint64_t src, uint32_t srcBytes) {
+  AsyncQueue &q = async_[L.linear];
+  AsyncCopy c{};
+  c.group = q.open;
+  c.dst = 0;
+  c.bytes = in.imm;
+  c.issue = &in;
+  const uint32_t n = std::min(srcBytes, in.imm);
+  if (n && !checkGlobal(L, in, src, n, "cp.async load"))
+    return false;
+  if (n)
+    std::memcpy(c.data, reinterpret_cast<const uint8_t *>(uintptr_t(src)), n);
+  if (dst > sharedBytes_ || sharedBytes_ - dst < c.bytes)
+    return fault(L, in, "out-of-bounds shared cp.async store of " + std::to_string(c.bytes) +
+                            " bytes",
+                 "offset " + std::to_string(dst) + " in a workgroup with " +
+                     std::to_string(sharedBytes_) + " bytes of shared memory");
+  c.dst = uint32_t(dst);
+  // The copy may write at any time until its wait: it must not meet another thread's access of
+  // this epoch, nor another copy in flight.
+  const uint16_t me = uint16_t(L.linear);
+  for (uint32_t i = 0; i < c.bytes; ++i) {
+    const Shadow &s = shadow_[c.dst + i];
+    if (s.async != kNobody)
+      return inFlight(L, in, "cp.async store", c.dst + i, s.async);
+    if (s.writeStamp == stamp_ && s.writer != me)
+      return race(L, in, "cp.async store", c.dst + i, s.writer, "written");
+    if (s.readStamp == stamp_ && s.reader != me)
+      return race(L, in, "cp.async store", c.dst + i, s.reader, "read");
+  }
+  for (uint32_t i = 0; i < c.bytes; ++i)
+    shadow_[c.dst + i].async = me;
+  q.copies.push_back(c);
+  ++asyncInFlight_;
+  return true;
+}
+
+// cp.async.wait_group `keep` by `L`: the copies of every committed group but the `keep` newest
+// land, each as L's store in this epoch.
+bool Runner::asyncWait(Lane &L, const Inst &in, uint32_t keep) {
+  AsyncQueue &q = async_[L.linear];
+  while (q.head < q.copies.size() && uint64_t(q.copies[q.head].group) + keep < q.open) {
+    const AsyncCopy &c = q.copies[q.head++];
+    --asyncInFlight_;
+    for (uint32_t i = 0; i < c.bytes; ++i)
+      shadow_[c.dst + i].async = kNobody;
+    if (!checkShared(L, in, c.dst, c.bytes, false, true, false, "cp.async store"))
+      return false;
+    std::memcpy(shared_.data() + c.dst, c.data, c.bytes);
+  }
+  if (q.head == q.copies.size()) {
+    q.copies.clear();
+    q.head = 0;
+  }
+  return true;
+}
+
+// Forgets every copy in flight (the start and end of a workgroup).
+void Runner::dropAsync() {
+  if (asyncInFlight_)
+    for (AsyncQueue &q : async_)
+      for (size_t i = q.head; i < q.copies.size(); ++i)
+        for (uint32_t b = 0; b < q.copies[i].bytes; ++b)
+          shadow_[q.copies[i].dst + b].async = kNobody;
+  for (AsyncQueue &q : async_) {
+    q.copies.clear();
+    q.head = 0;
+    q.open = 0;
+  }
+  asyncInFlight_ = 0;
+}
+
 bool Runner::runWorkgroup(const uint32_t wg[3]) {
   std::memcpy(wg_, wg, sizeof wg_);
   faulted_ = false;
   wgStart_ = ++stamp_;
   pending_.set = false;
+  steps_ = 0;
+  dropAsync();
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)
@@ -1221,7 +1381,8 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         // Constants and arguments are written once per frame (framesReady_): the code never
         // writes their slots, and every other slot is written before it is read (SSA).
         if (!framesReady_) {
-          std::memcpy(l.frame, k_.init.data(), k_.init.size());
+          if (!k_.init.empty())
+            std::memcpy(l.frame, k_.init.data(), k_.init.size());
           for (const auto &a : k_.args)
             std::memcpy(l.frame + a.slot, args + a.offset, a.size);
         }
@@ -1245,8 +1406,10 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         ++l.pc;
         waiting = true;
       }
-    if (!waiting)
+    if (!waiting) {
+      dropAsync(); // copies never waited for: the workgroup's shared memory ends with it
       return true;
+    }
     ++stamp_; // a new barrier epoch
   }
 }
@@ -1305,6 +1468,7 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
   std::atomic<uint64_t> firstFailure{UINT64_MAX};
   std::mutex messageMutex;
   std::string message;
+  wave_status_t failure = WAVE_ERROR_LAUNCH;
   auto work = [&](unsigned worker) {
     try {
       Runner runner(program, kernel, params);
@@ -1319,6 +1483,7 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
           if (i < firstFailure.load()) {
             firstFailure = i;
             message = runner.error;
+            failure = runner.status;
           }
           return;
         }
@@ -1342,7 +1507,7 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
       t.join();
   }
   if (firstFailure.load() != UINT64_MAX)
-    return rt::fail(WAVE_ERROR_LAUNCH, message);
+    return rt::fail(failure, message);
   return WAVE_SUCCESS;
 }
 

@@ -8,6 +8,7 @@
 
 #include "../internal.h"
 
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -28,7 +29,8 @@ public:
   bool bytes(void *out, size_t n) {
     if (n_ - pos_ < n)
       return false;
-    std::memcpy(out, p_ + pos_, n);
+    if (n) // `out` may be the null data() of an empty vector
+      std::memcpy(out, p_ + pos_, n);
     pos_ += n;
     return true;
   }
@@ -202,6 +204,12 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
   case Op::BufferStore:
     ok = in.aux <= 1 && slot(in.b, full) && slot(in.a, 16) && slot(in.c, 4) && slot(in.dst, 4);
     break;
+  case Op::AsyncCopy:
+    ok = in.imm >= 1 && in.imm <= 16 && slot(in.a, 8) && slot(in.b, 8) && slot(in.c, 4);
+    break;
+  case Op::AsyncCommit:
+  case Op::AsyncWait:
+    break;
   case Op::Mbcnt:
   case Op::CvtFp8ToF32:
     ok = slot(in.dst, 4) && slot(in.a, 4) && slot(in.b, 4);
@@ -279,13 +287,27 @@ bool isEmuImage(const void *image, size_t size) {
 wave_status_t loadProgram(const void *image, size_t size, Program &out) {
   if (!isEmuImage(image, size))
     return bad("no WAVEEMU1 magic (not an emulator image)");
-  Reader r(static_cast<const uint8_t *>(image) + 8, size - 8);
+  const uint8_t *bytes = static_cast<const uint8_t *>(image);
+  Reader r(bytes + 8, size - 8);
   uint32_t version = 0, count = 0;
   if (!r.u32(version))
     return bad("truncated header");
   if (version != kImageVersion)
     return bad("version " + std::to_string(version) + ", this runtime reads version " +
                std::to_string(kImageVersion) + " (rebuild with a matching wavec)");
+  // The checksum first: a damaged image is refused as such, before any of its content is
+  // interpreted (validation below still guards against content that was sealed bad).
+  uint32_t sumLo = 0, sumHi = 0;
+  if (!r.u32(sumLo) || !r.u32(sumHi))
+    return bad("truncated header");
+  const uint64_t stored = uint64_t(sumLo) | uint64_t(sumHi) << 32;
+  const uint64_t actual = imageChecksum(bytes + kPayloadOffset, size - kPayloadOffset);
+  if (stored != actual) {
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "checksum mismatch (stored %016llx, computed %016llx)",
+                  (unsigned long long)stored, (unsigned long long)actual);
+    return bad(std::string(buf) + ": the image is damaged or was modified after wavec wrote it");
+  }
   if (!r.str(out.target, 64) || !r.u32(out.waveSize))
     return bad("truncated header");
   if (out.waveSize != 32 && out.waveSize != 64)
@@ -311,7 +333,8 @@ wave_status_t loadProgram(const void *image, size_t size, Program &out) {
     if (!r.u32(k.block[0]) || !r.u32(k.block[1]) || !r.u32(k.block[2]) ||
         !r.u32(k.staticShared) || !r.u32(k.frameBytes))
       return bad(where + ": truncated");
-    if (k.block[0] > 1024 || k.block[1] > 1024 || k.block[2] > 64)
+    if (k.block[0] > 1024 || k.block[1] > 1024 || k.block[2] > 64 ||
+        uint64_t(k.block[0]) * k.block[1] * k.block[2] > 1024)
       return bad(where + ": bad block size");
     if (k.staticShared > (1u << 24))
       return bad(where + ": " + std::to_string(k.staticShared) + " bytes of shared memory");
