@@ -17,6 +17,7 @@
 // the reference evaluator starts from the same contents, so an element the kernel should have
 // written and did not, or wrote and should not have, is a mismatch.
 #include "codegen/kernel_abi.h"
+#include "frontend/large_stack.h"
 #include "frontend/parser.h"
 #include "npy.h"
 #include "passes/distribution.h"
@@ -779,7 +780,8 @@ int main(int argc, char **argv) {
   if (*relNormOpt)
     o.relNorm = relNorm;
   try {
-    return runMain(o);
+    // On a large stack: defence in depth behind the front end's nesting limits (large_stack.h).
+    return wave::runOnLargeStack([&] { return runMain(o); });
   } catch (const ExitError &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "wave-run: %s%s\n", e.code == kUnavailable ? "" : "error: ",

@@ -3,6 +3,7 @@
 // Exit codes: 0 success, 1 compile error, 2 usage error.
 #include "codegen/target_table.h"
 #include "driver/options.h"
+#include "frontend/large_stack.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -524,5 +525,6 @@ int main(int argc, char **argv) {
     return usageError("-MD writes a depfile for the outputs; --check writes none");
   if (!noCache)
     opts.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir;
-  return compile(opts);
+  // On a large stack: defence in depth behind the front end's nesting limits (large_stack.h).
+  return wave::runOnLargeStack([&] { return compile(opts); });
 }
