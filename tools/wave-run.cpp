@@ -21,6 +21,7 @@
 #include "frontend/parser.h"
 #include "npy.h"
 #include "passes/distribution.h"
+#include "passes/size_limits.h"
 #include "reference/reference.h"
 #include "sema/sema.h"
 
@@ -130,6 +131,9 @@ Loaded loadProgram(const Options &o, const std::string &target) {
     for (const auto &[name, value] : pairs(o.defines, "-D"))
       so.defines.push_back({name, value});
     l.program = analyze(*l.module, so, diags);
+    if (l.program && !diags.hasErrors())
+      for (const auto &k : l.program->kernels)
+        checkStaticSizes(*k, diags);
   }
   if (diags.hasErrors() || !l.program) {
     diags.print(stderr, ColorMode::Auto);
@@ -411,7 +415,8 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
   DiagnosticEngine diags;
   Distribution dist;
   const TargetInfo *ti = findTarget(target);
-  if (!distribute(kernel, *ti, diags, dist)) {
+  if (!checkStaticSizes(kernel, diags) || !distribute(kernel, *ti, diags, dist) ||
+      !checkUnroll(kernel, dist, diags)) {
     diags.print(stderr, ColorMode::Auto);
     die(kBadInput, "the kernel does not distribute on " + target);
   }
