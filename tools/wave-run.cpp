@@ -18,9 +18,11 @@
 // written and did not, or wrote and should not have, is a mismatch.
 #include "codegen/kernel_abi.h"
 #include "driver/files.h"
+#include "frontend/large_stack.h"
 #include "frontend/parser.h"
 #include "npy.h"
 #include "passes/distribution.h"
+#include "passes/size_limits.h"
 #include "reference/reference.h"
 #include "sema/sema.h"
 
@@ -128,6 +130,9 @@ Loaded loadProgram(const Options &o, const std::string &target) {
     for (const auto &[name, value] : pairs(o.defines, "-D"))
       so.defines.push_back({name, value});
     l.program = analyze(*l.module, so, diags);
+    if (l.program && !diags.hasErrors())
+      for (const auto &k : l.program->kernels)
+        checkStaticSizes(*k, diags);
   }
   if (diags.hasErrors() || !l.program) {
     diags.print(stderr, ColorMode::Auto);
@@ -409,7 +414,8 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
   DiagnosticEngine diags;
   Distribution dist;
   const TargetInfo *ti = findTarget(target);
-  if (!distribute(kernel, *ti, diags, dist)) {
+  if (!checkStaticSizes(kernel, diags) || !distribute(kernel, *ti, diags, dist) ||
+      !checkUnroll(kernel, dist, diags)) {
     diags.print(stderr, ColorMode::Auto);
     die(kBadInput, "the kernel does not distribute on " + target);
   }
@@ -816,7 +822,8 @@ int main(int argc, char **argv) {
     return status == kOk ? kFailed : status;
   };
   try {
-    return checkStdout(runMain(o));
+    // On a large stack: defence in depth behind the front end's nesting limits (large_stack.h).
+    return checkStdout(wave::runOnLargeStack([&] { return runMain(o); }));
   } catch (const ExitError &e) {
     std::fflush(stdout);
     std::fprintf(stderr, "wave-run: %s%s\n", e.code == kUnavailable ? "" : "error: ",

@@ -63,8 +63,12 @@
 
 #include "symbolic/ginac_functions.h"
 
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallString.h"
+
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <optional>
 #include <cmath>
 #include <cstring>
@@ -3384,6 +3388,272 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   return true;
 }
 
+std::string floatLiteral(double v, ScalarType t);
+
+// ---- f64 math without libm ----------------------------------------------------------------
+//
+// Neither back end lowers llvm.exp2/log2/sin/cos on f64 (AMDGPU: "no libcall available";
+// NVPTX: none), and the NVIDIA approximations are f32. So f64 exp, exp2, log, log2, sin, cos and
+// tanh are expanded here into arith ops on the element type (language.md section 12, "f64 math"):
+// the range reductions and kernel polynomials of fdlibm (k_sin.c, k_cos.c, e_log.c), a Taylor
+// polynomial for exp, and exponent-field arithmetic for the scaling by 2^n. Accuracy: a few ulp;
+// sin/cos reduce by a 212-bit pi/2 in fused multiply-adds, for |x| < 2^52 (NaN beyond).
+class F64Math {
+public:
+  F64Math(std::function<std::string()> fresh, std::function<void(const std::string &)> line,
+          int64_t elems)
+      : fresh_(std::move(fresh)), line_(std::move(line)), e_(elems) {
+    auto vt = [&](const char *s) {
+      return e_ == 1 ? std::string(s) : "vector<" + std::to_string(e_) + "x" + s + ">";
+    };
+    f_ = vt("f64");
+    i_ = vt("i64");
+    b_ = vt("i1");
+  }
+
+  std::string emit(ir::MathKind k, const std::string &x) {
+    using M = ir::MathKind;
+    switch (k) {
+    case M::Exp: return exp(x);
+    case M::Exp2: return exp2(x);
+    case M::Log: return log(x, false);
+    case M::Log2: return log(x, true);
+    case M::Sin: return sinCos(x, false);
+    case M::Cos: return sinCos(x, true);
+    case M::Tanh: return tanh(x);
+    default: return "";
+    }
+  }
+
+private:
+  std::string op(const std::string &name, const std::string &a, const std::string &b,
+                 const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = " + name + " " + a + ", " + b + " : " + ty);
+    return r;
+  }
+  std::string splat(const std::string &lit, const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = arith.constant " + (e_ == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
+    return r;
+  }
+  std::string c(double v) { return splat(floatLiteral(v, ScalarType::F64), f_); }
+  std::string ci(int64_t v) { return splat(std::to_string(v), i_); }
+  std::string add(const std::string &a, const std::string &b) { return op("arith.addf", a, b, f_); }
+  std::string sub(const std::string &a, const std::string &b) { return op("arith.subf", a, b, f_); }
+  std::string mul(const std::string &a, const std::string &b) { return op("arith.mulf", a, b, f_); }
+  std::string div(const std::string &a, const std::string &b) { return op("arith.divf", a, b, f_); }
+  std::string neg(const std::string &a) {
+    std::string r = fresh_();
+    line_(r + " = arith.negf " + a + " : " + f_);
+    return r;
+  }
+  std::string cmpf(const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh_();
+    line_(r + " = arith.cmpf " + pred + ", " + a + ", " + b + " : " + f_);
+    return r;
+  }
+  std::string cmpi(const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh_();
+    line_(r + " = arith.cmpi " + pred + ", " + a + ", " + b + " : " + i_);
+    return r;
+  }
+  std::string select(const std::string &cond, const std::string &a, const std::string &b,
+                     const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = arith.select " + cond + ", " + a + ", " + b + " : " + b_ + ", " + ty);
+    return r;
+  }
+  std::string cast(const char *name, const std::string &a, const std::string &from,
+                   const std::string &to) {
+    std::string r = fresh_();
+    line_(r + " = " + name + " " + a + " : " + from + " to " + to);
+    return r;
+  }
+  std::string floor(const std::string &a) {
+    std::string r = fresh_();
+    line_(r + " = llvm.call_intrinsic \"llvm.floor." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + a + ") : (" + f_ + ") -> " + f_);
+    return r;
+  }
+  // The nearest integer to a (ties up), as a float, and as an i64 (0 for NaN and for
+  // magnitudes beyond 2^62, where fptosi would be poison).
+  std::pair<std::string, std::string> nearest(const std::string &a) {
+    std::string n = floor(add(a, c(0.5)));
+    std::string absN = fresh_();
+    line_(absN + " = llvm.call_intrinsic \"llvm.fabs." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + n + ") : (" + f_ + ") -> " + f_);
+    std::string small = cmpf("olt", absN, c(0x1p62));
+    std::string safe = select(small, n, c(0.0), f_);
+    return {safe, cast("arith.fptosi", safe, f_, i_)};
+  }
+  // 2^k for an integer k in [-1022, 1023], from its exponent field.
+  std::string pow2(const std::string &k) {
+    std::string biased = op("arith.addi", k, ci(1023), i_);
+    std::string bits = op("arith.shli", biased, ci(52), i_);
+    return cast("arith.bitcast", bits, i_, f_);
+  }
+  // p * 2^k for k in [-2044, 2046]: two steps, so that each factor is a normal number and the
+  // result is rounded once.
+  std::string scale(const std::string &p, const std::string &k) {
+    std::string k1 = op("arith.shrsi", k, ci(1), i_);
+    std::string k2 = op("arith.subi", k, k1, i_);
+    return mul(mul(p, pow2(k1)), pow2(k2));
+  }
+  // a0 + r*(a1 + r*(a2 + ...)).
+  std::string horner(const std::string &r, const std::vector<double> &coef) {
+    std::string acc = c(coef.back());
+    for (size_t i = coef.size() - 1; i-- > 0;)
+      acc = add(mul(acc, r), c(coef[i]));
+    return acc;
+  }
+  // e^r - 1 for |r| <= 0.35 (Taylor to r^13: the next term is below 2^-60 of the result).
+  std::string expm1Poly(const std::string &r) {
+    std::vector<double> coef; // 1/1!, 1/2!, ..., 1/13!
+    double f = 1;
+    for (int k = 1; k <= 13; ++k) {
+      f /= k;
+      coef.push_back(f);
+    }
+    return mul(r, horner(r, coef));
+  }
+  // x = n ln2 + r, |r| <= ln2 / 2 (Cody and Waite: n * LN2_HI is exact).
+  std::pair<std::string, std::string> reduceLn2(const std::string &x) {
+    auto [nf, n] = nearest(mul(x, c(1.4426950408889634)));
+    std::string r = sub(sub(x, mul(nf, c(6.93147180369123816490e-01))),
+                        mul(nf, c(1.90821492927058770002e-10)));
+    return {r, n};
+  }
+  std::string clamp(const std::string &x, double lo, double hi) {
+    // maximumf/minimumf propagate NaN.
+    return op("arith.minimumf", op("arith.maximumf", x, c(lo), f_), c(hi), f_);
+  }
+
+  std::string exp(const std::string &x) {
+    // Beyond [-746, 710] the result is 0 or infinity either way.
+    std::string xc = clamp(x, -746.0, 710.0);
+    auto [r, n] = reduceLn2(xc);
+    return scale(add(expm1Poly(r), c(1.0)), n);
+  }
+  std::string exp2(const std::string &x) {
+    std::string xc = clamp(x, -1080.0, 1030.0);
+    auto [nf, n] = nearest(xc);
+    std::string r = mul(sub(xc, nf), c(0.69314718055994531)); // x - n is exact
+    return scale(add(expm1Poly(r), c(1.0)), n);
+  }
+  std::string tanh(const std::string &x) {
+    // tanh(x) = m / (m + 2), m = e^(2x) - 1 = 2^n (1 + q) - 1 = 2^n q + (2^n - 1): accurate
+    // near 0 as well. |x| >= 20 rounds to +-1, so x is clamped there (n stays within 58).
+    std::string xc = clamp(x, -20.0, 20.0);
+    auto [r, n] = reduceLn2(add(xc, xc));
+    std::string q = expm1Poly(r), s = pow2(n);
+    std::string m = add(mul(s, q), sub(s, c(1.0)));
+    return div(m, add(m, c(2.0)));
+  }
+  std::string log(const std::string &x, bool base2) {
+    // Subnormals are scaled into the normal range first.
+    std::string tiny = cmpf("olt", x, c(0x1p-1022));
+    std::string xs = select(tiny, mul(x, c(0x1p54)), x, f_);
+    std::string bits = cast("arith.bitcast", xs, f_, i_);
+    std::string ebits = op("arith.andi", op("arith.shrui", bits, ci(52), i_), ci(0x7FF), i_);
+    std::string k0 = op("arith.subi", ebits, ci(1023), i_);
+    k0 = select(tiny, op("arith.subi", k0, ci(54), i_), k0, i_);
+    std::string mbits = op("arith.ori", op("arith.andi", bits, ci(0x000FFFFFFFFFFFFFLL), i_),
+                           ci(0x3FF0000000000000LL), i_);
+    std::string m0 = cast("arith.bitcast", mbits, i_, f_); // [1, 2)
+    // m in [sqrt(2)/2, sqrt(2)).
+    std::string big = cmpf("ogt", m0, c(1.4142135623730951));
+    std::string m = select(big, mul(m0, c(0.5)), m0, f_);
+    std::string k = select(big, op("arith.addi", k0, ci(1), i_), k0, i_);
+    std::string kf = cast("arith.sitofp", k, i_, f_);
+    // fdlibm e_log.c: log(1 + f) = f - hfsq + s (hfsq + R(s^2)), s = f / (2 + f).
+    std::string f = sub(m, c(1.0));
+    std::string s = div(f, add(c(2.0), f));
+    std::string z = mul(s, s), w = mul(z, z);
+    std::string t1 = mul(w, horner(w, {3.999999999940941908e-01, 2.222219843214978396e-01,
+                                       1.531383769920937332e-01}));
+    std::string t2 = mul(z, horner(w, {6.666666666666735130e-01, 2.857142874366239149e-01,
+                                       1.818357216161805012e-01, 1.479819860511658591e-01}));
+    std::string R = add(t2, t1);
+    std::string hfsq = mul(mul(c(0.5), f), f);
+    std::string logm = sub(f, sub(hfsq, mul(s, add(hfsq, R)))); // log(m)
+    std::string res;
+    if (base2) {
+      res = add(kf, mul(logm, c(1.4426950408889634)));
+    } else {
+      res = add(mul(kf, c(6.93147180369123816490e-01)),
+                add(mul(kf, c(1.90821492927058770002e-10)), logm));
+    }
+    // x = +inf: inf; x = 0: -inf; x < 0 or NaN: NaN.
+    std::string inf = c(INFINITY);
+    res = select(cmpf("oeq", x, inf), inf, res, f_);
+    res = select(cmpf("oeq", x, c(0.0)), c(-INFINITY), res, f_);
+    return select(cmpf("oge", x, c(0.0)), res, c(NAN), f_);
+  }
+  std::string fma(const std::string &a, const std::string &b, const std::string &c3) {
+    std::string r = fresh_();
+    line_(r + " = llvm.call_intrinsic \"llvm.fma." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + a + ", " + b + ", " + c3 + ") : (" + f_ + ", " + f_ +
+          ", " + f_ + ") -> " + f_);
+    return r;
+  }
+  // r - n pi/2, with pi/2 as four doubles (212 bits) and each product exact inside an fma.
+  std::string subPio2(const std::string &r, const std::string &nf) {
+    std::string mn = neg(nf), out = r;
+    for (double p : {1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33,
+                     5.562271104316826e-50})
+      out = fma(mn, c(p), out);
+    return out;
+  }
+  // n mod 4 of an integer-valued float n (exact), as an i64.
+  std::string mod4(const std::string &nf) {
+    std::string q = sub(nf, mul(c(4.0), floor(mul(nf, c(0.25)))));
+    return cast("arith.fptosi", q, f_, i_);
+  }
+  std::string sinCos(const std::string &x, bool cosine) {
+    // x = n pi/2 + r, |r| <= pi/4 (a little more when x * 2/pi rounds across a half: a second
+    // step corrects that). n is an integer below 2^53, so n * P1 is exact inside the fma and each
+    // step rounds at most at the ulp of r. Beyond |x| = 2^52 n no longer fits a double (a
+    // Payne-Hanek reduction would be needed): the result is NaN there (documented, language.md
+    // section 12), as it is for infinities and NaN.
+    std::string absX = fresh_();
+    line_(absX + " = llvm.call_intrinsic \"llvm.fabs." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + x + ") : (" + f_ + ") -> " + f_);
+    std::string inRange = cmpf("olt", absX, c(0x1p52));
+    std::string xs = select(inRange, x, c(0.0), f_); // no NaN or infinity below
+    std::string twoOverPi = c(6.36619772367581382433e-01);
+    std::string n1 = floor(add(mul(xs, twoOverPi), c(0.5)));
+    std::string r1 = subPio2(xs, n1);
+    std::string n2 = floor(add(mul(r1, twoOverPi), c(0.5)));
+    std::string r = subPio2(r1, n2);
+    std::string n = op("arith.addi", mod4(n1), mod4(n2), i_);
+    std::string z = mul(r, r);
+    // k_sin.c: sin(r) = r + r^3 (S1 + z P(z)).
+    std::string ps = horner(z, {8.33333333332248946124e-03, -1.98412698298579493134e-04,
+                                2.75573137070700676789e-06, -2.50507602534068634195e-08,
+                                1.58969099521155010221e-10});
+    std::string sinR = add(r, mul(mul(z, r), add(c(-1.66666666666666324348e-01), mul(z, ps))));
+    // k_cos.c: cos(r) = w + (((1 - w) - z/2) + z^2 C(z)), w = 1 - z/2.
+    std::string pc = horner(z, {4.16666666666666019037e-02, -1.38888888888741095749e-03,
+                                2.48015872894767294178e-05, -2.75573143513906633035e-07,
+                                2.08757232129817482790e-09, -1.13596475577881948265e-11});
+    std::string hz = mul(c(0.5), z), w = sub(c(1.0), hz);
+    std::string cosR = add(w, add(sub(sub(c(1.0), w), hz), mul(mul(z, z), pc)));
+    // Quadrant n mod 4: sin -> sin r, cos r, -sin r, -cos r; cos -> cos r, -sin r, -cos r, sin r.
+    std::string q = op("arith.andi", cosine ? op("arith.addi", n, ci(1), i_) : n, ci(3), i_);
+    std::string odd = cmpi("ne", op("arith.andi", q, ci(1), i_), ci(0));
+    std::string a = select(odd, cosR, sinR, f_);
+    std::string negate = cmpi("ne", op("arith.andi", q, ci(2), i_), ci(0));
+    std::string res = select(negate, neg(a), a, f_);
+    return select(inRange, res, c(NAN), f_);
+  }
+
+  std::function<std::string()> fresh_;
+  std::function<void(const std::string &)> line_;
+  int64_t e_;
+  std::string f_, i_, b_;
+};
+
 std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                             ScalarType inT, int64_t e) {
   const ScalarType outT = op.results[0]->type.dtype;
@@ -3535,6 +3805,12 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
     if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
       return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
                          op.loc);
+    if (inT == ScalarType::F64) {
+      F64Math m([&] { return fresh(); }, [&](const std::string &l) { line(l); }, e);
+      std::string v = m.emit(op.math, x[0]);
+      if (!v.empty())
+        return v;
+    }
     auto one = [&]() { return splatConst("1.0", ity); };
     auto scaled = [&](const char *name, const char *scale, bool before) {
       std::string c = splatConst(scale, ity), t = fresh();
@@ -3927,36 +4203,55 @@ std::string KernelEmitter::applyExprClone(const ir::Op &op, const std::string &x
   return buildVector(out, rt);
 }
 
+// A float constant of type t as MLIR parses it back exactly: `v` rounded once to t (to nearest,
+// ties to even: the reference evaluator's rounding, language.md section 11). A value that t
+// holds exactly is printed in decimal (%.17g identifies the double, and so the value, and MLIR's
+// float literals need a '.': `1e-08` becomes `1.0e-08`); anything else (a value t rounds,
+// infinities, NaN) as t's bit pattern in hex, which MLIR takes as the bits.
 std::string floatLiteral(double v, ScalarType t) {
-  if (std::isfinite(v)) {
+  const llvm::fltSemantics *sem = &llvm::APFloat::IEEEsingle();
+  switch (t) {
+  case ScalarType::F16: sem = &llvm::APFloat::IEEEhalf(); break;
+  case ScalarType::BF16: sem = &llvm::APFloat::BFloat(); break;
+  case ScalarType::F64: sem = &llvm::APFloat::IEEEdouble(); break;
+  default: break;
+  }
+  llvm::APFloat f(v);
+  bool lost = false;
+  llvm::APFloat::opStatus st = f.convert(*sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (std::isfinite(v) && f.isFinite() && !lost && st == llvm::APFloat::opOK) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.17g", v);
     std::string s = buf;
-    if (s.find_first_of(".e") == std::string::npos)
-      s += ".0";
+    if (s.find('.') == std::string::npos) {
+      size_t e = s.find_first_of("eE");
+      s.insert(e == std::string::npos ? s.size() : e, ".0");
+    }
     return s;
   }
-  // Non-finite values as bit patterns.
-  const bool neg = std::signbit(v), nan = std::isnan(v);
-  char buf[32];
-  switch (t) {
-  case ScalarType::F16:
-    std::snprintf(buf, sizeof buf, "0x%04X", nan ? 0x7E00 : neg ? 0xFC00 : 0x7C00);
-    break;
-  case ScalarType::BF16:
-    std::snprintf(buf, sizeof buf, "0x%04X", nan ? 0x7FC0 : neg ? 0xFF80 : 0x7F80);
-    break;
-  case ScalarType::F64:
-    std::snprintf(buf, sizeof buf, "0x%016llX",
-                  nan   ? 0x7FF8000000000000ULL
-                  : neg ? 0xFFF0000000000000ULL
-                        : 0x7FF0000000000000ULL);
-    break;
-  default:
-    std::snprintf(buf, sizeof buf, "0x%08X", nan ? 0x7FC00000u : neg ? 0xFF800000u : 0x7F800000u);
-    break;
+  llvm::APInt bits = f.bitcastToAPInt();
+  llvm::SmallString<32> hex;
+  bits.toStringUnsigned(hex, 16);
+  std::string digits(hex.begin(), hex.end());
+  for (char &c : digits)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  size_t width = bits.getBitWidth() / 4;
+  if (digits.size() < width)
+    digits.insert(0, width - digits.size(), '0');
+  return "0x" + digits;
+}
+
+// An integer constant of type t as MLIR parses it: its bit pattern read as a signed number of
+// t's width (sema keeps literals within the width: `literal-out-of-range`).
+std::string intLiteral(int64_t v, ScalarType t) {
+  unsigned n = bitWidth(t);
+  if (n > 0 && n < 64) {
+    uint64_t mask = (uint64_t(1) << n) - 1, u = static_cast<uint64_t>(v) & mask;
+    if (u >> (n - 1))
+      u |= ~mask; // sign-extend
+    v = static_cast<int64_t>(u);
   }
-  return buf;
+  return std::to_string(v);
 }
 
 // ---- reductions ----------------------------------------------------------------------------
@@ -4719,8 +5014,8 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     if (ty.empty() || opaque(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     std::string lit = isFloat(v.dtype)            ? floatLiteral(op.fvalue, v.dtype)
-                      : v.dtype == ScalarType::I1 ? (op.ivalue ? "true" : "false")
-                                                  : std::to_string(op.ivalue);
+                      : v.dtype == ScalarType::I1 ? ((op.ivalue & 1) ? "true" : "false")
+                                                  : intLiteral(op.ivalue, v.dtype);
     std::string r = fresh();
     line(r + " = arith.constant " + lit + " : " + ty);
     v.clones[""] = r;

@@ -4,6 +4,7 @@
 #include "codegen/target_table.h"
 #include "driver/files.h"
 #include "driver/options.h"
+#include "frontend/large_stack.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -541,7 +542,8 @@ int runWavec(int argc, char **argv) {
     return usageError("-MD writes a depfile for the outputs; --check writes none");
   if (!noCache)
     opts.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir;
-  return compile(opts);
+  // On a large stack: defence in depth behind the front end's nesting limits (large_stack.h).
+  return wave::runOnLargeStack([&] { return compile(opts); });
 }
 
 } // namespace

@@ -24,6 +24,7 @@
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
+#include "passes/size_limits.h"
 
 #include <cctype>
 #include <cerrno>
@@ -457,7 +458,9 @@ int compile(const DriverOptions &opts) {
       dumps.after("sema", c.irText, ".ir.txt");
     for (const auto &kernel : c.program->kernels) {
       auto dist = std::make_unique<Distribution>();
-      if (!distribute(*kernel, *c.program->target, diags, *dist))
+      if (!checkStaticSizes(*kernel, diags) ||
+          !distribute(*kernel, *c.program->target, diags, *dist) ||
+          !checkUnroll(*kernel, *dist, diags))
         continue;
       c.distText += printDistribution(*kernel, *c.program->target, *dist);
       c.kernels.push_back({kernel.get(), dist.get()});

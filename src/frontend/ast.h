@@ -50,6 +50,9 @@ struct Expr {
   ExprKind kind;
   SourceRange range;
   bool parenthesized = false; // written inside ( ... )
+  // Levels of nesting at and below this node, as the parser counts them against
+  // `expression-too-deep` (parse_state.h: kMaxExprDepth): 0 for a leaf, 1 for `-x` or `a + b`.
+  uint32_t depth = 0;
   Expr(ExprKind k, SourceRange r) : kind(k), range(r) {}
   virtual ~Expr() = default;
 };

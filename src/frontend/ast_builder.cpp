@@ -1,6 +1,7 @@
 // Parse tree -> AST. See ast_builder.h for what it guarantees.
 #include "frontend/ast_builder.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -168,9 +169,108 @@ private:
   bool slotsFilled(ParserRuleContext *ctx, const char *what);
   bool exprList(P::ExprListContext *ctx, std::vector<ast::ExprPtr> &out);
 
+  // Sets e's depth from its children's and reports `expression-too-deep` at `at` (returning
+  // null) when it exceeds the limit, so that no deeper tree reaches sema.
+  ast::ExprPtr bounded(ast::ExprPtr e, SourceRange at);
+
   ParseState &st_;
   uint32_t lastMissingSemicolonLine_ = 0;
 };
+
+// The depth of the deepest expression among a block's statements (not recursive: each holds
+// its own depth).
+uint32_t blockDepth(const ast::Block &b) {
+  uint32_t d = 0;
+  auto see = [&](const ast::ExprPtr &e) {
+    if (e)
+      d = std::max(d, e->depth);
+  };
+  for (const ast::StmtPtr &s : b.stmts) {
+    if (auto *a = ast::dyn_cast<ast::AssignStmt>(s.get()))
+      see(a->value);
+    else if (auto *c = ast::dyn_cast<ast::CompoundAssignStmt>(s.get()))
+      see(c->value);
+    else if (auto *x = ast::dyn_cast<ast::ExprStmt>(s.get()))
+      see(x->expr);
+    else if (auto *y = ast::dyn_cast<ast::YieldStmt>(s.get()))
+      for (const ast::ExprPtr &v : y->values)
+        see(v);
+  }
+  return d;
+}
+
+// The depth of the deepest direct child of `e` (0 for a leaf).
+uint32_t childDepth(const ast::Expr &e) {
+  uint32_t d = 0;
+  auto see = [&](const ast::ExprPtr &c) {
+    if (c)
+      d = std::max(d, c->depth);
+  };
+  switch (e.kind) {
+  case ast::ExprKind::Unary:
+    see(static_cast<const ast::Unary &>(e).operand);
+    break;
+  case ast::ExprKind::Binary:
+    see(static_cast<const ast::Binary &>(e).lhs);
+    see(static_cast<const ast::Binary &>(e).rhs);
+    break;
+  case ast::ExprKind::Call:
+    for (const ast::Arg &a : static_cast<const ast::Call &>(e).args)
+      see(a.value);
+    break;
+  case ast::ExprKind::List:
+    for (const ast::ExprPtr &x : static_cast<const ast::ListExpr &>(e).elements)
+      see(x);
+    break;
+  case ast::ExprKind::Dict:
+    for (const ast::DictEntry &x : static_cast<const ast::DictExpr &>(e).entries) {
+      see(x.key);
+      see(x.value);
+    }
+    break;
+  case ast::ExprKind::Lambda:
+    see(static_cast<const ast::Lambda &>(e).body);
+    break;
+  case ast::ExprKind::RegisterCtor: {
+    const auto &r = static_cast<const ast::RegisterCtor &>(e);
+    for (const ast::ExprPtr &x : r.type.dims)
+      see(x);
+    see(r.type.space);
+    see(r.init);
+    break;
+  }
+  case ast::ExprKind::If: {
+    const auto &i = static_cast<const ast::IfExpr &>(e);
+    see(i.cond);
+    d = std::max(d, blockDepth(i.thenBlock));
+    if (i.elseBlock)
+      d = std::max(d, blockDepth(*i.elseBlock));
+    break;
+  }
+  case ast::ExprKind::Iterate: {
+    const auto &it = static_cast<const ast::IterateExpr &>(e);
+    see(it.dim);
+    for (const ast::Carried &c : it.carried)
+      see(c.init);
+    d = std::max(d, blockDepth(it.body));
+    break;
+  }
+  default:
+    break;
+  }
+  return d;
+}
+
+ast::ExprPtr Builder::bounded(ast::ExprPtr e, SourceRange at) {
+  if (!e)
+    return e;
+  e->depth = childDepth(*e) + 1;
+  if (e->depth > kMaxExprDepth) {
+    st_.report(DiagId::ExpressionTooDeep, at, {std::to_string(kMaxExprDepth)});
+    return nullptr;
+  }
+  return e;
+}
 
 // ---- declarations -------------------------------------------------------------------------
 
@@ -606,8 +706,11 @@ ast::ExprPtr Builder::chain(ParserRuleContext *ctx, bool comparison) {
       if (!kind)
         return nullptr;
       SourceRange r = SourceRange::span(lhs->range, operand->range);
-      lhs = std::make_unique<ast::Binary>(r, *kind, std::move(lhs), std::move(operand),
-                                          st_.rangeOf(op));
+      lhs = bounded(std::make_unique<ast::Binary>(r, *kind, std::move(lhs), std::move(operand),
+                                                  st_.rangeOf(op)),
+                    st_.rangeOf(op));
+      if (!lhs)
+        return nullptr;
       op = nullptr;
     } else {
       op = tok(dynamic_cast<TerminalNode *>(child));
@@ -636,7 +739,7 @@ ast::ExprPtr Builder::unary(P::UnaryExprContext *ctx) {
     return nullptr;
   SourceRange r{st_.rangeOf(op).begin, operand->range.end};
   auto kind = op->getType() == P::MINUS ? ast::UnaryOp::Neg : ast::UnaryOp::BitNot;
-  return std::make_unique<ast::Unary>(r, kind, std::move(operand));
+  return bounded(std::make_unique<ast::Unary>(r, kind, std::move(operand)), st_.rangeOf(op));
 }
 
 ast::ExprPtr Builder::intLiteral(const Token *t) {
@@ -706,7 +809,7 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
     auto out = std::make_unique<ast::Call>(st_.rangeOf(name, close), ident(name));
     if (!args(call->argList(), out->args))
       return nullptr;
-    return out;
+    return bounded(std::move(out), st_.rangeOf(name));
   }
   if (auto *paren = dynamic_cast<P::ParenContext *>(ctx)) {
     ast::ExprPtr inner = value(paren->value());
@@ -714,13 +817,18 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
       return nullptr;
     inner->parenthesized = true;
     inner->range = range(paren);
+    if (++inner->depth > kMaxExprDepth) {
+      st_.report(DiagId::ExpressionTooDeep, st_.rangeOf(paren->getStart()),
+                 {std::to_string(kMaxExprDepth)});
+      return nullptr;
+    }
     return inner;
   }
   if (auto *list = dynamic_cast<P::ListLitContext *>(ctx)) {
     auto out = std::make_unique<ast::ListExpr>(range(list));
     if (list->exprList() && !exprList(list->exprList(), out->elements))
       return nullptr;
-    return out;
+    return bounded(std::move(out), st_.rangeOf(list->getStart()));
   }
   if (auto *dict = dynamic_cast<P::DictLitContext *>(ctx)) {
     auto out = std::make_unique<ast::DictExpr>(range(dict));
@@ -735,7 +843,7 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
         return nullptr;
       out->entries.push_back({std::move(key), std::move(v)});
     }
-    return out;
+    return bounded(std::move(out), st_.rangeOf(dict->getStart()));
   }
   if (auto *ctor = dynamic_cast<P::RegisterCtorContext *>(ctx)) {
     const Token *kw = tok(ctor->REGISTER()), *close = tok(ctor->RBRACK());
@@ -746,7 +854,9 @@ ast::ExprPtr Builder::primary(P::PrimaryContext *ctx) {
     ast::ExprPtr init = value(ctor->value());
     if (!type || !init)
       return nullptr;
-    return std::make_unique<ast::RegisterCtor>(range(ctor), std::move(*type), std::move(init));
+    return bounded(
+        std::make_unique<ast::RegisterCtor>(range(ctor), std::move(*type), std::move(init)),
+        st_.rangeOf(kw));
   }
   return nullptr; // BadNumberContext, or an alternative that never got chosen
 }
@@ -764,6 +874,11 @@ ast::ExprPtr Builder::iterDimAtom(P::IterDimAtomContext *ctx) {
       return nullptr;
     inner->parenthesized = true;
     inner->range = range(paren);
+    if (++inner->depth > kMaxExprDepth) {
+      st_.report(DiagId::ExpressionTooDeep, st_.rangeOf(paren->getStart()),
+                 {std::to_string(kMaxExprDepth)});
+      return nullptr;
+    }
     return inner;
   }
   return nullptr;
@@ -780,7 +895,7 @@ ast::ExprPtr Builder::ifExpr(P::IfExprContext *ctx) {
   if (!block(blocks[0], out->thenBlock))
     return nullptr;
   if (!ctx->ELSE())
-    return out;
+    return bounded(std::move(out), st_.rangeOf(ctx->getStart()));
   ast::Block elseBlock;
   if (blocks.size() > 1) {
     if (!block(blocks[1], elseBlock))
@@ -794,7 +909,7 @@ ast::ExprPtr Builder::ifExpr(P::IfExprContext *ctx) {
     elseBlock.stmts.push_back(std::make_unique<ast::ExprStmt>(nested->range, std::move(nested)));
   }
   out->elseBlock = std::move(elseBlock);
-  return out;
+  return bounded(std::move(out), st_.rangeOf(ctx->getStart()));
 }
 
 ast::ExprPtr Builder::iterateExpr(P::IterateExprContext *ctx) {
@@ -817,7 +932,7 @@ ast::ExprPtr Builder::iterateExpr(P::IterateExprContext *ctx) {
   }
   if (!block(ctx->block(), out->body))
     return nullptr;
-  return out;
+  return bounded(std::move(out), st_.rangeOf(ctx->getStart()));
 }
 
 bool Builder::args(P::ArgListContext *ctx, std::vector<ast::Arg> &out) {
@@ -864,7 +979,8 @@ ast::ExprPtr Builder::argValue(P::ArgValueContext *ctx) {
   if (!param || !body)
     return nullptr;
   SourceRange r{st_.rangeOf(param).begin, body->range.end};
-  return std::make_unique<ast::Lambda>(r, ident(param), std::move(body));
+  return bounded(std::make_unique<ast::Lambda>(r, ident(param), std::move(body)),
+                 st_.rangeOf(param));
 }
 
 // Lists are `item (',' item?)*`: a trailing comma is fine, two in a row leave a hole.

@@ -105,6 +105,78 @@ bool ParseState::checkNesting() {
   return true;
 }
 
+bool ParseState::checkExpressionDepth() {
+  using L = wave_antlr::WaveLexer;
+  if (!tokens_)
+    return true;
+  // One frame per open bracket: the level of the bracket itself and the prefix operators
+  // pending at this bracket level (`- - (` nests the bracket three levels below its base).
+  struct Frame {
+    unsigned base;
+    unsigned prefix;
+  };
+  std::vector<Frame> frames{{0, 0}};
+  bool afterOperand = false; // the previous token ends an operand: `-` is then binary
+  for (size_t i = 0; i < tokens_->size(); ++i) {
+    antlr4::Token *t = tokens_->get(i);
+    if (t->getChannel() != antlr4::Token::DEFAULT_CHANNEL)
+      continue;
+    size_t type = t->getType();
+    if (type == antlr4::Token::EOF)
+      break;
+    Frame &f = frames.back();
+    unsigned level = 0;
+    switch (type) {
+    case L::LPAREN:
+    case L::LBRACK:
+    case L::LBRACE:
+      level = f.base + f.prefix + 1;
+      frames.push_back({level, 0});
+      afterOperand = false;
+      break;
+    case L::RPAREN:
+    case L::RBRACK:
+    case L::RBRACE:
+      if (frames.size() > 1)
+        frames.pop_back();
+      afterOperand = true;
+      break;
+    case L::MINUS:
+    case L::TILDE:
+      if (afterOperand) {
+        f.prefix = 0; // a binary `-` ends the operand the prefixes applied to
+      } else {
+        level = f.base + ++f.prefix;
+      }
+      afterOperand = false;
+      break;
+    case L::IDENT:
+    case L::INT_LIT:
+    case L::FLOAT_LIT:
+    case L::BAD_NUMBER:
+    case L::INF_LIT:
+    case L::NAN_LIT:
+    case L::TRUE_LIT:
+    case L::FALSE_LIT:
+    case L::GLOBAL:
+    case L::SHARED:
+    case L::TYPE_NAME:
+      afterOperand = true;
+      break;
+    default:
+      // Binary operators, separators, keywords: the pending prefixes are done.
+      f.prefix = 0;
+      afterOperand = false;
+      break;
+    }
+    if (level > kMaxExprDepth) {
+      report(DiagId::ExpressionTooDeep, rangeOf(t), {std::to_string(kMaxExprDepth)});
+      return false;
+    }
+  }
+  return true;
+}
+
 // ---- locations ----------------------------------------------------------------------------
 
 size_t ParseState::byteOffset(size_t codePointIndex) const {

@@ -20,8 +20,16 @@ namespace wave::parse {
 
 // Brackets may nest this deep (language.md: deeper nesting is `nesting-too-deep`).
 constexpr unsigned kMaxBracketDepth = 256;
-// Parser rules may nest this deep; it bounds recursion where brackets do not (`- - - x`).
-constexpr unsigned kMaxRuleDepth = 3000;
+// Expressions may nest this deep (language.md section 1: deeper is `expression-too-deep`). Every
+// level counts: each binary operator (chains fold to the left, so `a + b + c` is two levels),
+// each prefix `-`/`~`, each call, list, dict and bracket. Everything after the parser walks the
+// AST recursively, so this bounds the recursion of sema, the checker, the dumpers and the IR
+// builder; tests/robust/test_deep_inputs.py checks that the limit itself runs on an 8 MiB stack.
+constexpr unsigned kMaxExprDepth = 1024;
+// Parser rules may nest this deep. A backstop only: the token pre-scan (checkExpressionDepth)
+// bounds the recursion of the parser first (brackets and prefix operators are the only
+// recursive parts of the grammar; about 11 rules per bracket level, 1 per prefix operator).
+constexpr unsigned kMaxRuleDepth = 4000;
 // The parser stops after this many errors (the DiagnosticEngine's default limit).
 constexpr unsigned kMaxErrors = 20;
 
@@ -53,6 +61,10 @@ public:
   bool isReplacement(size_t i) const;
   // Reports `nesting-too-deep` and returns false when brackets nest more than the limit.
   bool checkNesting();
+  // Scans the token stream (setTokens, filled) before the parser runs: reports
+  // `expression-too-deep` and returns false when brackets and prefix operators together nest
+  // more than kMaxExprDepth levels, so that the parser never recurses deeper than that.
+  bool checkExpressionDepth();
 
   // ---- locations ------------------------------------------------------------------------
   SourceLoc locAt(size_t codePointIndex) const;

@@ -50,6 +50,12 @@ void parseAndBuild(parse::ParseState &state, ast::Module &module) {
 
   antlr4::CommonTokenStream tokens(&lexer);
   state.setTokens(&tokens);
+  // Lex everything first, so that nesting is bounded before the parser recurses into it.
+  tokens.fill();
+  if (!state.checkExpressionDepth()) {
+    state.setTokens(nullptr);
+    return;
+  }
   wave_antlr::WaveParser parser(&tokens);
   parser.removeErrorListeners();
   parser.addErrorListener(&listener);

@@ -536,7 +536,8 @@ void DepthGuard::enterEveryRule(antlr4::ParserRuleContext *ctx) {
   if (!root_)
     root_ = dynamic_cast<P::ModuleContext *>(ctx);
   if (depth_ + 1 > kMaxRuleDepth) {
-    state_.report(DiagId::ExpressionTooDeep, state_.rangeOf(ctx->getStart()));
+    state_.report(DiagId::ExpressionTooDeep, state_.rangeOf(ctx->getStart()),
+                  {std::to_string(kMaxExprDepth)});
     throw antlr4::ParseCancellationException("nesting too deep");
   }
   ++depth_;

@@ -69,7 +69,10 @@ public:
               const char *spelling);
   // One register value from an EV (literals become scalar constants of `dflt`).
   ir::Value *asRegister(EV v, const std::string &what, ScalarType dflt = ScalarType::F32);
+  // A literal as a constant of type t; null when an integer literal does not fit t
+  // (`literal-out-of-range`, reported).
   ir::Value *materialize(const EV &lit, ScalarType t, SourceRange loc);
+  bool checkLiteralRange(const EV &lit, ScalarType t, SourceRange loc);
   // Two operands with one element type and broadcast-compatible shapes; returns the result shape.
   std::optional<ir::Shape> unifyOperands(EV &a, EV &b, SourceRange opLoc, const char *spelling,
                                          ir::Value *&va, ir::Value *&vb);

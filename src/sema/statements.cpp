@@ -3,6 +3,8 @@
 #include "sema/kernel_checker.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace wave::sema_detail {
 
@@ -223,12 +225,54 @@ EV KernelChecker::checkName(const ast::NameRef &n) {
   return EV::invalid();
 }
 
+namespace {
+// An integer literal fits an integer type of n bits when it is an n-bit number, signed or
+// unsigned: -2^(n-1) .. 2^n - 1 (language.md section 7; its n-bit pattern is the value, as the
+// reference evaluator's wrapping gives it). Float types take any integer (rounded).
+bool intLiteralFits(int64_t v, ScalarType t) {
+  if (!isInteger(t) || bitWidth(t) >= 64)
+    return true;
+  unsigned n = bitWidth(t);
+  return v >= -(int64_t(1) << (n - 1)) && v <= (int64_t(1) << n) - 1;
+}
+
+// A float literal converted to an integer type (only `cast` does that): truncated toward zero,
+// saturated at the type's range, NaN as 0, as language.md section 11 says of conversions.
+int64_t floatToIntLiteral(double f, ScalarType t) {
+  if (std::isnan(f))
+    return 0;
+  unsigned n = std::min(bitWidth(t), 64u);
+  bool sg = isSigned(t) || t == ScalarType::Index || n == 64;
+  double lo = sg ? -std::ldexp(1.0, int(n) - 1) : 0.0;
+  double hi = sg ? std::ldexp(1.0, int(n) - 1) : std::ldexp(1.0, int(n));
+  f = std::trunc(f);
+  if (f <= lo)
+    return n == 64 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(lo);
+  if (f >= hi) // the largest value is hi - 1
+    return n == 64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(hi) - 1;
+  return static_cast<int64_t>(f);
+}
+} // namespace
+
+bool KernelChecker::checkLiteralRange(const EV &lit, ScalarType t, SourceRange loc) {
+  if (lit.kind == EV::FloatLit || intLiteralFits(lit.i, t))
+    return true;
+  unsigned n = bitWidth(t);
+  diags.report(DiagId::LiteralOutOfRange, loc,
+               {exprTextOf(lit), scalarTypeName(t),
+                std::to_string(-(int64_t(1) << (n - 1))),
+                std::to_string((int64_t(1) << n) - 1)});
+  return false;
+}
+
 ir::Value *KernelChecker::materialize(const EV &lit, ScalarType t, SourceRange loc) {
+  if (!checkLiteralRange(lit, t, loc))
+    return nullptr;
   ir::Op *op = emit(OpKind::Constant, loc, {}, {ir::Type::reg({}, t)});
   op->dtype = t;
   if (lit.kind == EV::FloatLit) {
     op->fvalue = lit.f;
-    op->ivalue = static_cast<int64_t>(lit.f);
+    op->ivalue = isFloat(t) ? 0 : floatToIntLiteral(lit.f, t);
   } else {
     op->ivalue = lit.i;
     op->fvalue = static_cast<double>(lit.i);
@@ -458,10 +502,12 @@ EV KernelChecker::checkRegisterCtor(const ast::RegisterCtor &r) {
                  {exprTextOf(init), scalarTypeName(type->dtype)});
     return EV::invalid();
   }
+  if (!checkLiteralRange(init, type->dtype, r.init->range))
+    return EV::invalid();
   ir::Op *op = emit(OpKind::Constant, r.range, {}, {*type});
   op->dtype = type->dtype;
   op->fvalue = init.kind == EV::FloatLit ? init.f : static_cast<double>(init.i);
-  op->ivalue = init.kind == EV::FloatLit ? static_cast<int64_t>(init.f) : init.i;
+  op->ivalue = init.kind == EV::FloatLit ? 0 : init.i;
   return EV::of(op->results[0], r.range);
 }
 

@@ -564,11 +564,31 @@ TEST(ParserErrors, NestingTooDeep) {
   Parsed chain = parse("symbol X = " + minus + "1;");
   ASSERT_GE(chain.all().size(), 1u);
   EXPECT_STREQ(diagInfo(chain.first().id).id, "expression-too-deep");
+  EXPECT_EQ(loc(chain.first().range), "1:2060"); // the 1025th prefix
+  // Binary chains count one level per operator (they fold to the left).
+  auto sum = [](int terms) {
+    std::string s = "symbol X = 1";
+    for (int i = 1; i < terms; ++i)
+      s += "+1";
+    return s + ";";
+  };
+  Parsed long1024 = parse(sum(1025)); // 1024 operators
+  EXPECT_TRUE(long1024.all().empty()) << long1024.text().substr(0, 500);
+  expectError(sum(20000), "expression-too-deep",
+              "expression nested more than 1024 levels deep (each operator, prefix, call and "
+              "bracket is a level)",
+              "1:2061"); // the 1025th '+'
+  // An `else if` nests one level: a chain of 1000 is fine, 2000 is too deep.
   std::string elses = "x = ";
-  for (int i = 0; i < 2000; ++i)
+  for (int i = 0; i < 1000; ++i)
     elses += "if a { yield 1; } else ";
   Parsed elseIf = parse(inKernel(elses + "{ yield 2; }"));
   EXPECT_TRUE(elseIf.all().empty()) << elseIf.text().substr(0, 500);
+  for (int i = 0; i < 1000; ++i)
+    elses += "if a { yield 1; } else ";
+  Parsed elseIf2 = parse(inKernel(elses + "{ yield 2; }"));
+  ASSERT_GE(elseIf2.all().size(), 1u);
+  EXPECT_STREQ(diagInfo(elseIf2.first().id).id, "expression-too-deep");
 }
 
 TEST(ParserErrors, Numbers) {
