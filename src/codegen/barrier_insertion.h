@@ -1,4 +1,4 @@
-// Barrier insertion for shared memory (wave-facts.md section 5.3): a real analysis over the
+// Barrier insertion for shared memory (docs/hardware.md section 5.3): a real analysis over the
 // accesses the emitter produced, not a fixed recipe.
 //
 // The emitter describes its instruction stream as a list of items: shared-memory reads and

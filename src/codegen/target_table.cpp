@@ -7,7 +7,7 @@ namespace wave {
 using sym::IndexExpr;
 
 namespace {
-// Lane layouts of wave-facts.md section 3, one small function per formula. `l` is the lane,
+// Lane layouts of docs/hardware.md section 3, one small function per formula. `l` is the lane,
 // `g` the element index in the lane's register vector.
 IndexExpr lmod16(const IndexExpr &l, const IndexExpr &) { return mod(l, 16); }
 IndexExpr lmod32(const IndexExpr &l, const IndexExpr &) { return mod(l, 32); }
@@ -40,7 +40,7 @@ IndexExpr syncBK16(const IndexExpr &l, const IndexExpr &g) {
 IndexExpr syncCRow(const IndexExpr &l, const IndexExpr &g) { return floorDiv(l, 4) + 8 * floorDiv(g, 2); }
 IndexExpr syncCCol(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + mod(g, 2); }
 IndexExpr syncBK8(const IndexExpr &l, const IndexExpr &g) { return 2 * mod(l, 4) + g; }
-// ldmatrix addresses (wave-facts.md 3.4): A 16x16 with .x4 (lanes 8j..8j+7 address matrix j:
+// ldmatrix addresses (docs/hardware.md 3.4): A 16x16 with .x4 (lanes 8j..8j+7 address matrix j:
 // rows 0-7 / 8-15, cols 0 / 8), B 8x16 (N x K) with .x2 (rows 0-7, cols 0 / 8).
 IndexExpr ldARow(const IndexExpr &l) { return mod(l, 16); }
 IndexExpr ldACol(const IndexExpr &l) { return 8 * floorDiv(l, 16); }
@@ -145,7 +145,7 @@ const std::vector<const char *> kWgmma = {
     "F32_64x16x16_F16",   "F32_64x8x16_F16",    "F32_64x256x16_BF16", "F32_64x128x16_BF16",
     "F32_64x64x16_BF16",  "F32_64x32x16_BF16",  "F32_64x16x16_BF16",  "F32_64x8x16_BF16"};
 
-// HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (wave-facts.md 1.8).
+// HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (docs/hardware.md 1.8).
 #define kAmdGrid {0xffffffffull, 0xffffffffull, 0xffffffffull}
 #define kNvGrid {0x7fffffffull, 65535ull, 65535ull}
 constexpr uint64_t kAmdGridThreads = 0xffffffffull;

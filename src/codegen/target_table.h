@@ -1,5 +1,5 @@
 // The hardware facts wavec compiles for, as data: one row per target and one row per matrix
-// instruction kind (language.md section 8, wave-facts.md sections 3 and 7). Passes query this
+// instruction kind (docs/language.md section 8, docs/hardware.md sections 3 and 7). Passes query this
 // table; no pass tests a target's name.
 #pragma once
 
@@ -74,7 +74,7 @@ struct TargetInfo {
   // Launch limits: workgroups per grid axis, and (AMD) threads per grid axis, 0 = none.
   uint64_t maxGrid[3];
   uint64_t maxGridThreads;
-  // AMD buffer instructions (masked global accesses, wave-facts.md 2.4): word 3 of a raw buffer
+  // AMD buffer instructions (masked global accesses, docs/hardware.md 2.4): word 3 of a raw buffer
   // resource (V#) that range-checks the offset against num_records; 0 = not used. gfx9: data
   // format 32 (must be nonzero), num format float; gfx10+: the same plus bit 24 (reserved, 1)
   // and OOB_SELECT = 3 (raw: check the offset), which the emulator honours when

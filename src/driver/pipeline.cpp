@@ -1,4 +1,4 @@
-// The compiler pipeline, in order: a table of contents of wavec (architecture.md).
+// The compiler pipeline, in order: a table of contents of wavec (docs/internals.md, "Pipeline").
 //
 //   1. read      the .wave file
 //   2. parse     text -> AST (syntax errors located, several per run)

@@ -61,7 +61,7 @@ bool isComparison(BinaryOp op) {
 
 namespace {
 
-// Binding strength, loosest first, as in language.md section 2.
+// Binding strength, loosest first, as in docs/language.md section 1.
 enum Precedence {
   kBlockLike = 0, // lambdas, if, iterate: parenthesized when they are operands
   kOr,

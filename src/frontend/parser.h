@@ -1,4 +1,4 @@
-// The front door of the front end: a `.wave` file in, an AST out (language.md sections 2-4, 7).
+// The front door of the front end: a `.wave` file in, an AST out (docs/language.md sections 1-4, 7).
 //
 // parseModule validates the text (UTF-8, bracket depth), runs the ANTLR lexer and parser that
 // are generated from grammar/Wave.g4, and builds the AST (ast.h) from the parse tree. Syntax

@@ -1,4 +1,4 @@
-// The scalar element types of the language (language.md section 4) and their properties.
+// The scalar element types of the language (docs/language.md section 4) and their properties.
 #pragma once
 
 #include <optional>

@@ -98,7 +98,7 @@ enum class MathKind { Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Reciprocal, Abs, Tanh, 
 const char *binaryKindName(BinaryKind k);
 const char *mathKindName(MathKind k);
 
-// A resolved index mapping (language.md section 3.2), at one use.
+// A resolved index mapping (docs/language.md section 3), at one use.
 struct Mapping {
   std::string name;
   std::vector<std::string> iterators; // symbol names: "$it:<mapping>:<i>"

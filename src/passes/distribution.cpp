@@ -273,6 +273,10 @@ private:
   // layout that touches it) is walked one element per clone: its vector shape becomes 1 in
   // settleRowDims, after the first visit of the accesses has shown where lanes run.
   void collectExpansion() {
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.kind == ir::OpKind::Reduce && !ir::hasDim(reducedDims_, op.dims[0]))
+        reducedDims_.push_back(op.dims[0]);
+    });
     const auto mmaShapes = mmaVectorShapes();
     std::vector<ir::Dim> dims;
     auto add = [&](const ir::Dim &d) {
@@ -298,7 +302,7 @@ private:
         return;
       for (const auto &d : mem->type.shape) {
         auto size = d.size.asInteger();
-        if (kernel.workgroupFor(d) || kernel.tilingFor(d) || !size || *size <= 1 || reduced(d))
+        if (split(d) || !size || *size <= 1 || reduced(d))
           continue;
         add(d);
       }
@@ -324,7 +328,7 @@ private:
       }
       // A vector shape at least the dim's static size is the whole dim.
       if (auto size = d.size.asInteger(), v = vs.asInteger();
-          size && v && *v > *size && !kernel.workgroupFor(d) && !kernel.tilingFor(d))
+          size && v && *v > *size && !split(d))
         vs = IndexExpr(std::max<int64_t>(*size, 1));
       out.expansion.push_back({d, vs, cloneCount(d, vs)});
       out.facts.setRange("$i_" + d.str(), 0, out.expansion.back().count - 1);
@@ -395,13 +399,10 @@ private:
     }
   }
 
-  bool reduced(const ir::Dim &d) const {
-    bool r = false;
-    ir::walk(kernel.body, [&](const ir::Op &op) {
-      r |= op.kind == ir::OpKind::Reduce && op.dims[0] == d;
-    });
-    return r;
-  }
+  // Whether a workgroup or tiling constraint splits d.
+  bool split(const ir::Dim &d) const { return kernel.workgroupFor(d) || kernel.tilingFor(d); }
+  bool reduced(const ir::Dim &d) const { return ir::hasDim(reducedDims_, d); }
+  std::vector<ir::Dim> reducedDims_; // the dims some reduction is over
 
   static const ir::Value *accessedTensor(const ir::Op &op) {
     if (op.kind == ir::OpKind::Read)
@@ -444,7 +445,7 @@ private:
         out.facts.setRange("$i_" + d.str(), 0, x->count - 1);
         continue;
       }
-      if (kernel.workgroupFor(d) || kernel.tilingFor(d) ||
+      if (split(d) ||
           out.facts.prove(sym::Pred::cmp(sym::Pred::Le, d.size, IndexExpr(1))).value_or(false))
         continue;
       diags.report(DiagId::DimNotCovered, use.first->loc,
@@ -502,25 +503,22 @@ private:
     } else if (!shape.empty()) {
       acc.anchor = "read/write";
       if (const ir::Dim *d = plainLaneDim(shape, mem->type.shape)) {
-        // The lanes cover ept * W elements of each vector tile: more than the tile (a vector
-        // shape that is not a multiple of the wave size) reaches into the next clone and past
-        // the dim.
+        // The lanes cover ept * W elements of each vector tile. More than the tile (a vector
+        // shape that is not a multiple of the wave size) reaches into the next clone: the
+        // overlapping clones read and write the same values, and only the end of the dim
+        // needs a mask, which isMasked does not see (it counts vector tiles, not lanes).
         int64_t ept = op.ept ? *op.ept : plainElements(*d);
-        // The lanes cover ept * W elements of each vector tile: more than the tile would reach
-        // into the next clone or past the dim unmasked.
-        // Overlapping clones read and write the same values; only the end of the dim needs a
-        // mask, which isMasked does not see (it counts vector tiles, not lanes).
         const ExpansionInfo *x = expansionOf(out, *d);
         auto declared = kernel.vectorShapeFor(*d);
         auto vs = x ? x->vectorShape.asInteger() : declared ? declared->asInteger() : std::nullopt;
-        if (!x && !kernel.workgroupFor(*d) && !kernel.tilingFor(*d)) {
+        if (!x && !split(*d)) {
           // A dim no constraint splits and no clone walks (a reduced row, or a dynamic dim):
           // the lanes cover what a reduction over it covers, the whole dim.
           vs = reduceVectorShape(*d).asInteger();
           if (vs && !op.ept)
             ept = std::max<int64_t>((*vs + out.groupSize - 1) / out.groupSize, 1);
         }
-        if (!x && !vs && !kernel.workgroupFor(*d) && !kernel.tilingFor(*d)) {
+        if (!x && !vs && !split(*d)) {
           // A dynamic dim no constraint splits: the row is streamed, each consumer walking it
           // in a loop of chunks (as a long reduced row is).
           const int64_t u = streamChunk(*d);
@@ -532,8 +530,9 @@ private:
           // span of the dim (a workgroup tile of 1 under 64 lanes), reach into the next
           // workgroup's elements and past the end of the dim.
           const int64_t cover = std::max<int64_t>(ept * out.groupSize, vs.value_or(0));
+          const auto span = waveSpan(*d);
           if ((vs && ept * static_cast<int64_t>(out.groupSize) > *vs) ||
-              (waveSpan(*d) && cover * (x ? x->count : 1) > *waveSpan(*d)))
+              (span && cover * (x ? x->count : 1) > *span))
             overrun = d;
           if (!collecting_ && vs && ept * static_cast<int64_t>(out.groupSize) < *vs)
             diags.report(DiagId::EptConflict, op.loc,
@@ -606,7 +605,7 @@ private:
       // The register side: each iterator is bound to one register dim, whose index (the
       // thread layout of the value) is the iterator's value. The memory side: the mapping's
       // expressions of those values. The iteration bounds are the register dims' masks
-      // (language.md section 5.1); a memory-side dim is masked as well unless its expression
+      // (docs/language.md section 14); a memory-side dim is masked as well unless its expression
       // provably stays inside the tensor whenever every iterator is inside its dim.
       const auto &bare = isRead ? op.mapping->outputs : op.mapping->inputs;
       const auto &memSide = isRead ? op.mapping->inputs : op.mapping->outputs;
@@ -645,7 +644,7 @@ private:
     out.accesses.push_back(std::move(acc));
   }
 
-  // The reduction anchor over dim d (wave-facts.md 4.1; docs/internals.md, "Reductions"):
+  // The reduction anchor over dim d (docs/hardware.md 4.1; docs/internals.md, "Reductions"):
   // the wave's vector tile of d (its vector shape) is spread over the lanes. A lane holds its
   // elements in chunks of V = 16 bytes of the narrowest tensor element accessed in this layout
   // (one 128-bit access each), chunk k of lane l at (k * W + l) * V, so that each access of the
@@ -786,7 +785,7 @@ private:
       // A plain access may stream a dynamic dim that no constraint splits.
       if (r.kind == Role::Plain)
         for (const auto &d : mem->type.shape)
-          if (!kernel.workgroupFor(d) && !kernel.tilingFor(d) && !d.size.asInteger())
+          if (!split(d) && !d.size.asInteger())
             note(d);
     });
   }
@@ -853,7 +852,7 @@ private:
     return facts.provesEqual(next - start, 1);
   }
 
-  // A dim needs a mask when its tiles can overrun it (wave-facts.md section 2.1).
+  // A dim needs a mask when its tiles can overrun it (docs/hardware.md section 2.1).
   bool isMasked(const ir::Dim &d, const sym::Facts &facts) const {
     // An empty dim (K = 0) is a multiple of every tile, yet holds no element to touch.
     if (d.size.asInteger() == std::optional<int64_t>(0))

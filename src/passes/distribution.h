@@ -1,5 +1,5 @@
 // Distribution: from a checked kernel's constraints to the shape of its launch and the index
-// every thread uses (architecture.md pipeline step 3, wave-facts.md section 1).
+// every thread uses (docs/internals.md, "Pipeline"; docs/hardware.md section 1).
 //
 // Per kernel it derives the wave size, waves per block, block and grid sizes (the grid as a
 // formula of dynamic symbols), loop trip counts, expansion counts, and for every tensor access
@@ -41,7 +41,7 @@ struct AccessIndex {
   std::string tensor;
   std::string anchor; // "mma lhs F32_16x16x16_F16", "reduction", "read/write"
   std::vector<DimIndex> dims; // the memory side, one per dim of the tensor
-  // An access with a mapping (language.md section 3.2): the register side, one per dim of the
+  // An access with a mapping (docs/language.md section 3): the register side, one per dim of the
   // register value (the mapping's iterators), in the order of the mapping's register side (a
   // read's: the value's dims in order). Its `start` is the
   // iterator's value for element g, the thread layout of the register value; `masked` is the
@@ -85,7 +85,7 @@ bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEn
                 Distribution &out);
 
 // The part of dim d's index at `op` that is the same for every lane of a wave: the workgroup,
-// wave, loop (inside `iterate d`) and expansion terms (wave-facts.md 1.3).
+// wave, loop (inside `iterate d`) and expansion terms (docs/hardware.md 1.3).
 sym::IndexExpr uniformIndex(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &op,
                             const ir::Dim &dim);
 

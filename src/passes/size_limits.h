@@ -1,4 +1,4 @@
-// Limits that keep code generation bounded on any input (language.md section 5, "Sizes").
+// Limits that keep code generation bounded on any input (docs/language.md section 5, "Sizes").
 //
 // checkStaticSizes runs before the distribution: a tensor whose compile-time size in bytes does
 // not fit the index arithmetic is `size-overflow` (the distribution and the emitter compute

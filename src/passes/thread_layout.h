@@ -1,5 +1,5 @@
 // Thread layouts of register values, and how to move a value from one layout to another
-// (architecture.md pipeline step 4: "conflicts are resolved explicitly").
+// (docs/language.md section 13: every move between layouts is explicit).
 //
 // A layout says where every element a thread holds sits in the value's tensor: per dim, an
 // index expression over the thread ids ($T0, $T1, $T2), the expansion clone ($i_<dim>), the

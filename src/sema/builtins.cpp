@@ -1,4 +1,4 @@
-// Calls of the built-in operations of language.md section 8: argument binding, typing, and
+// Calls of the built-in operations of docs/language.md section 8: argument binding, typing, and
 // the graph op each one becomes.
 #include "sema/kernel_checker.h"
 

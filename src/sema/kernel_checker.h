@@ -7,7 +7,7 @@
 namespace wave::sema_detail {
 
 // What checking an expression gives: graph values, or a literal whose type is not fixed yet
-// (it takes the type of the other operand, language.md section 7).
+// (it takes the type of the other operand, docs/language.md section 7).
 struct EV {
   enum Kind { Invalid, Values, IntLit, FloatLit } kind = Invalid;
   std::vector<ir::Value *> values;

@@ -2,7 +2,7 @@
 //
 // It resolves names (with "did you mean" hints), applies -D bindings, evaluates symbols
 // (derived ones, address spaces, matrix kinds, float constants) and finds cycles, checks every
-// constraint of language.md section 5 against the target table, types every expression
+// constraint of docs/language.md section 5 against the target table, types every expression
 // (shapes as sets of named dims, element types, the broadcast rule, reductions, mma dimension
 // inference, mappings, iterate and if), and decides which symbols are dynamic. What it returns
 // is final: later stages never re-check the source. Errors go to the DiagnosticEngine; the

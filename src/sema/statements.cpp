@@ -1,5 +1,5 @@
 // Statements and expressions of a kernel body: bindings and scopes, the broadcast rule, literal
-// typing, `if` and `iterate` with their yields (language.md section 7).
+// typing, `if` and `iterate` with their yields (docs/language.md section 7).
 #include "sema/kernel_checker.h"
 
 #include <algorithm>
@@ -227,7 +227,7 @@ EV KernelChecker::checkName(const ast::NameRef &n) {
 
 namespace {
 // An integer literal fits an integer type of n bits when it is an n-bit number, signed or
-// unsigned: -2^(n-1) .. 2^n - 1 (language.md section 7; its n-bit pattern is the value, as the
+// unsigned: -2^(n-1) .. 2^n - 1 (docs/language.md section 7; its n-bit pattern is the value, as the
 // reference evaluator's wrapping gives it). Float types take any integer (rounded).
 bool intLiteralFits(int64_t v, ScalarType t) {
   if (!isInteger(t) || bitWidth(t) >= 64)
@@ -237,7 +237,7 @@ bool intLiteralFits(int64_t v, ScalarType t) {
 }
 
 // A float literal converted to an integer type (only `cast` does that): truncated toward zero,
-// saturated at the type's range, NaN as 0, as language.md section 11 says of conversions.
+// saturated at the type's range, NaN as 0, as docs/language.md section 11 says of conversions.
 int64_t floatToIntLiteral(double f, ScalarType t) {
   if (std::isnan(f))
     return 0;

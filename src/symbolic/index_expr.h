@@ -1,4 +1,4 @@
-// Symbolic index expressions on GiNaC (language.md section 5.2).
+// Symbolic index expressions on GiNaC (docs/language.md section 9).
 //
 // An IndexExpr is an integer-valued expression over named symbols: problem sizes (M, K),
 // hardware ids ($T0, $WG1, ...), loop induction variables ($IV_K), lane and register indices,

@@ -1,4 +1,4 @@
-// Prints index expressions in .wave syntax (language.md section 5.2). Internal to src/symbolic;
+// Prints index expressions in .wave syntax (docs/language.md section 9). Internal to src/symbolic;
 // the public entry point is IndexExpr::str().
 //
 // The text is deterministic: it depends only on the expression's value as a tree, never on

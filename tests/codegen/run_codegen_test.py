@@ -85,7 +85,7 @@ def test_gfx942_wide_access(a, tmp):
           re.search(r"\.amdhsa_private_segment_fixed_size\s+0\b", asm), "no scratch", asm)
     # N dynamic: the masked accesses go through buffer instructions (128-bit ones for the
     # vectors; the ragged row ends element by element), each descriptor with its family's
-    # word 3 (wave-facts.md 2.4); no plain global access and no scratch remain.
+    # word 3 (docs/hardware.md 2.4); no plain global access and no scratch remain.
     for target, wide_load, wide_store, word3 in (
             ("gfx942", "buffer_load_dwordx4", "buffer_store_dwordx4", "0x27000"),
             ("gfx90a", "buffer_load_dwordx4", "buffer_store_dwordx4", "0x27000"),
@@ -244,7 +244,7 @@ def notes(a, path):
 
 
 def test_gemm_gfx942_isa(a, tmp):
-    # language.md's GEMM (64x64x32 tiles, 2x2 waves, F32_16x16x16_F16) against wave-facts.md 9.3.
+    # The GEMM sample (64x64x32 tiles, 2x2 waves, F32_16x16x16_F16) against docs/hardware.md 9.3.
     spec, _ = gemm_sources(a)
     for dims in ([], ["-DM=4096", "-DN=4096", "-DK=4096"]):
         label = "static" if dims else "dynamic"
@@ -256,7 +256,7 @@ def test_gemm_gfx942_isa(a, tmp):
         check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta), f"{label}: no scratch", meta)
         check(re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{label}: no VGPR spills", meta)
         check(re.search(r"\.sgpr_spill_count:\s+0\b", meta), f"{label}: no SGPR spills", meta)
-        # Two 64x(32+4) f16 tiles (wave-facts.md 5.1: 64 bits of padding per row).
+        # Two 64x(32+4) f16 tiles (docs/hardware.md 5.1: 64 bits of padding per row).
         check(re.search(r"\.group_segment_fixed_size:\s+9216\b", meta),
               f"{label}: LDS bytes = 2 * 64 * 36 * 2 = 9216", meta)
         check("global_load_dwordx4" in asm, f"{label}: 128-bit cooperative global loads", asm)

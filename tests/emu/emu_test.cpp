@@ -176,7 +176,7 @@ template <class T> void pack(std::vector<uint8_t> &buf, size_t offset, T v) {
 
 // ---- matrix instructions ---------------------------------------------------------------------
 
-// The per-lane layouts written out again from wave-facts.md section 3 (independently of
+// The per-lane layouts written out again from docs/hardware.md section 3 (independently of
 // matrix.cpp): element g of lane l of A is A[m][k], of B is B[k][n], of C/D is C[m][n].
 struct TestLayout {
   uint32_t aElems, bElems, cElems;

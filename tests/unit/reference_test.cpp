@@ -635,7 +635,7 @@ kernel k(a: Memory[M, K, global, f32], w: Memory[K, global, f32], out: Memory[M,
   EXPECT_EQ(values(args[2]), (std::vector<double>{7654321, 1e6}));
 }
 
-// The implicit-GEMM convolution of language.md section 3.2 (im2col mapping, iterate over a
+// The implicit-GEMM convolution of docs/language.md section 3.2 (im2col mapping, iterate over a
 // ragged K = 9 * C, mma) against a direct loop over the same index formulas.
 TEST(Reference, Im2colConvolutionMatchesDirectLoop) {
   const char *text = R"(

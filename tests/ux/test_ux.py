@@ -172,7 +172,7 @@ for target in ("gfx942", "sm_90"):
 gemm = os.path.join(ROOT, "samples", "gemm", "gemm.wave")
 p = run([gemm, "--emit=metadata"])
 meta = json.loads(p.stdout) if p.returncode == 0 else None
-# language.md section 1's GEMM on gfx942: 2 tiles of 64 x (32 + 4 padding) f16 = 9216 bytes,
+# The GEMM sample on gfx942: 2 tiles of 64 x (32 + 4 padding) f16 = 9216 bytes,
 # read from the code object, as are its registers (MFMA accumulators in AGPRs).
 expect("metadata of the GEMM sample validates and reports the code object's LDS and registers",
        meta is not None and valid(meta, meta_schema)[0] and meta["kernels"][0]["lds_bytes"] == 9216

@@ -1,5 +1,5 @@
 // Matrix instructions with the exact per-lane operand and result layouts of each emulated target
-// (wave-facts.md section 3): AMD CDNA MFMA (wave64), RDNA3 WMMA (wave32), NVIDIA mma.sync
+// (docs/hardware.md section 3): AMD CDNA MFMA (wave64), RDNA3 WMMA (wave32), NVIDIA mma.sync
 // (warp32). Each instruction is evaluated as: gather the lanes' registers into the logical
 // A (M x K), B (K x N) and C (M x N) matrices, compute D = A * B + C in f32 (or i32), scatter D
 // back to the lanes' result registers.
