@@ -43,6 +43,17 @@ bool writeAll(int fd, const std::string &data) {
   return true;
 }
 
+// Writes `data` to fd and closes it; on failure, the reason ("" on success).
+std::string writeAndClose(int fd, const std::string &data) {
+  bool ok = writeAll(fd, data);
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  return ok ? std::string() : errorText(err);
+}
+
 // How an output is written.
 enum class Kind {
   Stdout,  // "-"
@@ -226,14 +237,8 @@ bool writeOutputs(const std::vector<OutputFile> &outputs, const std::vector<std:
       else if (errno != EEXIST || attempt == 100)
         return fail(i, errorText(errno));
     }
-    bool ok = writeAll(fd, outputs[i].data);
-    int err = errno;
-    if (::close(fd) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    if (!ok)
-      return fail(i, errorText(err));
+    if (std::string why = writeAndClose(fd, outputs[i].data); !why.empty())
+      return fail(i, why);
   }
 
   // 2. Files written through, and standard output: what cannot be taken back, once every
@@ -261,14 +266,8 @@ bool writeOutputs(const std::vector<OutputFile> &outputs, const std::vector<std:
     int fd = ::open(resolved[i].path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
       return fail(i, errorText(errno));
-    bool ok = writeAll(fd, outputs[i].data);
-    int err = errno;
-    if (::close(fd) != 0 && ok) {
-      ok = false;
-      err = errno;
-    }
-    if (!ok)
-      return fail(i, errorText(err));
+    if (std::string why = writeAndClose(fd, outputs[i].data); !why.empty())
+      return fail(i, why);
   }
 
   // 3. The renames.

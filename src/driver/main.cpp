@@ -350,6 +350,20 @@ const std::vector<std::string> &stageNames() {
 
 namespace {
 
+// The usage error of a flag whose value names a file or directory and is empty; null for the
+// flags that may take an empty value.
+const char *emptyValueError(FlagId id) {
+  switch (id) {
+  case FlagId::Output: return "-o needs a file name ('-' for standard output)";
+  case FlagId::Header: return "--header needs a file name";
+  case FlagId::Stub: return "--stub needs a file name";
+  case FlagId::MF: return "-MF needs a file name";
+  case FlagId::DumpDir: return "--dump-dir needs a directory";
+  case FlagId::CacheDir: return "--cache-dir needs a directory";
+  default: return nullptr;
+  }
+}
+
 int runWavec(int argc, char **argv) {
   std::vector<ParsedFlag> flags;
   std::vector<std::string> positional;
@@ -361,6 +375,8 @@ int runWavec(int argc, char **argv) {
   std::string emit, cacheDir;
   bool noCache = false, printTargets = false;
   for (const auto &[flag, value] : flags) {
+    if (const char *need = emptyValueError(flag->id); need && value.empty())
+      return usageError(need);
     switch (flag->id) {
     case FlagId::Help:
     case FlagId::HelpShort:
@@ -374,11 +390,7 @@ int runWavec(int argc, char **argv) {
                   WAVEC_LLVM_VERSION, defaultTarget().name);
       return 0;
     case FlagId::PrintTargets: printTargets = true; break;
-    case FlagId::Output:
-      if (value.empty())
-        return usageError("-o needs a file name ('-' for standard output)");
-      opts.output = value;
-      break;
+    case FlagId::Output: opts.output = value; break;
     case FlagId::Target: {
       // Repeated or comma-separated: --target=gfx942,sm_90 --target=gfx90a.
       size_t start = 0;
@@ -392,16 +404,8 @@ int runWavec(int argc, char **argv) {
       break;
     }
     case FlagId::Emit: emit = value; break;
-    case FlagId::Header:
-      if (value.empty())
-        return usageError("--header needs a file name");
-      opts.header = value;
-      break;
-    case FlagId::Stub:
-      if (value.empty())
-        return usageError("--stub needs a file name");
-      opts.stub = value;
-      break;
+    case FlagId::Header: opts.header = value; break;
+    case FlagId::Stub: opts.stub = value; break;
     case FlagId::Kernel: opts.kernel = value; break;
     case FlagId::Check: opts.check = true; break;
     case FlagId::Define: {
@@ -424,8 +428,6 @@ int runWavec(int argc, char **argv) {
       break;
     case FlagId::MD: opts.depfile = true; break;
     case FlagId::MF:
-      if (value.empty())
-        return usageError("-MF needs a file name");
       opts.depfile = true;
       opts.depfilePath = value;
       break;
@@ -465,17 +467,9 @@ int runWavec(int argc, char **argv) {
       opts.printAfter.push_back(value);
       break;
     }
-    case FlagId::DumpDir:
-      if (value.empty())
-        return usageError("--dump-dir needs a directory");
-      opts.dumpDir = value;
-      break;
+    case FlagId::DumpDir: opts.dumpDir = value; break;
     case FlagId::TimePasses: opts.timePasses = true; break;
-    case FlagId::CacheDir:
-      if (value.empty())
-        return usageError("--cache-dir needs a directory");
-      cacheDir = value;
-      break;
+    case FlagId::CacheDir: cacheDir = value; break;
     case FlagId::NoCache: noCache = true; break;
     case FlagId::DebugNoBarriers: opts.debugNoBarriers = true; break;
     }

@@ -1358,6 +1358,22 @@ def prune(p):
     return p
 
 
+def written_subexprs(p):
+    """(statement index, statement, path, subexpression, its (dtype, dims)) of every computed
+    subexpression of a written value (not reads, literals, scalars or names)."""
+    for si, st in enumerate(p.stmts):
+        if st[0] != "write":
+            continue
+        for path, sub in subpaths(st[1]):
+            if sub[0] in ("read", "lit", "scalar", "var"):
+                continue
+            try:
+                typ = expr_type(p, sub)
+            except Exception:
+                continue
+            yield si, st, path, sub, typ
+
+
 def candidates(p):
     """Smaller variants of p, most aggressive first."""
     # Drop a statement.
@@ -1367,47 +1383,29 @@ def candidates(p):
             del q.stmts[i]
             yield prune(q)
     # Replace a subexpression by one of its operands of the same type and dims.
-    for si, st in enumerate(p.stmts):
-        if st[0] != "write":
-            continue
-        for path, sub in subpaths(st[1]):
-            if sub[0] in ("read", "lit", "scalar", "var"):
-                continue
-            try:
-                want = expr_type(p, sub)
-            except Exception:
-                continue
-            for i, x in enumerate(sub[1:], 1):
-                if isinstance(x, tuple) and x and isinstance(x[0], str) and x[0] != "lit":
-                    try:
-                        if expr_type(p, x) == want:
-                            q = copy.deepcopy(p)
-                            q.stmts[si] = ("write", replace_at(st[1], path, x), st[2], st[3])
-                            yield prune(q)
-                    except Exception:
-                        pass
+    for si, st, path, sub, want in written_subexprs(p):
+        for i, x in enumerate(sub[1:], 1):
+            if isinstance(x, tuple) and x and isinstance(x[0], str) and x[0] != "lit":
+                try:
+                    if expr_type(p, x) == want:
+                        q = copy.deepcopy(p)
+                        q.stmts[si] = ("write", replace_at(st[1], path, x), st[2], st[3])
+                        yield prune(q)
+                except Exception:
+                    pass
     # Replace a subexpression by a read (cast when needed) of an input of its dims.
-    for si, st in enumerate(p.stmts):
-        if st[0] != "write":
-            continue
-        for path, sub in subpaths(st[1]):
-            if sub[0] in ("read", "lit", "scalar", "var"):
+    for si, st, path, sub, (dt, dims) in written_subexprs(p):
+        for t in p.tensors:
+            if t.out or t.dims != dims or dt not in ("f32", "f16", "i32"):
                 continue
-            try:
-                dt, dims = expr_type(p, sub)
-            except Exception:
+            r = ("read", t.name, None, None)
+            new = r if t.dtype == dt else ("cast", r, dt)
+            if new == sub:
                 continue
-            for t in p.tensors:
-                if t.out or t.dims != dims or dt not in ("f32", "f16", "i32"):
-                    continue
-                r = ("read", t.name, None, None)
-                new = r if t.dtype == dt else ("cast", r, dt)
-                if new == sub:
-                    continue
-                q = copy.deepcopy(p)
-                q.stmts[si] = ("write", replace_at(st[1], path, new), st[2], st[3])
-                yield prune(q)
-                break
+            q = copy.deepcopy(p)
+            q.stmts[si] = ("write", replace_at(st[1], path, new), st[2], st[3])
+            yield prune(q)
+            break
     # Output element type to an input's (a plain copy of the same type).
     for si, st in enumerate(p.stmts):
         if st[0] == "write" and st[1][0] == "cast" and st[1][1][0] == "read" \
