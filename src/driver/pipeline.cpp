@@ -471,8 +471,19 @@ int compile(const DriverOptions &opts) {
       return finish(1);
     if (primary)
       dumps.after("distribute", c.distText, ".distribution.txt");
+    // --check asks the code generator too, when it is installed: a kernel it cannot generate
+    // for this target is refused here, at its .wave location, not later by a build. Only the
+    // MLIR is produced (parsed and verified), not the code object.
+    if (opts.check) {
+      std::string mlir;
+      if (!codegenBackendPath().empty() &&
+          !generateCode(opts, *c.program, c.kernels, CodegenOutput::MLIR, diags, timer, mlir,
+                        nullptr))
+        return finish(1);
+      continue;
+    }
     // Metadata describes the code object: its resources come from compiling it.
-    if (opts.check || (!isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata))
+    if (!isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata)
       continue;
 
     const bool amd = c.program->target->vendor == Vendor::AMD;
