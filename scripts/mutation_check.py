@@ -38,7 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # goldens, the code generator's barrier and wide-access checks, the golden diagnostics of the
 # distribution and constraint checks, and the unit tests of the symbolic layer, the barrier
 # placement and the thread layouts (the code-object tests that run ptxas or the AMD assembler
-# take long and add nothing here). About 350 tests, 2 to 3 minutes on 2 busy cores when none
+# take long and add nothing here). About 400 tests, 70 to 110 s on 2 busy cores when none
 # fails; ctest stops at a killed mutant's first failure.
 DEFAULT_TESTS = (r"^(unit/(symbolic_test|barrier_test|thread_layout_test)|ir/|codegen/mlir/|"
                  r"codegen/(gemm_barriers|gfx942_wide_access|unsupported_features)|"
