@@ -22,6 +22,9 @@
 #
 # A compilation that fails at both sides is skipped (most tests/diagnostics inputs, kernels that
 # need -D values); one that fails at one side only, or whose outputs differ byte for byte, is a
+# difference. Differing outputs are first compiled again SAME_OUTPUT_RETRIES times (default 4)
+# at each side: if some output of BASE then equals some output of HEAD, the compiler's output
+# varies from run to run for that input and the case is listed as unstable, not as a
 # difference. Prints a summary and each difference; exit 1 on any difference, 2 on a usage or
 # build error.
 set -euo pipefail
@@ -119,24 +122,41 @@ for f in files:
             print(f"{f}\t{t}\t{v}")
 EOF
 
-# One case on both sides. Outputs go to $work/{base,head}/<id>/ under identical relative names.
-compile_case() {
-  local src=$1 target=$2 defs=$3 id=$4 side build dir obj
+# One compilation: KIND (mlir, asm, obj) of SRC for TARGET with DEFS by the wavec of BUILD, into
+# DIR (k.mlir, k.s, or the code object k.hsaco/k.ptx with k.h and k.c; KIND.rc, KIND.err).
+compile_one() { # BUILD DIR KIND SRC TARGET DEFS
+  local build=$1 dir=$2 kind=$3 src=$4 target=$5 defs=$6 obj
   case $target in sm_*) obj=k.ptx ;; *) obj=k.hsaco ;; esac
+  mkdir -p "$dir"
+  # shellcheck disable=SC2086
+  (cd "$dir" && case $kind in
+    mlir) "$build/wavec" --no-cache "$src" --target="$target" $defs --emit=mlir -o k.mlir ;;
+    asm) "$build/wavec" --no-cache "$src" --target="$target" $defs --emit=asm -o k.s ;;
+    obj) "$build/wavec" --no-cache "$src" --target="$target" $defs -o $obj --header k.h \
+           --stub k.c ;;
+  esac >/dev/null 2>"$kind.err"; echo $? >"$kind.rc")
+}
+outputs_of() { # KIND TARGET
+  case $1 in mlir) echo k.mlir ;; asm) echo k.s ;;
+    obj) case $2 in sm_*) echo k.ptx k.h k.c ;; *) echo k.hsaco k.h k.c ;; esac ;; esac
+}
+digest_of() { # DIR KIND TARGET: one hash of the outputs
+  local f
+  for f in $(outputs_of "$2" "$3"); do cat "$1/$f" 2>/dev/null | md5sum; done | md5sum | cut -c1-32
+}
+
+# One case on both sides. Outputs go to $WORK/{base,head}/<id>/ under identical relative names.
+# Outputs that differ are compiled again RETRIES times at each side: when some output of BASE
+# equals some output of HEAD, the compiler is not deterministic for this input (at either side,
+# said which) and the case is `unstable`, listed but no difference.
+compile_case() {
+  local src=$1 target=$2 defs=$3 id=$4 side build kind rb rh f differs r
   for side in base head; do
     [ $side = base ] && build=$BASE_BUILD || build=$HEAD_BUILD
-    dir="$WORK/$side/$id"
-    mkdir -p "$dir"
-    # shellcheck disable=SC2086
-    (cd "$dir" &&
-      { "$build/wavec" --no-cache "$src" --target="$target" $defs --emit=mlir -o k.mlir \
-          >/dev/null 2>mlir.err; echo $? >mlir.rc; } &&
-      { "$build/wavec" --no-cache "$src" --target="$target" $defs --emit=asm -o k.s \
-          >/dev/null 2>asm.err; echo $? >asm.rc; } &&
-      { "$build/wavec" --no-cache "$src" --target="$target" $defs -o $obj --header k.h \
-          --stub k.c >/dev/null 2>obj.err; echo $? >obj.rc; })
+    for kind in mlir asm obj; do
+      compile_one "$build" "$WORK/$side/$id" $kind "$src" "$target" "$defs"
+    done
   done
-  local kind out rb rh f differs=""
   for kind in mlir asm obj; do
     rb=$(cat "$WORK/base/$id/$kind.rc") rh=$(cat "$WORK/head/$id/$kind.rc")
     if [ "$rb" != 0 ] && [ "$rh" != 0 ]; then
@@ -147,20 +167,38 @@ compile_case() {
       echo "diff	$kind	$id	exit status $rb at base, $rh at head"
       continue
     fi
-    case $kind in mlir) out=k.mlir ;; asm) out=k.s ;; obj) out="$obj k.h k.c" ;; esac
     differs=""
-    for f in $out; do
+    for f in $(outputs_of $kind "$target"); do
       cmp -s "$WORK/base/$id/$f" "$WORK/head/$id/$f" || differs="$differs $f"
     done
-    if [ -n "$differs" ]; then
-      echo "diff	$kind	$id	differ:$differs"
-    else
+    if [ -z "$differs" ]; then
       echo "same	$kind	$id"
+      continue
+    fi
+    local base_set head_set match=""
+    base_set=" $(digest_of "$WORK/base/$id" $kind "$target")"
+    head_set=" $(digest_of "$WORK/head/$id" $kind "$target")"
+    for ((r = 1; r <= RETRIES; ++r)); do
+      compile_one "$BASE_BUILD" "$WORK/base/$id/retry$r" $kind "$src" "$target" "$defs"
+      compile_one "$HEAD_BUILD" "$WORK/head/$id/retry$r" $kind "$src" "$target" "$defs"
+      base_set="$base_set $(digest_of "$WORK/base/$id/retry$r" $kind "$target")"
+      head_set="$head_set $(digest_of "$WORK/head/$id/retry$r" $kind "$target")"
+    done
+    for f in $base_set; do
+      case "$head_set " in *" $f "*) match=1 ;; esac
+    done
+    local nb nh
+    nb=$(tr ' ' '\n' <<<"$base_set" | sed '/^$/d' | sort -u | wc -l)
+    nh=$(tr ' ' '\n' <<<"$head_set" | sed '/^$/d' | sort -u | wc -l)
+    if [ -n "$match" ]; then
+      echo "unstable	$kind	$id	differ:$differs; in $((RETRIES + 1)) runs per side, base gave $nb distinct outputs, head $nh, some equal"
+    else
+      echo "diff	$kind	$id	differ:$differs (base gave $nb distinct outputs in $((RETRIES + 1)) runs, head $nh, none equal)"
     fi
   done
 }
-export -f compile_case
-export WORK=$work BASE_BUILD=$base_build HEAD_BUILD=$head_build
+export -f compile_case compile_one outputs_of digest_of
+export WORK=$work BASE_BUILD=$base_build HEAD_BUILD=$head_build RETRIES=${SAME_OUTPUT_RETRIES:-4}
 export WAVEC_CACHE_DIR=$work/cache
 
 echo "comparing $(wc -l <"$work/cases.tsv") cases (files x targets x -D sets), $jobs at a time..."
@@ -173,17 +211,28 @@ awk -F'\t' '{ id=$1; sub("^'"$root"'/", "", id); gsub("/", "__", id); printf "%s
 
 same=$(grep -c '^same' "$work/results.tsv" || true)
 skipped=$(grep -c '^skip' "$work/results.tsv" || true)
+unstable=$(grep -c '^unstable' "$work/results.tsv" || true)
 diffs=$(grep -c '^diff' "$work/results.tsv" || true)
 files=$(cut -f1 "$work/cases.tsv" | sort -u | wc -l)
-echo "files: $files; cases: $(wc -l <"$work/cases.tsv"); compilations compared: $((same + diffs))" \
-  "(identical: $same, different: $diffs); failed at both sides (skipped): $skipped"
+echo "files: $files; cases: $(wc -l <"$work/cases.tsv"); compilations compared:" \
+  "$((same + diffs + unstable)) (identical: $same, different: $diffs, unstable: $unstable);" \
+  "failed at both sides (skipped): $skipped"
 for kind in mlir asm obj; do
   echo "  $kind: $(grep -c "^same	$kind" "$work/results.tsv" || true) identical," \
-    "$(grep -c "^diff	$kind" "$work/results.tsv" || true) different"
+    "$(grep -c "^diff	$kind" "$work/results.tsv" || true) different," \
+    "$(grep -c "^unstable	$kind" "$work/results.tsv" || true) unstable"
 done
+if [ "$unstable" != 0 ]; then
+  echo "unstable (the compiler's output varies from run to run; BASE and HEAD gave equal outputs):"
+  grep '^unstable' "$work/results.tsv" | cut -f2- | sort | sed 's/^/  /'
+fi
 if [ "$diffs" != 0 ]; then
   echo "differences (outputs under ${SAME_OUTPUT_KEEP:-a temporary directory; set SAME_OUTPUT_KEEP=DIR to keep them}):"
   grep '^diff' "$work/results.tsv" | cut -f2- | sort | sed 's/^/  /'
   exit 1
 fi
-echo "same output: HEAD generates byte-identical code to $base_rev"
+if [ "$unstable" != 0 ]; then
+  echo "same output: no difference between HEAD and $base_rev beyond the run-to-run variation above"
+else
+  echo "same output: HEAD generates byte-identical code to $base_rev"
+fi
