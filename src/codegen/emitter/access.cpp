@@ -1,0 +1,658 @@
+// Memory accesses: the access of a read or write, bounds checks and masks, wide and
+// element-wise loads and stores, the masked-store prefix loop; the read and write ops.
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+// ---- memory accesses ---------------------------------------------------------------------
+
+bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                                  bool registerSide) {
+  if (mem->paramIndex < 0)
+    return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
+  // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
+  if (mlirType(mem->type.dtype).empty() || mem->type.dtype == ScalarType::I1)
+    return unsupported(std::string("tensors of element type ") + scalarTypeName(mem->type.dtype),
+                       op.loc);
+  const AccessIndex *ai = accessOf(op);
+  if (!ai || ai->dims.size() != mem->type.shape.size())
+    return unsupported("an access without a distributed index", op.loc);
+  acc.mem = mem;
+  acc.base = pointers_.at(mem);
+  acc.dtype = mem->type.dtype;
+  for (const auto &memDim : mem->type.shape) {
+    const DimIndex *di = nullptr;
+    for (const auto &x : ai->dims)
+      if (x.dim == memDim)
+        di = &x;
+    if (!di)
+      return unsupported("an access whose index misses dim " + memDim.str(), op.loc);
+    acc.dims.push_back(*di);
+    acc.sizes.push_back(memDim.size);
+  }
+  if (op.mapping) {
+    acc.mapped = true;
+    acc.reg = ai->regDims;
+    if (registerSide) {
+      acc.mapped = false;
+      acc.reg.clear();
+      acc.dims = ai->regDims;
+      acc.sizes.clear();
+      for (const auto &ri : ai->regDims)
+        acc.sizes.push_back(ri.dim.size);
+    }
+  }
+  // A streamed row (of a register dim of a mapped access): every index that moves with g,
+  // on either side, takes the chunk of the current trip.
+  for (const auto &ri : acc.reg) {
+    if (ri.chunk <= 0)
+      continue;
+    if (!stream_ || stream_->dim != ri.dim.str())
+      return unsupported("a streamed row of " + ri.dim.str() + " outside the loop of a consumer",
+                         op.loc);
+    for (auto &r : acc.reg)
+      if (r.start.dependsOn("$g"))
+        r = streamChunk(r, true);
+    for (size_t i = 0; i < acc.dims.size(); ++i)
+      if (acc.dims[i].start.dependsOn("$g"))
+        acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
+    break;
+  }
+  for (const auto &ri : acc.reg)
+    if (ri.masked)
+      acc.iter.push_back(ri);
+  // A tensor that may have no elements has no element 0 for a masked-off load to clamp to.
+  // (A streamed dim is exempt: when it is empty its consumer's loop runs no trips.)
+  for (const auto &d : acc.dims)
+    acc.mayBeEmpty |= d.chunk <= 0 && mayBeEmptyDim(d.dim);
+  // A streamed row is accessed one chunk per trip of its consumer's loop.
+  for (size_t i = 0; i < acc.dims.size(); ++i) {
+    if (acc.dims[i].chunk <= 0)
+      continue;
+    if (!stream_ || stream_->dim != acc.dims[i].dim.str())
+      return unsupported("a streamed row of " + acc.dims[i].dim.str() +
+                             " outside the loop of a consumer",
+                         op.loc);
+    acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
+  }
+  acc.strides.assign(acc.sizes.size(), IndexExpr(1));
+  for (size_t i = acc.sizes.size(); i-- > 1;)
+    acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  return setVectorDim(acc, op.loc);
+}
+
+bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
+  // Element g runs along the dims whose index depends on it (one for plain and MFMA layouts,
+  // two for mma.sync's A fragment, several for a mapped access).
+  int along = 0;
+  acc.vecDim = -1;
+  for (size_t i = 0; i < acc.dims.size(); ++i) {
+    if (!acc.dims[i].start.dependsOn("$g"))
+      continue;
+    if (acc.dims[i].elements <= 0)
+      return unsupported("a dynamic number of elements per thread", loc);
+    ++along;
+    acc.vecDim = static_cast<int>(i);
+    acc.elems = std::max(acc.elems, acc.dims[i].elements);
+  }
+  if (along != 1)
+    acc.vecDim = -1;
+  return true;
+}
+
+std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc,
+                                                               const CloneAssign &a) {
+  const int64_t e = acc.elems, most = std::max<int64_t>(1, 16 / byteSize(acc.dtype));
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (e == 1)
+    return {{0, 1}};
+  if (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous) {
+    for (int64_t k0 = 0; k0 < e; k0 += most)
+      out.push_back({k0, std::min(most, e - k0)});
+    return out;
+  }
+  // Runs of elements at consecutive addresses, split into powers of two.
+  int64_t g0 = 0;
+  for (int64_t g = 1; g <= e; ++g) {
+    bool next = g < e && g - g0 < most &&
+                facts_.provesEqual(linearOffset(acc, a, g) - linearOffset(acc, a, g - 1), 1);
+    if (next)
+      continue;
+    int64_t n = g - g0;
+    while (n > 0) {
+      int64_t p = 1;
+      while (p * 2 <= n)
+        p *= 2;
+      out.push_back({g0, p});
+      g0 += p;
+      n -= p;
+    }
+  }
+  return out;
+}
+
+IndexExpr KernelEmitter::indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const {
+  std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(g)}};
+  for (const auto &[name, value] : subs_)
+    subs[name] = value;
+  for (const auto &[s, v] : a)
+    subs[s] = IndexExpr(v);
+  return start.subs(subs);
+}
+
+IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g) {
+  return indexAt(acc.dims[d].start, a, g);
+}
+
+std::vector<KernelEmitter::Bound> KernelEmitter::boundsOf(const Access &acc) const {
+  std::vector<Bound> out;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    if (acc.dims[i].masked || acc.dims[i].maskedBelow)
+      out.push_back(
+          {&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
+  for (const auto &ri : acc.iter)
+    out.push_back({&ri.start, ri.dim.size, true, false});
+  return out;
+}
+
+bool KernelEmitter::stepsInG(const IndexExpr &start, int64_t elems, bool unit) const {
+  if (elems <= 1)
+    return true;
+  sym::Facts f = facts_;
+  f.setRange("$g", 0, elems - 2);
+  const IndexExpr g = IndexExpr::symbol("$g");
+  const IndexExpr step = f.simplify(start.subs({{"$g", g + 1}}) - start);
+  if (unit)
+    return f.provesEqual(step, IndexExpr(1));
+  return f.rangeOf(step).lo >= 0;
+}
+
+bool KernelEmitter::prefixBounds(const Access &acc) const {
+  if (acc.elems == 1)
+    return true;
+  if (!acc.mapped)
+    return acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous;
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, false)))
+      return false;
+  return true;
+}
+
+IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, int64_t g) {
+  std::vector<IndexExpr> idx;
+  for (size_t i = 0; i < acc.dims.size(); ++i)
+    idx.push_back(dimIndex(acc, i, a, g));
+  return offsetOf(acc, idx);
+}
+
+IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const {
+  IndexExpr off = acc.extra;
+  const size_t n = idx.size();
+  for (size_t i = 0; i < n; ++i)
+    if ((!acc.swizzle && !acc.xorBytes) || i + 2 < n)
+      off += idx[i] * acc.strides[i];
+  if (acc.xorBytes && n >= 2) {
+    // wgmma's canonical K-major layout with the W-byte swizzle (W = 32, 64, 128; PTX ISA,
+    // "Shared memory matrix layout"): rows of W bytes, 16-byte chunk c of row r at chunk
+    // c XOR ((r * W / 128) % (W / 16)), the hardware's XOR of address bits 4.. with bits 7..
+    // (the tile starts at a multiple of 1024 bytes). XOR of the bits, one at a time.
+    const int64_t b = byteSize(acc.dtype), q = 16 / b, w = acc.xorBytes;
+    const int64_t chunks = w / 16, period = 128 / w;
+    const IndexExpr &r = idx[n - 2];
+    IndexExpr col = idx[n - 1];
+    if (acc.blockBytes) {
+      // Rows wider than W: column block col / (W / b), each a [rows, W bytes] tile.
+      off += floorDiv(col, w / b) * (acc.blockBytes / b);
+      col = mod(col, w / b);
+    }
+    const IndexExpr phase = mod(floorDiv(r, period), chunks), chunk = floorDiv(col, q);
+    IndexExpr x = 0;
+    for (int64_t bit = 1; bit < chunks; bit *= 2)
+      x += bit * mod(floorDiv(chunk, bit) + floorDiv(phase, bit), 2);
+    return off + r * (w / b) + x * q + mod(col, q);
+  }
+  if (acc.swizzle && n >= 2) {
+    // Row r, column c of a tile with C columns, in chunks of q elements (16 bytes), rows per
+    // 128-byte bank period p: chunk (c / q + r / p) % (C / q).
+    const int64_t q = acc.swizzle, c = acc.sizes[n - 1].asInteger().value_or(q);
+    const int64_t period = std::max<int64_t>(1, 128 / (c * byteSize(acc.dtype)));
+    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    off += r * c + mod(floorDiv(col, q) + floorDiv(r, period), c / q) * q + mod(col, q);
+  }
+  return off;
+}
+
+std::string KernelEmitter::gep(const Access &acc, const IndexExpr &offset) {
+  std::string idx = lowerIndex(offset);
+  std::string i64 = fresh(), p = fresh();
+  line(i64 + " = arith.index_cast " + idx + " : index to i64");
+  line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+       acc.ptr + ", " + mlirType(acc.dtype));
+  return p;
+}
+
+unsigned KernelEmitter::provenAlignment(const Access &acc, const IndexExpr &offset,
+                                        int64_t maxElems) {
+  int64_t p = 1;
+  while (p * 2 <= maxElems && facts_.provesExact(offset, IndexExpr(p * 2)))
+    p *= 2;
+  return static_cast<unsigned>(p * byteSize(acc.dtype));
+}
+
+void KernelEmitter::boundChecks(const Bound &b, const std::string &idx,
+                                std::vector<std::string> &out) {
+  if (b.upper)
+    out.push_back(cmpLt(idx, lowerIndex(b.size)));
+  if (b.lower) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi sge, " + idx + ", " + constIndex(0) + " : index");
+    out.push_back(r);
+  }
+}
+
+std::string KernelEmitter::inBounds(const Access &acc, const CloneAssign &a, int64_t g) {
+  std::vector<std::string> conds;
+  for (const Bound &b : boundsOf(acc))
+    boundChecks(b, lowerIndex(indexAt(*b.start, a, g)), conds);
+  return conds.empty() ? "" : andAll(conds);
+}
+
+std::string KernelEmitter::elementLoad(const Access &acc, const CloneAssign &a, int64_t g,
+                                       bool guarded, bool branchy) {
+  std::string ty = mlirType(acc.dtype);
+  std::string cond = guarded ? inBounds(acc, a, g) : "";
+  auto load = [&]() {
+    std::string p = gep(acc, linearOffset(acc, a, g)), v = fresh();
+    line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+         " : i64} : " + acc.ptr + " -> " + ty);
+    return v;
+  };
+  if (cond.empty())
+    return load();
+  if (!branchy) {
+    // Branch-free: a masked-off lane loads element 0 (valid: a launched grid is never empty)
+    // and the select replaces the value with 0.
+    std::string safe = fresh(), p = fresh(), i64 = fresh(), v = fresh(), z = fresh(), r = fresh();
+    line(safe + " = arith.select " + cond + ", " + lowerIndex(linearOffset(acc, a, g)) + ", " +
+         constIndex(0) + " : index");
+    line(i64 + " = arith.index_cast " + safe + " : index to i64");
+    line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+         acc.ptr + ", " + ty);
+    line(v + " = llvm.load " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+         " : i64} : " + acc.ptr + " -> " + ty);
+    line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
+    line(r + " = arith.select " + cond + ", " + v + ", " + z + " : " + ty);
+    return r;
+  }
+  std::string r = fresh();
+  line(r + " = scf.if " + cond + " -> (" + ty + ") {");
+  std::string saved = indent_;
+  indent_ += "  ";
+  auto cache = exprCache_;
+  line("scf.yield " + load() + " : " + ty);
+  exprCache_ = cache;
+  indent_ = saved;
+  line("} else {");
+  std::string z = fresh();
+  indent_ += "  ";
+  line(z + " = arith.constant " + zeroLit(acc.dtype) + " : " + ty);
+  line("scf.yield " + z + " : " + ty);
+  indent_ = saved;
+  line("}");
+  return r;
+}
+
+// Contiguous: pieces of at most 128 bits; otherwise one element at a time.
+int64_t KernelEmitter::wantedAlignElems(const Access &acc) {
+  if (acc.elems <= 1 || acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous)
+    return 1;
+  int64_t limit = std::min<int64_t>(acc.elems, std::max<int64_t>(1, 16 / byteSize(acc.dtype)));
+  int64_t p = 1;
+  while (p * 2 <= limit)
+    p *= 2;
+  return p;
+}
+
+std::string KernelEmitter::alignmentCheck(const Access &acc, const CloneAssign &a) {
+  int64_t p = wantedAlignElems(acc);
+  if (p <= 1)
+    return "";
+  IndexExpr off = linearOffset(acc, a, 0);
+  if (provenAlignment(acc, off, p) >= p * byteSize(acc.dtype))
+    return "";
+  std::string low = fresh(), r = fresh();
+  line(low + " = arith.andi " + lowerIndex(off) + ", " + constIndex(p - 1) + " : index");
+  line(r + " = arith.cmpi eq, " + low + ", " + constIndex(0) + " : index");
+  return r;
+}
+
+std::string KernelEmitter::fastPath(const Access &acc, const CloneAssign &a, bool &checkedAligned) {
+  std::vector<std::string> conds;
+  // Contiguous elements are in bounds when the last one is; others are checked one by one.
+  const bool contiguous = prefixBounds(acc);
+  for (int64_t g = contiguous ? acc.elems - 1 : 0; g < acc.elems; ++g) {
+    std::string inb = inBounds(acc, a, g);
+    if (!inb.empty())
+      conds.push_back(inb);
+  }
+  std::string al = alignmentCheck(acc, a);
+  checkedAligned = !al.empty();
+  if (checkedAligned)
+    conds.push_back(al);
+  return conds.empty() ? "" : andAll(conds);
+}
+
+std::string KernelEmitter::wideLoad(const Access &acc, const CloneAssign &a, bool checkedAligned) {
+  const int64_t e = acc.elems;
+  const std::string vty = vecType(acc.dtype, e);
+  if (e == 1)
+    return elementLoad(acc, a, 0, false);
+  std::string vec = fresh();
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
+       "> : " + vty);
+  for (const auto &[k0, n] : pieces(acc, a)) {
+    IndexExpr off = linearOffset(acc, a, k0);
+    if (n == 1) {
+      std::string s = elementLoad(acc, a, k0, false), r = fresh();
+      line(r + " = vector.insert " + s + ", " + vec + " [" + std::to_string(k0) +
+           "] : " + mlirType(acc.dtype) + " into " + vty);
+      vec = r;
+      continue;
+    }
+    std::string p = gep(acc, off), piece = fresh();
+    std::string pty = vecType(acc.dtype, n);
+    unsigned align =
+        checkedAligned ? wantedAlignElems(acc) * byteSize(acc.dtype) : provenAlignment(acc, off, n);
+    line(piece + " = llvm.load " + p + " {alignment = " + std::to_string(align) +
+         " : i64} : " + acc.ptr + " -> " + pty);
+    if (n == e)
+      return piece;
+    for (int64_t j = 0; j < n; ++j) {
+      std::string x = fresh(), r = fresh();
+      line(x + " = vector.extract " + piece + "[" + std::to_string(j) +
+           "] : " + mlirType(acc.dtype) + " from " + pty);
+      line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(k0 + j) +
+           "] : " + mlirType(acc.dtype) + " into " + vty);
+      vec = r;
+    }
+  }
+  return vec;
+}
+
+std::string KernelEmitter::loadClone(const Access &acc, const CloneAssign &a) {
+  IndexExpr uniform(0);
+  if (bufferEligible(acc, a, uniform))
+    return bufferLoad(acc, a, uniform);
+  const int64_t e = acc.elems;
+  bool checkedAligned = false;
+  std::string fast = fastPath(acc, a, checkedAligned);
+  if (fast.empty())
+    return wideLoad(acc, a, false);
+  if (e == 1)
+    return elementLoad(acc, a, 0, true);
+  const std::string vty = vecType(acc.dtype, e);
+  std::string r = fresh(), saved = indent_;
+  auto cache = exprCache_;
+  line(r + " = scf.if " + fast + " -> (" + vty + ") {");
+  indent_ += "  ";
+  line("scf.yield " + wideLoad(acc, a, checkedAligned) + " : " + vty);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("} else {");
+  indent_ += "  ";
+  std::string vec = fresh();
+  line(vec + " = arith.constant dense<" + zeroLit(acc.dtype) +
+       "> : " + vty);
+  for (int64_t g = 0; g < e; ++g) {
+    // Branch-free masking loads element 0 for a masked-off element, which exists when the
+    // launch covers an element of the tensor; a mapped access may read a tensor with no
+    // elements at all (a gather from an empty source): it branches instead.
+    std::string s = elementLoad(acc, a, g, true, /*branchy=*/acc.mayBeEmpty), n = fresh();
+    line(n + " = vector.insert " + s + ", " + vec + " [" + std::to_string(g) +
+         "] : " + mlirType(acc.dtype) + " into " + vty);
+    vec = n;
+  }
+  line("scf.yield " + vec + " : " + vty);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  return r;
+}
+
+void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std::string &value,
+                              bool checkedAligned) {
+  const int64_t e = acc.elems;
+  const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
+  auto storeElement = [&](int64_t g, const std::string &scalar) {
+    std::string p = gep(acc, linearOffset(acc, a, g));
+    line("llvm.store " + scalar + ", " + p + " {alignment = " +
+         std::to_string(byteSize(acc.dtype)) + " : i64} : " + ty + ", " + acc.ptr);
+  };
+  auto extract = [&](int64_t g) {
+    std::string x = fresh();
+    line(x + " = vector.extract " + value + "[" + std::to_string(g) + "] : " + ty + " from " + vty);
+    return x;
+  };
+  if (e == 1) {
+    storeElement(0, value);
+    return;
+  }
+  for (const auto &[k0, n] : pieces(acc, a)) {
+    if (n == 1) {
+      storeElement(k0, extract(k0));
+      continue;
+    }
+    std::string pty = vecType(acc.dtype, n), piece = value;
+    if (n != e) {
+      piece = fresh();
+      std::string mask;
+      for (int64_t j = 0; j < n; ++j)
+        mask += (j ? ", " : "") + std::to_string(k0 + j);
+      line(piece + " = vector.shuffle " + value + ", " + value + " [" + mask + "] : " + vty + ", " +
+           vty);
+    }
+    IndexExpr off = linearOffset(acc, a, k0);
+    std::string p = gep(acc, off);
+    unsigned align =
+        checkedAligned ? wantedAlignElems(acc) * byteSize(acc.dtype) : provenAlignment(acc, off, n);
+    line("llvm.store " + piece + ", " + p + " {alignment = " + std::to_string(align) +
+         " : i64} : " + pty + ", " + acc.ptr);
+  }
+}
+
+bool KernelEmitter::prefixMasked(const Access &acc) const {
+  if (acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous || acc.swizzle || acc.elems <= 1)
+    return false;
+  // A mapped access: every check that moves with g must be an upper bound moving by 1.
+  for (const Bound &b : boundsOf(acc))
+    if (b.start->dependsOn("$g") && (b.lower || !stepsInG(*b.start, acc.elems, true)))
+      return false;
+  return true;
+}
+
+// Along the contiguous dim, element g's index is idx0 + g: the in-bounds elements are the first
+// clamp(size - idx0, 0, E) (0 when another masked dim is out of bounds, which does not depend on
+// g). A mapped access may have several checked indices moving by 1 with g (the memory dim and
+// an iteration bound): the prefix is the shortest. One loop stores them: a single small block
+// instead of one branch per element.
+void KernelEmitter::storePrefix(const Access &acc, const CloneAssign &a, const std::string &value) {
+  const int64_t e = acc.elems;
+  const size_t vd = static_cast<size_t>(acc.vecDim);
+  const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
+  std::string n = constIndex(e);
+  const std::vector<Bound> bounds = boundsOf(acc);
+  for (const Bound &b : bounds) {
+    if (!b.start->dependsOn("$g"))
+      continue;
+    std::string rem = binop("subi", lowerIndex(b.size), lowerIndex(indexAt(*b.start, a, 0)));
+    std::string lo = binop("maxsi", rem, constIndex(0));
+    n = binop("minsi", lo, n);
+  }
+  std::vector<std::string> others;
+  for (const Bound &b : bounds) {
+    if (b.start->dependsOn("$g"))
+      continue;
+    boundChecks(b, lowerIndex(indexAt(*b.start, a, 0)), others);
+  }
+  if (!others.empty()) {
+    std::string r = fresh();
+    line(r + " = arith.select " + andAll(others) + ", " + n + ", " + constIndex(0) + " : index");
+    n = r;
+  }
+  std::string first = lowerIndex(linearOffset(acc, a, 0));
+  std::string stride = lowerIndex(acc.strides[vd]);
+  std::string g = fresh(), saved = indent_;
+  auto cache = exprCache_;
+  line("scf.for " + g + " = " + constIndex(0) + " to " + n + " step " + constIndex(1) + " {");
+  indent_ += "  ";
+  std::string x = fresh(), step = binop("muli", g, stride), off = binop("addi", first, step);
+  line(x + " = vector.extract " + value + "[" + g + "] : " + ty + " from " + vty);
+  std::string i64 = fresh(), p = fresh();
+  line(i64 + " = arith.index_cast " + off + " : index to i64");
+  line(p + " = llvm.getelementptr " + acc.base + "[" + i64 + "] : (" + acc.ptr + ", i64) -> " +
+       acc.ptr + ", " + ty);
+  line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+       " : i64} : " + ty + ", " + acc.ptr);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
+
+void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const std::string &value) {
+  IndexExpr uniform(0);
+  if (bufferEligible(acc, a, uniform))
+    return bufferStore(acc, a, uniform, value);
+  const int64_t e = acc.elems;
+  bool checkedAligned = false;
+  std::string fast = fastPath(acc, a, checkedAligned);
+  if (fast.empty()) {
+    wideStore(acc, a, value, false);
+    return;
+  }
+  std::string saved = indent_;
+  auto cache = exprCache_;
+  line("scf.if " + fast + " {");
+  indent_ += "  ";
+  wideStore(acc, a, value, checkedAligned);
+  indent_ = saved;
+  exprCache_ = cache;
+  if (e > 1 && prefixMasked(acc)) {
+    line("} else {");
+    indent_ += "  ";
+    storePrefix(acc, a, value);
+    indent_ = saved;
+    exprCache_ = cache;
+  } else if (e > 1) {
+    line("} else {");
+    indent_ += "  ";
+    const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, e);
+    for (int64_t g = 0; g < e; ++g) {
+      std::string cond = inBounds(acc, a, g);
+      if (cond.empty()) { // unaligned but in bounds: plain element stores
+        std::string x = fresh();
+        line(x + " = vector.extract " + value + "[" + std::to_string(g) + "] : " + ty + " from " +
+             vty);
+        std::string p = gep(acc, linearOffset(acc, a, g));
+        line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+             " : i64} : " + ty + ", " + acc.ptr);
+        continue;
+      }
+      line("scf.if " + cond + " {");
+      std::string inner = indent_;
+      auto innerCache = exprCache_;
+      indent_ += "  ";
+      std::string x = fresh();
+      line(x + " = vector.extract " + value + "[" + std::to_string(g) + "] : " + ty + " from " +
+           vty);
+      std::string p = gep(acc, linearOffset(acc, a, g));
+      line("llvm.store " + x + ", " + p + " {alignment = " + std::to_string(byteSize(acc.dtype)) +
+           " : i64} : " + ty + ", " + acc.ptr);
+      indent_ = inner;
+      exprCache_ = innerCache;
+      line("}");
+    }
+    indent_ = saved;
+    exprCache_ = cache;
+  }
+  line("}");
+}
+
+bool KernelEmitter::emitRead(const ir::Op &op) {
+  if (isPromoted(op)) {
+    if (!promotions_.count(&op) && !promote(op))
+      return false;
+    const Promotion &p = promotions_.at(&op);
+    if (!staged_.count(&op))
+      coopStore(p, coopLoad(p));
+    RegVal v;
+    if (!ldsRead(op, p, v))
+      return false;
+    values_[op.results[0]] = std::move(v);
+    return true;
+  }
+  if (const DimIndex *sd = streamedDim(op); sd && !stream_) {
+    RegVal lz;
+    lz.lazy = &op;
+    lz.streamDim = sd->dim.str();
+    lz.dtype = op.operands[0]->type.dtype;
+    for (const auto &di : op.mapping ? accessOf(op)->regDims : accessOf(op)->dims) {
+      lz.layout[di.dim.str()] = di;
+      for (const auto &s : di.start.freeSymbols())
+        if (s.rfind("$i_", 0) == 0)
+          lz.cloneSyms.insert(s);
+    }
+    values_[op.results[0]] = std::move(lz);
+    return true;
+  }
+  Access acc;
+  if (!prepareAccess(op, op.operands[0], acc))
+    return false;
+  RegVal v;
+  if (acc.mapped) {
+    // The value is laid out over the register dims (the iterators); the memory side follows.
+    v = layoutFrom(acc.reg, acc.elems, acc.dtype);
+  } else {
+    v.dtype = acc.dtype;
+    v.elems = acc.elems;
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      v.layout[acc.dims[i].dim.str()] = acc.dims[i];
+      for (const auto &s : acc.dims[i].start.freeSymbols())
+        if (s.rfind("$i_", 0) == 0)
+          v.cloneSyms.insert(s);
+    }
+    if (acc.vecDim >= 0)
+      v.vecDim = acc.dims[acc.vecDim].dim.str();
+  }
+  BufferBatch batch(*this);
+  for (const auto &a : clonesOver(v.cloneSyms))
+    v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
+  values_[op.results[0]] = std::move(v);
+  return true;
+}
+
+bool KernelEmitter::emitWrite(const ir::Op &op) {
+  Access acc;
+  if (!prepareAccess(op, op.operands[1], acc))
+    return false;
+  const RegVal &value = values_.at(op.operands[0]);
+  if (value.dtype != acc.dtype)
+    return unsupported("a write of a different element type", op.loc);
+  // The value in the write's layout (the distribution's anchor for it; over the register dims
+  // of a mapped write).
+  RegVal v;
+  if (!convertTo(value,
+                 layoutFrom(acc.mapped ? acc.reg : acc.dims, acc.elems, acc.dtype),
+                 v, op.loc))
+    return false;
+  std::set<std::string> syms = v.cloneSyms;
+  for (const auto &di : acc.dims)
+    for (const auto &s : di.start.freeSymbols())
+      if (s.rfind("$i_", 0) == 0)
+        syms.insert(s);
+  BufferBatch batch(*this);
+  for (const auto &a : clonesOver(syms))
+    storeClone(acc, a, operandAt(v, a, acc.elems));
+  return true;
+}
+
+} // namespace wave::codegen::detail

@@ -1,0 +1,651 @@
+// Element-wise ops: unary, binary, math (with f64 math expanded without libm),
+// select and casts; apply_expr; float and integer literals.
+#include "codegen/emitter/kernel_emitter.h"
+
+#include "llvm/ADT/APFloat.h"
+#include "llvm/ADT/SmallString.h"
+
+namespace wave::codegen::detail {
+
+bool KernelEmitter::emitElementwise(const ir::Op &op) {
+  const ir::Value *res = op.results[0];
+  RegVal out;
+  out.dtype = res->type.dtype;
+  if (mlirType(out.dtype).empty())
+    return unsupported(std::string("element type ") + scalarTypeName(out.dtype), op.loc);
+  auto isF8 = [](ScalarType t) {
+    return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
+           t == ScalarType::F8E5M2FNUZ;
+  };
+  if (isF8(out.dtype) || opaque(out.dtype))
+    return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
+                           target_.name,
+                       op.loc);
+  // The result takes the layout of the operand with the most dims (then the most elements per
+  // lane); the other laid-out operands are converted to it, deferred ones computed in it.
+  std::vector<const RegVal *> ins;
+  const RegVal *like = nullptr;
+  bool deferred = false;
+  for (const ir::Value *o : op.operands) {
+    const RegVal &v = values_.at(o);
+    if (mlirType(v.dtype).empty() || isF8(v.dtype) || opaque(v.dtype))
+      return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
+    ins.push_back(&v);
+    deferred |= v.deferred != nullptr;
+    if (v.laidOut() && (!like || v.layout.size() > like->layout.size() ||
+                        (v.layout.size() == like->layout.size() && v.elems > like->elems)))
+      like = &v;
+  }
+  if (!like && deferred) {
+    out.deferred = &op;
+    values_[res] = std::move(out);
+    return true;
+  }
+  if (like) {
+    out.layout = like->layout;
+    out.elems = like->elems;
+    out.vecDim = like->vecDim;
+    out.cloneSyms = like->cloneSyms;
+  }
+  std::vector<RegVal> converted(ins.size());
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i]->laidOut())
+      out.cloneSyms.insert(ins[i]->cloneSyms.begin(), ins[i]->cloneSyms.end());
+    else if (ins[i] != like) {
+      if (!convertTo(*ins[i], out, converted[i], op.loc))
+        return false;
+      ins[i] = &converted[i];
+    }
+  }
+  const ScalarType inT = ins.empty() ? out.dtype : ins.back()->dtype;
+  for (const auto &a : clonesOver(out.cloneSyms)) {
+    std::vector<std::string> x;
+    for (const RegVal *v : ins)
+      x.push_back(operandIn(*v, out, a));
+    out.clones[cloneKey(a, out.cloneSyms)] = elementwiseClone(op, x, inT, out.elems);
+    if (failed_)
+      return false;
+  }
+  values_[res] = std::move(out);
+  return true;
+}
+
+// ---- f64 math without libm ----------------------------------------------------------------
+//
+// Neither back end lowers llvm.exp2/log2/sin/cos on f64 (AMDGPU: "no libcall available";
+// NVPTX: none), and the NVIDIA approximations are f32. So f64 exp, exp2, log, log2, sin, cos and
+// tanh are expanded here into arith ops on the element type (language.md section 12, "f64 math"):
+// the range reductions and kernel polynomials of fdlibm (k_sin.c, k_cos.c, e_log.c), a Taylor
+// polynomial for exp, and exponent-field arithmetic for the scaling by 2^n. Accuracy: a few ulp;
+// sin/cos reduce by a 212-bit pi/2 in fused multiply-adds, for |x| < 2^52 (NaN beyond).
+class F64Math {
+public:
+  F64Math(std::function<std::string()> fresh, std::function<void(const std::string &)> line,
+          int64_t elems)
+      : fresh_(std::move(fresh)), line_(std::move(line)), e_(elems) {
+    auto vt = [&](const char *s) {
+      return e_ == 1 ? std::string(s) : "vector<" + std::to_string(e_) + "x" + s + ">";
+    };
+    f_ = vt("f64");
+    i_ = vt("i64");
+    b_ = vt("i1");
+  }
+
+  std::string emit(ir::MathKind k, const std::string &x) {
+    using M = ir::MathKind;
+    switch (k) {
+    case M::Exp: return exp(x);
+    case M::Exp2: return exp2(x);
+    case M::Log: return log(x, false);
+    case M::Log2: return log(x, true);
+    case M::Sin: return sinCos(x, false);
+    case M::Cos: return sinCos(x, true);
+    case M::Tanh: return tanh(x);
+    default: return "";
+    }
+  }
+
+private:
+  std::string op(const std::string &name, const std::string &a, const std::string &b,
+                 const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = " + name + " " + a + ", " + b + " : " + ty);
+    return r;
+  }
+  std::string splat(const std::string &lit, const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = arith.constant " + (e_ == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
+    return r;
+  }
+  std::string c(double v) { return splat(floatLiteral(v, ScalarType::F64), f_); }
+  std::string ci(int64_t v) { return splat(std::to_string(v), i_); }
+  std::string add(const std::string &a, const std::string &b) { return op("arith.addf", a, b, f_); }
+  std::string sub(const std::string &a, const std::string &b) { return op("arith.subf", a, b, f_); }
+  std::string mul(const std::string &a, const std::string &b) { return op("arith.mulf", a, b, f_); }
+  std::string div(const std::string &a, const std::string &b) { return op("arith.divf", a, b, f_); }
+  std::string neg(const std::string &a) {
+    std::string r = fresh_();
+    line_(r + " = arith.negf " + a + " : " + f_);
+    return r;
+  }
+  std::string cmpf(const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh_();
+    line_(r + " = arith.cmpf " + pred + ", " + a + ", " + b + " : " + f_);
+    return r;
+  }
+  std::string cmpi(const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh_();
+    line_(r + " = arith.cmpi " + pred + ", " + a + ", " + b + " : " + i_);
+    return r;
+  }
+  std::string select(const std::string &cond, const std::string &a, const std::string &b,
+                     const std::string &ty) {
+    std::string r = fresh_();
+    line_(r + " = arith.select " + cond + ", " + a + ", " + b + " : " + b_ + ", " + ty);
+    return r;
+  }
+  std::string cast(const char *name, const std::string &a, const std::string &from,
+                   const std::string &to) {
+    std::string r = fresh_();
+    line_(r + " = " + name + " " + a + " : " + from + " to " + to);
+    return r;
+  }
+  std::string floor(const std::string &a) {
+    std::string r = fresh_();
+    line_(r + " = llvm.call_intrinsic \"llvm.floor." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + a + ") : (" + f_ + ") -> " + f_);
+    return r;
+  }
+  // The nearest integer to a (ties up), as a float, and as an i64 (0 for NaN and for
+  // magnitudes beyond 2^62, where fptosi would be poison).
+  std::pair<std::string, std::string> nearest(const std::string &a) {
+    std::string n = floor(add(a, c(0.5)));
+    std::string absN = fresh_();
+    line_(absN + " = llvm.call_intrinsic \"llvm.fabs." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + n + ") : (" + f_ + ") -> " + f_);
+    std::string small = cmpf("olt", absN, c(0x1p62));
+    std::string safe = select(small, n, c(0.0), f_);
+    return {safe, cast("arith.fptosi", safe, f_, i_)};
+  }
+  // 2^k for an integer k in [-1022, 1023], from its exponent field.
+  std::string pow2(const std::string &k) {
+    std::string biased = op("arith.addi", k, ci(1023), i_);
+    std::string bits = op("arith.shli", biased, ci(52), i_);
+    return cast("arith.bitcast", bits, i_, f_);
+  }
+  // p * 2^k for k in [-2044, 2046]: two steps, so that each factor is a normal number and the
+  // result is rounded once.
+  std::string scale(const std::string &p, const std::string &k) {
+    std::string k1 = op("arith.shrsi", k, ci(1), i_);
+    std::string k2 = op("arith.subi", k, k1, i_);
+    return mul(mul(p, pow2(k1)), pow2(k2));
+  }
+  // a0 + r*(a1 + r*(a2 + ...)).
+  std::string horner(const std::string &r, const std::vector<double> &coef) {
+    std::string acc = c(coef.back());
+    for (size_t i = coef.size() - 1; i-- > 0;)
+      acc = add(mul(acc, r), c(coef[i]));
+    return acc;
+  }
+  // e^r - 1 for |r| <= 0.35 (Taylor to r^13: the next term is below 2^-60 of the result).
+  std::string expm1Poly(const std::string &r) {
+    std::vector<double> coef; // 1/1!, 1/2!, ..., 1/13!
+    double f = 1;
+    for (int k = 1; k <= 13; ++k) {
+      f /= k;
+      coef.push_back(f);
+    }
+    return mul(r, horner(r, coef));
+  }
+  // x = n ln2 + r, |r| <= ln2 / 2 (Cody and Waite: n * LN2_HI is exact).
+  std::pair<std::string, std::string> reduceLn2(const std::string &x) {
+    auto [nf, n] = nearest(mul(x, c(1.4426950408889634)));
+    std::string r = sub(sub(x, mul(nf, c(6.93147180369123816490e-01))),
+                        mul(nf, c(1.90821492927058770002e-10)));
+    return {r, n};
+  }
+  std::string clamp(const std::string &x, double lo, double hi) {
+    // maximumf/minimumf propagate NaN.
+    return op("arith.minimumf", op("arith.maximumf", x, c(lo), f_), c(hi), f_);
+  }
+
+  std::string exp(const std::string &x) {
+    // Beyond [-746, 710] the result is 0 or infinity either way.
+    std::string xc = clamp(x, -746.0, 710.0);
+    auto [r, n] = reduceLn2(xc);
+    return scale(add(expm1Poly(r), c(1.0)), n);
+  }
+  std::string exp2(const std::string &x) {
+    std::string xc = clamp(x, -1080.0, 1030.0);
+    auto [nf, n] = nearest(xc);
+    std::string r = mul(sub(xc, nf), c(0.69314718055994531)); // x - n is exact
+    return scale(add(expm1Poly(r), c(1.0)), n);
+  }
+  std::string tanh(const std::string &x) {
+    // tanh(x) = m / (m + 2), m = e^(2x) - 1 = 2^n (1 + q) - 1 = 2^n q + (2^n - 1): accurate
+    // near 0 as well. |x| >= 20 rounds to +-1, so x is clamped there (n stays within 58).
+    std::string xc = clamp(x, -20.0, 20.0);
+    auto [r, n] = reduceLn2(add(xc, xc));
+    std::string q = expm1Poly(r), s = pow2(n);
+    std::string m = add(mul(s, q), sub(s, c(1.0)));
+    return div(m, add(m, c(2.0)));
+  }
+  std::string log(const std::string &x, bool base2) {
+    // Subnormals are scaled into the normal range first.
+    std::string tiny = cmpf("olt", x, c(0x1p-1022));
+    std::string xs = select(tiny, mul(x, c(0x1p54)), x, f_);
+    std::string bits = cast("arith.bitcast", xs, f_, i_);
+    std::string ebits = op("arith.andi", op("arith.shrui", bits, ci(52), i_), ci(0x7FF), i_);
+    std::string k0 = op("arith.subi", ebits, ci(1023), i_);
+    k0 = select(tiny, op("arith.subi", k0, ci(54), i_), k0, i_);
+    std::string mbits = op("arith.ori", op("arith.andi", bits, ci(0x000FFFFFFFFFFFFFLL), i_),
+                           ci(0x3FF0000000000000LL), i_);
+    std::string m0 = cast("arith.bitcast", mbits, i_, f_); // [1, 2)
+    // m in [sqrt(2)/2, sqrt(2)).
+    std::string big = cmpf("ogt", m0, c(1.4142135623730951));
+    std::string m = select(big, mul(m0, c(0.5)), m0, f_);
+    std::string k = select(big, op("arith.addi", k0, ci(1), i_), k0, i_);
+    std::string kf = cast("arith.sitofp", k, i_, f_);
+    // fdlibm e_log.c: log(1 + f) = f - hfsq + s (hfsq + R(s^2)), s = f / (2 + f).
+    std::string f = sub(m, c(1.0));
+    std::string s = div(f, add(c(2.0), f));
+    std::string z = mul(s, s), w = mul(z, z);
+    std::string t1 = mul(w, horner(w, {3.999999999940941908e-01, 2.222219843214978396e-01,
+                                       1.531383769920937332e-01}));
+    std::string t2 = mul(z, horner(w, {6.666666666666735130e-01, 2.857142874366239149e-01,
+                                       1.818357216161805012e-01, 1.479819860511658591e-01}));
+    std::string R = add(t2, t1);
+    std::string hfsq = mul(mul(c(0.5), f), f);
+    std::string logm = sub(f, sub(hfsq, mul(s, add(hfsq, R)))); // log(m)
+    std::string res;
+    if (base2) {
+      res = add(kf, mul(logm, c(1.4426950408889634)));
+    } else {
+      res = add(mul(kf, c(6.93147180369123816490e-01)),
+                add(mul(kf, c(1.90821492927058770002e-10)), logm));
+    }
+    // x = +inf: inf; x = 0: -inf; x < 0 or NaN: NaN.
+    std::string inf = c(INFINITY);
+    res = select(cmpf("oeq", x, inf), inf, res, f_);
+    res = select(cmpf("oeq", x, c(0.0)), c(-INFINITY), res, f_);
+    return select(cmpf("oge", x, c(0.0)), res, c(NAN), f_);
+  }
+  std::string fma(const std::string &a, const std::string &b, const std::string &c3) {
+    std::string r = fresh_();
+    line_(r + " = llvm.call_intrinsic \"llvm.fma." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + a + ", " + b + ", " + c3 + ") : (" + f_ + ", " + f_ +
+          ", " + f_ + ") -> " + f_);
+    return r;
+  }
+  // r - n pi/2, with pi/2 as four doubles (212 bits) and each product exact inside an fma.
+  std::string subPio2(const std::string &r, const std::string &nf) {
+    std::string mn = neg(nf), out = r;
+    for (double p : {1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33,
+                     5.562271104316826e-50})
+      out = fma(mn, c(p), out);
+    return out;
+  }
+  // n mod 4 of an integer-valued float n (exact), as an i64.
+  std::string mod4(const std::string &nf) {
+    std::string q = sub(nf, mul(c(4.0), floor(mul(nf, c(0.25)))));
+    return cast("arith.fptosi", q, f_, i_);
+  }
+  std::string sinCos(const std::string &x, bool cosine) {
+    // x = n pi/2 + r, |r| <= pi/4 (a little more when x * 2/pi rounds across a half: a second
+    // step corrects that). n is an integer below 2^53, so n * P1 is exact inside the fma and each
+    // step rounds at most at the ulp of r. Beyond |x| = 2^52 n no longer fits a double (a
+    // Payne-Hanek reduction would be needed): the result is NaN there (documented, language.md
+    // section 12), as it is for infinities and NaN.
+    std::string absX = fresh_();
+    line_(absX + " = llvm.call_intrinsic \"llvm.fabs." + std::string(e_ == 1 ? "" : "v" +
+          std::to_string(e_)) + "f64\"(" + x + ") : (" + f_ + ") -> " + f_);
+    std::string inRange = cmpf("olt", absX, c(0x1p52));
+    std::string xs = select(inRange, x, c(0.0), f_); // no NaN or infinity below
+    std::string twoOverPi = c(6.36619772367581382433e-01);
+    std::string n1 = floor(add(mul(xs, twoOverPi), c(0.5)));
+    std::string r1 = subPio2(xs, n1);
+    std::string n2 = floor(add(mul(r1, twoOverPi), c(0.5)));
+    std::string r = subPio2(r1, n2);
+    std::string n = op("arith.addi", mod4(n1), mod4(n2), i_);
+    std::string z = mul(r, r);
+    // k_sin.c: sin(r) = r + r^3 (S1 + z P(z)).
+    std::string ps = horner(z, {8.33333333332248946124e-03, -1.98412698298579493134e-04,
+                                2.75573137070700676789e-06, -2.50507602534068634195e-08,
+                                1.58969099521155010221e-10});
+    std::string sinR = add(r, mul(mul(z, r), add(c(-1.66666666666666324348e-01), mul(z, ps))));
+    // k_cos.c: cos(r) = w + (((1 - w) - z/2) + z^2 C(z)), w = 1 - z/2.
+    std::string pc = horner(z, {4.16666666666666019037e-02, -1.38888888888741095749e-03,
+                                2.48015872894767294178e-05, -2.75573143513906633035e-07,
+                                2.08757232129817482790e-09, -1.13596475577881948265e-11});
+    std::string hz = mul(c(0.5), z), w = sub(c(1.0), hz);
+    std::string cosR = add(w, add(sub(sub(c(1.0), w), hz), mul(mul(z, z), pc)));
+    // Quadrant n mod 4: sin -> sin r, cos r, -sin r, -cos r; cos -> cos r, -sin r, -cos r, sin r.
+    std::string q = op("arith.andi", cosine ? op("arith.addi", n, ci(1), i_) : n, ci(3), i_);
+    std::string odd = cmpi("ne", op("arith.andi", q, ci(1), i_), ci(0));
+    std::string a = select(odd, cosR, sinR, f_);
+    std::string negate = cmpi("ne", op("arith.andi", q, ci(2), i_), ci(0));
+    std::string res = select(negate, neg(a), a, f_);
+    return select(inRange, res, c(NAN), f_);
+  }
+
+  std::function<std::string()> fresh_;
+  std::function<void(const std::string &)> line_;
+  int64_t e_;
+  std::string f_, i_, b_;
+};
+
+std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
+                                            ScalarType inT, int64_t e) {
+  const ScalarType outT = op.results[0]->type.dtype;
+  auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
+    unsupported(what, loc);
+    return std::string("%error");
+  };
+  const std::string rty = vecType(outT, e), ity = vecType(inT, e);
+  const bool fl = isFloat(inT), sg = isSigned(inT);
+  std::string r = fresh();
+  auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
+  auto bin = [&](const std::string &o) {
+    line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
+  };
+  auto splatConst = [&](const std::string &lit, const std::string &ty) {
+    std::string c = fresh();
+    line(c + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
+    return c;
+  };
+  // LLVM intrinsics through llvm.call_intrinsic: the GPU-to-ROCDL/NVVM conversions mark the
+  // llvm.intr.exp2/log2/sin/... ops illegal (they turn them into ocml/libdevice calls, which
+  // we do not link), while the AMDGPU/NVPTX back ends lower these intrinsics themselves.
+  const std::string mangled = (e == 1 ? "" : "v" + std::to_string(e)) + mlirType(inT);
+  auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
+    static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
+                                                                {"log2", "lg2.approx.f"},
+                                                                {"sin", "sin.approx.f"},
+                                                                {"cos", "cos.approx.f"}};
+    auto nv = nvApprox.find(name);
+    if (target_.vendor != Vendor::NVIDIA || nv == nvApprox.end()) {
+      line(res + " = llvm.call_intrinsic \"llvm." + name + "." + mangled + "\"(" + arg + ") : (" +
+           ity + ") -> " + ity);
+      return;
+    }
+    // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
+    // one element at a time.
+    const std::string ety = mlirType(inT);
+    const bool f32 = inT == ScalarType::F32;
+    std::string vec;
+    if (e > 1) {
+      vec = fresh();
+      line(vec + " = arith.constant dense<0.0> : " + ity);
+    }
+    for (int64_t k = 0; k < e; ++k) {
+      const bool last = k + 1 == e;
+      std::string x = arg;
+      if (e > 1) {
+        x = fresh();
+        line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
+             ity);
+      }
+      if (!f32) {
+        std::string w = fresh();
+        line(w + " = arith.extf " + x + " : " + ety + " to f32");
+        x = w;
+      }
+      std::string y = e == 1 && f32 ? res : fresh();
+      line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
+           ") : (f32) -> f32");
+      if (!f32) {
+        std::string n = e == 1 ? res : fresh();
+        line(n + " = arith.truncf " + y + " : f32 to " + ety);
+        y = n;
+      }
+      if (e > 1) {
+        std::string n = last ? res : fresh();
+        line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
+             " into " + ity);
+        vec = n;
+      }
+    }
+  };
+  auto intr = [&](const std::string &name, const std::vector<std::string> &args) {
+    callIntr(r, name, args[0]);
+  };
+  switch (op.kind) {
+  case ir::OpKind::Unary:
+    if (op.unary == ir::UnaryKind::Neg) {
+      if (fl)
+        un("arith.negf");
+      else
+        line(r + " = arith.subi " + splatConst("0", ity) + ", " + x[0] + " : " + ity);
+    } else {
+      line(r + " = arith.xori " + x[0] + ", " + splatConst("-1", ity) + " : " + ity);
+    }
+    break;
+  case ir::OpKind::Binary: {
+    using B = ir::BinaryKind;
+    // One row per binary kind: the float op, the signed and unsigned integer ops, or the
+    // float and signed/unsigned integer predicates of a comparison (null: no such form).
+    struct BinaryForm {
+      B kind;
+      const char *f, *si, *ui;     // arith ops
+      const char *cf, *csi, *cui;  // cmpf / cmpi predicates
+    };
+    static const BinaryForm forms[] = {
+        {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
+        {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
+        {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
+        {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
+        {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
+        {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
+        {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
+        {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
+        {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
+        {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
+        {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
+        {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
+        {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
+        {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
+        {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
+    };
+    const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
+    for (const BinaryForm &form : forms)
+      if (form.kind == op.binary) {
+        pf = form.f;
+        pi = sg ? form.si : form.ui;
+        cf = form.cf;
+        ci = sg ? form.csi : form.cui;
+      }
+    if (cf) {
+      line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
+           x[0] + ", " + x[1] + " : " + ity);
+    } else if (op.binary == B::FloorDiv && fl) {
+      std::string q = fresh();
+      line(q + " = arith.divf " + x[0] + ", " + x[1] + " : " + ity);
+      callIntr(r, "floor", q);
+    } else if (op.binary == B::Mod && !fl && sg) {
+      // Python modulo (the sign of the divisor), as the language's `%`.
+      std::string q = fresh(), m = fresh();
+      line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
+      line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
+      line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
+    } else if (fl && (op.binary == B::Add || op.binary == B::Sub || op.binary == B::Mul)) {
+      // Contractible (a * b + c may become one fused multiply-add), as nvcc and hipcc compile
+      // by default (docs/language.md section 13).
+      line(r + " = " + pf + " " + x[0] + ", " + x[1] + " fastmath<contract> : " + ity);
+    } else if (fl ? pf != nullptr : pi != nullptr) {
+      bin(fl ? pf : pi);
+    } else {
+      return unsupportedIn(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
+                             scalarTypeName(inT),
+                         op.loc);
+    }
+    break;
+  }
+  case ir::OpKind::Math: {
+    using M = ir::MathKind;
+    if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
+      return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
+                         op.loc);
+    if (inT == ScalarType::F64) {
+      F64Math m([&] { return fresh(); }, [&](const std::string &l) { line(l); }, e);
+      std::string v = m.emit(op.math, x[0]);
+      if (!v.empty())
+        return v;
+    }
+    auto one = [&]() { return splatConst("1.0", ity); };
+    auto scaled = [&](const char *name, const char *scale, bool before) {
+      std::string c = splatConst(scale, ity), t = fresh();
+      if (before) { // name(x * scale)
+        line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+        callIntr(r, name, t);
+      } else { // name(x) * scale
+        callIntr(t, name, x[0]);
+        line(r + " = arith.mulf " + t + ", " + c + " : " + ity);
+      }
+    };
+    switch (op.math) {
+    case M::Exp: scaled("exp2", "1.4426950408889634", true); break;
+    case M::Exp2: intr("exp2", {x[0]}); break;
+    case M::Log: scaled("log2", "0.69314718055994531", false); break;
+    case M::Log2: intr("log2", {x[0]}); break;
+    case M::Sqrt: intr("sqrt", {x[0]}); break;
+    case M::Rsqrt: {
+      std::string s = fresh();
+      callIntr(s, "sqrt", x[0]);
+      line(r + " = arith.divf " + one() + ", " + s + " : " + ity);
+      break;
+    }
+    case M::Reciprocal: line(r + " = arith.divf " + one() + ", " + x[0] + " : " + ity); break;
+    case M::Abs:
+      if (fl)
+        intr("fabs", {x[0]});
+      else {
+        std::string n = fresh(), c = fresh(), z = splatConst("0", ity);
+        line(n + " = arith.subi " + z + ", " + x[0] + " : " + ity);
+        line(c + " = arith.cmpi slt, " + x[0] + ", " + z + " : " + ity);
+        line(r + " = arith.select " + c + ", " + n + ", " + x[0] + " : " +
+             vecType(ScalarType::I1, e) + ", " + ity);
+      }
+      break;
+    case M::Tanh: {
+      // tanh(x) = 1 - 2 / (exp(2x) + 1): exact at both tails, no libm call.
+      std::string c = splatConst("2.8853900817779268", ity), t = fresh(), ex = fresh(),
+                  den = fresh(), q = fresh(), two = splatConst("2.0", ity), o = one();
+      line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+      callIntr(ex, "exp2", t);
+      line(den + " = arith.addf " + ex + ", " + o + " : " + ity);
+      line(q + " = arith.divf " + two + ", " + den + " : " + ity);
+      line(r + " = arith.subf " + o + ", " + q + " : " + ity);
+      break;
+    }
+    case M::Sin: intr("sin", {x[0]}); break;
+    case M::Cos: intr("cos", {x[0]}); break;
+    case M::Maximum: bin(fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui"); break;
+    case M::Minimum: bin(fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui"); break;
+    }
+    break;
+  }
+  case ir::OpKind::Select:
+    line(r + " = arith.select " + x[0] + ", " + x[1] + ", " + x[2] + " : " +
+         vecType(ScalarType::I1, e) + ", " + rty);
+    break;
+  case ir::OpKind::Cast: {
+    const ScalarType to = outT;
+    const unsigned wi = bitWidth(inT), wo = bitWidth(to);
+    std::string opName;
+    if (mlirType(inT) == mlirType(to))
+      return x[0];
+    if (fl && isFloat(to))
+      opName = wo > wi ? "arith.extf" : "arith.truncf";
+    else if (fl)
+      opName = isSigned(to) ? "arith.fptosi" : "arith.fptoui";
+    else if (isFloat(to))
+      opName = sg ? "arith.sitofp" : "arith.uitofp";
+    else if (wo > wi)
+      opName = sg && inT != ScalarType::I1 ? "arith.extsi" : "arith.extui";
+    else
+      opName = "arith.trunci";
+    line(r + " = " + opName + " " + x[0] + " : " + ity + " to " + rty);
+    break;
+  }
+  default: unsupported(opKindName(op.kind), op.loc); return "%error";
+  }
+  return r;
+}
+
+std::string KernelEmitter::applyExprClone(const ir::Op &op, const std::string &x, ScalarType t,
+                                          int64_t e) {
+  const ScalarType rt = op.results[0]->type.dtype;
+  // The lambda variable is bound to each element in turn, so no lowered expression may be
+  // reused across elements.
+  auto saved = exprCache_;
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < e; ++i) {
+    exprCache_.clear();
+    std::string xi = extractElem(x, t, e, i), v = fresh();
+    line(v + " = arith.index_cast " + xi + " : " + mlirType(t) + " to index");
+    symbols_[op.lambdaVar] = v;
+    if (op.pred) {
+      out.push_back(lowerPred(*op.pred));
+    } else {
+      std::string r = fresh();
+      line(r + " = arith.index_cast " + lowerIndex(op.expr) + " : index to " + mlirType(rt));
+      out.push_back(r);
+    }
+  }
+  symbols_.erase(op.lambdaVar);
+  exprCache_ = saved;
+  return buildVector(out, rt);
+}
+
+// A float constant of type t as MLIR parses it back exactly: `v` rounded once to t (to nearest,
+// ties to even: the reference evaluator's rounding, language.md section 11). A value that t
+// holds exactly is printed in decimal (%.17g identifies the double, and so the value, and MLIR's
+// float literals need a '.': `1e-08` becomes `1.0e-08`); anything else (a value t rounds,
+// infinities, NaN) as t's bit pattern in hex, which MLIR takes as the bits.
+std::string floatLiteral(double v, ScalarType t) {
+  const llvm::fltSemantics *sem = &llvm::APFloat::IEEEsingle();
+  switch (t) {
+  case ScalarType::F16: sem = &llvm::APFloat::IEEEhalf(); break;
+  case ScalarType::BF16: sem = &llvm::APFloat::BFloat(); break;
+  case ScalarType::F64: sem = &llvm::APFloat::IEEEdouble(); break;
+  default: break;
+  }
+  llvm::APFloat f(v);
+  bool lost = false;
+  llvm::APFloat::opStatus st = f.convert(*sem, llvm::APFloat::rmNearestTiesToEven, &lost);
+  if (std::isfinite(v) && f.isFinite() && !lost && st == llvm::APFloat::opOK) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    std::string s = buf;
+    if (s.find('.') == std::string::npos) {
+      size_t e = s.find_first_of("eE");
+      s.insert(e == std::string::npos ? s.size() : e, ".0");
+    }
+    return s;
+  }
+  llvm::APInt bits = f.bitcastToAPInt();
+  llvm::SmallString<32> hex;
+  bits.toStringUnsigned(hex, 16);
+  std::string digits(hex.begin(), hex.end());
+  for (char &c : digits)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  size_t width = bits.getBitWidth() / 4;
+  if (digits.size() < width)
+    digits.insert(0, width - digits.size(), '0');
+  return "0x" + digits;
+}
+
+// An integer constant of type t as MLIR parses it: its bit pattern read as a signed number of
+// t's width (sema keeps literals within the width: `literal-out-of-range`).
+std::string intLiteral(int64_t v, ScalarType t) {
+  unsigned n = bitWidth(t);
+  if (n > 0 && n < 64) {
+    uint64_t mask = (uint64_t(1) << n) - 1, u = static_cast<uint64_t>(v) & mask;
+    if (u >> (n - 1))
+      u |= ~mask; // sign-extend
+    v = static_cast<int64_t>(u);
+  }
+  return std::to_string(v);
+}
+
+} // namespace wave::codegen::detail

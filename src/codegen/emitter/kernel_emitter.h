@@ -1,0 +1,581 @@
+// The MLIR emitter's private interface: KernelEmitter, which emits one kernel, and the helpers
+// its files share. The overview, the per-op dispatch (emitOp), the kernel's frame (emit) and
+// emitMlir are in codegen/mlir_emitter.cpp; the methods of each op family are in a file of this
+// directory (docs/internals.md lists them). Only the code generator's files include this header.
+#pragma once
+
+#include "codegen/mlir_emitter.h"
+
+#include "codegen/barrier_insertion.h"
+#include "passes/thread_layout.h"
+
+#include "symbolic/ginac_functions.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <optional>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+namespace wave::codegen::detail {
+
+using sym::IndexExpr;
+
+inline std::string mlirType(ScalarType t) {
+  switch (t) {
+  case ScalarType::I1: return "i1";
+  case ScalarType::I8:
+  case ScalarType::U8: return "i8";
+  case ScalarType::I16: return "i16";
+  case ScalarType::I32:
+  case ScalarType::U32: return "i32";
+  case ScalarType::I64:
+  case ScalarType::Index: return "i64";
+  case ScalarType::F16: return "f16";
+  case ScalarType::BF16: return "bf16";
+  case ScalarType::F32: return "f32";
+  case ScalarType::F64: return "f64";
+  // fp8 values are moved as bytes (LLVM has no fp8 type); only matrix instructions read them.
+  case ScalarType::F8E4M3FN:
+  case ScalarType::F8E5M2:
+  case ScalarType::F8E4M3FNUZ:
+  case ScalarType::F8E5M2FNUZ: return "i8";
+  default: return "";
+  }
+}
+
+inline unsigned byteSize(ScalarType t) { return t == ScalarType::I1 ? 1 : bitWidth(t) / 8; }
+
+// One register value after expansion: a layout (per register dim, the index its elements sit
+// at) and one SSA value per clone.
+struct RegVal {
+  ScalarType dtype = ScalarType::F32;
+  std::map<std::string, DimIndex> layout;    // by dim name; absent dims: uniform along them
+  std::string vecDim;                        // the dim with E > 1, if any
+  int64_t elems = 1;                         // E
+  std::set<std::string> cloneSyms;           // $i_<dim> symbols the clones vary over
+  std::map<std::string, std::string> clones; // clone key -> SSA value
+  // Set for a value computed only from thread indices and uniform values (self_index,
+  // apply_expr of one, and elementwise ops on those): it has no layout of its own and is
+  // computed by this op wherever it is used, in the user's layout (`computeDeferred`).
+  const ir::Op *deferred = nullptr;
+  bool laidOut() const { return !layout.empty(); }
+  // A streamed row (DimIndex::chunk): not emitted where it is defined; each consumer (a
+  // reduction, a write) re-emits `lazy` and its streamed operands inside its loop over the row
+  // of dim `streamDim`, one chunk per trip. `clones` is empty.
+  const ir::Op *lazy = nullptr;
+  std::string streamDim;
+  // A wgmma operand: one i64 shared-memory matrix descriptor per clone (no register layout), of
+  // the tile in allocation `descAlloc`, buffer `descStage` (the SyncItem stage of the reads the
+  // wgmma that consumes it makes; -1 outside multi-buffered loops).
+  int descAlloc = -1;
+  int descStage = -1;
+  bool descNMajor = false; // the tile is [K, N] (a wgmma B operand read with imm-trans-b)
+};
+
+inline std::string cloneKey(const CloneAssign &a, const std::set<std::string> &syms) {
+  std::string key;
+  for (const auto &s : syms)
+    key += s + "=" + std::to_string(a.at(s)) + ";";
+  return key;
+}
+
+// A float constant of type t as MLIR parses it back exactly (elementwise.cpp).
+std::string floatLiteral(double v, ScalarType t);
+// An integer constant of type t as MLIR parses it (elementwise.cpp).
+std::string intLiteral(int64_t v, ScalarType t);
+// Whether a tile's 16-byte chunks may be rotated instead of padding its rows (shared_memory.cpp).
+bool swizzlable(const std::vector<int64_t> &tile, ScalarType t);
+
+class KernelEmitter {
+public:
+  KernelEmitter(const ir::Kernel &k, const Distribution &d, const TargetInfo &t,
+                DiagnosticEngine &diags, bool insertBarriers)
+      : k_(k), d_(d), target_(t), diags_(diags), facts_(d.facts),
+        insertBarriers_(insertBarriers) {
+    machine_.waveSize = d.groupSize;
+    machine_.shuffleWidth = d.waveSize;
+    for (int i = 0; i < 3; ++i)
+      machine_.block[i] = d.block[i];
+    for (const auto &ex : d.expansion)
+      machine_.cloneCounts["$i_" + ex.dim.str()] = std::max<int64_t>(ex.count, 1);
+  }
+
+  bool emit(std::ostream &os);
+  // Dynamic shared memory the kernel's launch must provide (0: all static); set by emit.
+  int64_t dynamicShared() const { return dynamicShared_; }
+
+private:
+  // ---- diagnostics ----
+  bool unsupported(const std::string &what, SourceRange loc) {
+    if (!failed_)
+      diags_.report(DiagId::CodegenUnsupported, loc, {what});
+    failed_ = true;
+    return false;
+  }
+
+  // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
+  // (only matrix instructions read them there).
+  std::string mlirType(ScalarType t) const {
+    if (t == ScalarType::BF16 && target_.vendor == Vendor::AMD)
+      return "i16";
+    return codegen::detail::mlirType(t);
+  }
+  // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
+  bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
+  std::string zeroLit(ScalarType t) const { return isFloat(t) && !opaque(t) ? "0.0" : "0"; }
+
+  // ---- text helpers ----
+  std::string fresh() { return "%v" + std::to_string(next_++); }
+  // Each emitted op carries the `.wave` location of the op it implements (loc_), which survives
+  // into LLVM IR as line info (lowering.cpp) and into the emulator image. Lines that open or
+  // close a region take none.
+  void line(const std::string &s) {
+    bool bare = loc_.empty() || s.empty() || s.back() == '{' || s.front() == '}';
+    items_.push_back({indent_ + s + (bare ? "" : " " + loc_), lds_});
+  }
+  std::string locOf(SourceRange r) const {
+    if (!r.valid() || !diags_.file())
+      return "";
+    std::string name = diags_.file()->name(), quoted;
+    for (char c : name.substr(name.rfind('/') + 1))
+      quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    return "loc(\"" + quoted + "\":" + std::to_string(r.begin.line) + ":" +
+           std::to_string(r.begin.col) + ")";
+  }
+  // A line that emits nothing but a shared-memory access for barrier insertion (a wgmma's reads
+  // through descriptors, which have no line of their own): a barrier placed before it still is.
+  void mark(const SyncItem &s) { items_.push_back({indent_, s}); }
+  // Lines emitted while this is set are shared-memory accesses (for barrier insertion).
+  SyncItem lds_;
+  struct LdsScope {
+    KernelEmitter &e;
+    SyncItem saved;
+    LdsScope(KernelEmitter &em, int alloc, bool write, int stage = -1, bool async = false)
+        : e(em), saved(em.lds_) {
+      e.lds_ = {write ? SyncItem::Write : SyncItem::Read, alloc, stage, async};
+    }
+    ~LdsScope() { e.lds_ = saved; }
+  };
+  std::string constIndex(int64_t v) {
+    auto it = indexConsts_.find(v);
+    if (it != indexConsts_.end())
+      return it->second;
+    std::string n = "%c" + (v < 0 ? "m" + std::to_string(-v) : std::to_string(v));
+    head_ << "      " << n << " = arith.constant " << v << " : index\n";
+    return indexConsts_[v] = n;
+  }
+  std::string vecType(ScalarType t, int64_t e) {
+    return e == 1 ? mlirType(t) : "vector<" + std::to_string(e) + "x" + mlirType(t) + ">";
+  }
+
+  // ---- index expressions ----
+  std::string lowerIndex(const IndexExpr &e);
+  std::string lowerEx(const GiNaC::ex &e);
+  std::string binop(const char *op, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith." + op + " " + a + ", " + b + " : index");
+    return r;
+  }
+  std::string cmpLt(const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi slt, " + a + ", " + b + " : index");
+    return r;
+  }
+  std::string andAll(const std::vector<std::string> &conds) {
+    std::string acc = conds.front();
+    for (size_t i = 1; i < conds.size(); ++i) {
+      std::string r = fresh();
+      line(r + " = arith.andi " + acc + ", " + conds[i] + " : i1");
+      acc = r;
+    }
+    return acc;
+  }
+
+  // ---- ops ----
+  bool emitOp(const ir::Op &op);
+  bool emitRead(const ir::Op &op);
+  bool emitWrite(const ir::Op &op);
+  bool emitElementwise(const ir::Op &op);
+  bool emitMma(const ir::Op &op);
+  bool emitIterate(const ir::Op &op);
+  bool emitReduce(const ir::Op &op);
+
+  // ---- thread layouts (passes/thread_layout.h) ----
+  ThreadLayout layoutOf(const RegVal &v) const;
+  // An empty value carrying the layout `dims` (the index of each dim), `elems` elements per
+  // lane and the clone symbols its indices vary over: the shape a converted value takes.
+  RegVal layoutFrom(const std::vector<DimIndex> &dims, int64_t elems, ScalarType t) const;
+  // `v` as a value in `like`'s layout (dims, elements, clones): `v` itself when it already is or
+  // when it is uniform; else its elements permuted within each thread, or fetched from other
+  // lanes of the wave by shuffles; a deferred value is computed in that layout. False (after
+  // reporting) when the layout needs elements no lane of the wave holds.
+  // `asIs` (when given) is set when `out` is `v` itself (already in the layout, or uniform).
+  bool convertTo(const RegVal &v, const RegVal &like, RegVal &out, SourceRange loc,
+                 bool *asIs = nullptr);
+  // Clone `a` of a deferred or uniform value, in `like`'s layout (`like.elems` elements).
+  std::string operandIn(const RegVal &v, const RegVal &like, const CloneAssign &a);
+  // Clone `a` of the deferred value computed by `op`, in `like`'s layout.
+  std::string computeDeferred(const ir::Op &op, const RegVal &like, const CloneAssign &a);
+  // One clone of an elementwise op (unary, binary, math, select, cast) on operands of `e`
+  // elements each; `inT` is the element type of the last operand.
+  std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
+                               ScalarType inT, int64_t e);
+  // One clone of apply_expr on integer elements `x`.
+  std::string applyExprClone(const ir::Op &op, const std::string &x, ScalarType t, int64_t e);
+  std::string lowerPred(const sym::Pred &p);
+  // A vector (or scalar, e == 1) from `e` scalar SSA values.
+  std::string buildVector(const std::vector<std::string> &elems, ScalarType t);
+  std::string extractElem(const std::string &v, ScalarType t, int64_t e, int64_t i);
+  LayoutMachine machine_;
+  // ---- reductions and streamed rows (emitReduce and below) ----
+  // The combiner of a reduction on one element type.
+  struct Combiner {
+    ScalarType t;
+    std::string ety, op, vkind, identity;
+  };
+  std::optional<Combiner> combinerFor(ir::ReduceKind k, ScalarType t);
+  std::string combine(const Combiner &c, const std::string &a, const std::string &b,
+                      int64_t e = 1);
+  std::string identitySplat(const Combiner &c, int64_t e);
+  // Element-wise in-bounds condition (i1, or vector<e x i1>) of clone `a` of a value whose dim
+  // has layout `di` with e elements per lane; empty when the dim needs no mask.
+  std::string rowMask(const DimIndex &di, const CloneAssign &a, int64_t e);
+  // Replaces masked-off elements by the combiner's identity.
+  std::string maskToIdentity(const Combiner &c, const DimIndex &di, const CloneAssign &a,
+                             const std::string &v, int64_t e);
+  // gpu.shuffle (`mode` xor or idx, `offset` an i32) of one element of any type: 32-bit values
+  // as they are, narrower ones through f32 / i32 (exact), 64-bit ones as two halves.
+  std::string shuffle(const char *mode, const std::string &v, ScalarType t,
+                      const std::string &offset);
+  std::string shuffleXor(const std::string &v, ScalarType t, int64_t mask);
+  // The reduction of a value held in registers; `masked`: apply the dim's row mask.
+  bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
+  bool emitStreamedReduce(const ir::Op &op);
+  bool emitStreamedWrite(const ir::Op &op);
+  // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
+  // streamTrips emits the trip count, streamChunk rewrites the streamed dim's index for the
+  // current trip, materialize re-emits a streamed value (and what it depends on) for it.
+  struct Stream {
+    std::string dim, sym;
+    int64_t chunk = 0;
+  };
+  std::optional<Stream> stream_;
+  std::string streamTrips(const DimIndex &di);
+  DimIndex streamChunk(const DimIndex &di, bool innermost) const;
+  bool materialize(const ir::Value *v, std::vector<std::pair<const ir::Value *, RegVal>> &saved);
+  void restore(std::vector<std::pair<const ir::Value *, RegVal>> &saved);
+  const DimIndex *streamedDim(const ir::Op &op);
+  bool deferStreamed(const ir::Op &op);
+  std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
+  // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
+  bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
+                    std::vector<RegVal> &yielded);
+  // Whether a yielded value can be carried in the loop's value `c` as it stands: a uniform
+  // value whose clones `c` has, or anything once `c` has a layout (converted at the yield).
+  bool carriedFits(const RegVal &c, const RegVal &y) const {
+    if (c.laidOut())
+      return true;
+    return !y.laidOut() && !y.deferred &&
+           std::includes(c.cloneSyms.begin(), c.cloneSyms.end(), y.cloneSyms.begin(),
+                         y.cloneSyms.end()) &&
+           (y.elems == c.elems || y.elems == 1);
+  }
+  std::string mmaInstr(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
+                       const std::string &c);
+  int64_t expansionCount(const std::string &cloneSym) const {
+    for (const auto &ex : d_.expansion)
+      if ("$i_" + ex.dim.str() == cloneSym)
+        return std::max<int64_t>(ex.count, 1);
+    return 1;
+  }
+  // ---- shared memory ----
+  struct LdsAlloc {
+    int64_t offsetBytes = 0, bytes = 0;
+    std::vector<int64_t> tile;    // per memory dim (unpadded)
+    std::vector<IndexExpr> strides; // in elements, padded innermost
+    std::string base;             // !llvm.ptr<3> SSA in the kernel head
+    int stages = 1;               // buffers (2 or 3: the loop's cp.async pipeline)
+    int64_t pad = 0;              // elements of padding per innermost row
+    int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated (see relayout)
+    // > 0: a wgmma operand tile in the canonical K-major layout of rows of this many bytes
+    // (32, 64 or 128), unpadded, 16-byte chunk c of row r stored at chunk c XOR the row's
+    // phase (the hardware's 32/64/128-byte swizzle, offsetOf); each buffer starts at a multiple
+    // of `align` bytes of the arena, whose base is aligned to it at run time.
+    int64_t xorBytes = 0;
+    // > 0: rows wider than 128 bytes are stored as column blocks of 128 bytes (every row's
+    // first 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
+    int64_t blockBytes = 0;
+    int64_t align = 16;
+  };
+  // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
+  // are rotated by the row number so that 8 consecutive rows hit distinct banks. A wgmma tile
+  // keeps its layout.
+  void relayout(LdsAlloc &al, ScalarType t, bool swizzle);
+  // Byte offsets of the allocations in the arena (each aligned to its `align`) and the arena's
+  // size, with room to align its base at run time when an allocation needs more than 16 bytes.
+  int64_t placeAllocs(std::vector<LdsAlloc> &allocs) const;
+  // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
+  IndexExpr stageIndex_ = IndexExpr(0);
+  int stageTag_ = -1;
+  // Called by emitMma after the instructions of each step kk (of count) along clone symbol
+  // `kSym`: where a pipelined loop puts the reads of its next tile (emitLoopOnce).
+  std::function<void(const std::string &kSym, int64_t kk, int64_t count)> afterKStep_;
+
+  struct Promotion {
+    const ir::Op *op = nullptr;
+    int alloc = -1;
+    int64_t lanes = 1;  // elements per cooperative load (L)
+    int64_t copies = 1; // cooperative loads per thread
+    std::vector<IndexExpr> origin; // per tile dim: the tile's first index (WG, IV terms)
+    // A mapped read: the tile is over the register dims (the iterators), filled through the
+    // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
+    bool mapped = false;
+    bool wgmma = false; // read by wgmma only, through descriptors (LdsAlloc::xorBytes)
+    bool nMajor = false; // a wgmma B tile stored [K, N] (N innermost)
+  };
+  bool asyncCopyable(const Promotion &p);
+  void cpAsyncCopy(const Promotion &p);
+  std::map<const ir::Op *, Promotion> promotions_;
+  std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
+  std::vector<LdsAlloc> allocs_;
+  int64_t ldsBytes_ = 0;
+  int64_t dynamicShared_ = 0;
+  bool promote(const ir::Op &op); // plans promotions_[&op]
+  bool isPromoted(const ir::Op &op) const {
+    return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
+           op.operands[0]->paramIndex >= 0;
+  }
+  std::vector<std::string> coopLoad(const Promotion &p);
+  void coopStore(const Promotion &p, const std::vector<std::string> &regs);
+  // The read's value from its shared tile (all clones, or those `keep` accepts) into `out`.
+  using CloneFilter = std::function<bool(const CloneAssign &)>;
+  bool ldsRead(const ir::Op &op, const Promotion &p, RegVal &out, const CloneFilter &keep = {});
+  // ---- wgmma (sm_90a) ----
+  // The wgmma that reads `read`'s value as its A (lhs) or B operand, when every user of the
+  // value is one; null otherwise.
+  const ir::Op *wgmmaUser(const ir::Op &read, bool *lhs = nullptr) const;
+  // A wgmma operand's value: one matrix descriptor per clone of the read (ldsRead's form for
+  // a Promotion::wgmma tile).
+  bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
+  bool emitWgmma(const ir::Op &op);
+  int wgmmaSteps(const ir::Op &mma) const;
+  // Whether the wgmma products of loop `iterate` may stay in flight into the next iteration:
+  // their results only accumulate (yielded, and in the next iteration only the accumulator of
+  // a wgmma). A product whose result other ops use (attention's scores) is waited for at once.
+  bool wgmmaOverlaps(const ir::Op &iterate) const;
+  // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
+  // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's
+  // buffer count, and whether the loop left groups in flight (waited for after it).
+  int wgmmaKeep_ = 0;
+  int wgmmaStages_ = 0;
+  bool wgmmaInFlight_ = false;
+  IndexExpr laneZero(const IndexExpr &e);
+  const AccessIndex *accessOf(const ir::Op &op) {
+    for (const auto &a : d_.accesses)
+      if (a.op == &op)
+        return &a;
+    return nullptr;
+  }
+  // Clone assignments over `syms` (each $i_<dim> ranges over its expansion count).
+  std::vector<CloneAssign> clonesOver(const std::set<std::string> &syms);
+  // The value of clone `a` of `v` as a `vecType(dtype, e)`: splats a uniform scalar.
+  std::string operandAt(const RegVal &v, const CloneAssign &a, int64_t e);
+  // Memory access helpers.
+  struct Access {
+    const ir::Value *mem = nullptr;
+    std::string base;
+    std::string ptr = "!llvm.ptr<1>"; // global; !llvm.ptr<3> for shared memory
+    ScalarType dtype = ScalarType::F32;
+    std::vector<DimIndex> dims;     // memory dim order
+    std::vector<IndexExpr> sizes;   // memory dim sizes (bounds of masked dims)
+    std::vector<IndexExpr> strides; // in elements
+    int vecDim = -1;                // the one dim element g runs along, -1 when several/none
+    int64_t elems = 1;
+    IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
+    int64_t swizzle = 0;            // see LdsAlloc
+    // A mapped access (language.md section 3.2): `dims` are the memory side (the mapping's
+    // expressions; `masked`/`maskedBelow` where they may leave the tensor), `iter` the register
+    // dims whose iteration bound needs a check (index < the register dim's size).
+    bool mapped = false;
+    std::vector<DimIndex> iter;
+    std::vector<DimIndex> reg; // a mapped access: the register side (the value's layout)
+    bool mayBeEmpty = false;   // a global access whose tensor may have no elements
+    int64_t xorBytes = 0;           // see LdsAlloc
+    int64_t blockBytes = 0;         // see LdsAlloc
+  };
+  // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
+  struct Bound {
+    const IndexExpr *start;
+    IndexExpr size;
+    bool upper = true, lower = false;
+  };
+  // The checks of an access: its masked memory dims in order, then its iteration bounds.
+  std::vector<Bound> boundsOf(const Access &acc) const;
+  // Whether the in-bounds elements of every clone of `acc` are a prefix of g (so the last
+  // element decides "all" and the first "any"): elements along one contiguous dim, or, for a
+  // mapped access, every checked index that moves with g moves up and has no lower check.
+  bool prefixBounds(const Access &acc) const;
+  // Whether index `start` grows by exactly 1 (`unit`) or by >= 0 from element g to g + 1.
+  bool stepsInG(const IndexExpr &start, int64_t elems, bool unit) const;
+  // The offset of element (idx...) of the access's tensor.
+  IndexExpr offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const;
+  // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
+  std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
+  // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
+  Access copyAccess(const Promotion &p, bool global, int64_t copy);
+  // `trans`: the tile stores the operand's row dim innermost (ldmatrix .trans).
+  void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,
+                      const std::vector<CloneAssign> &assigns, RegVal &v, bool trans);
+
+  // The access of a read or write: its memory side, with the iteration bounds of a mapped one.
+  // `registerSide` (a mapped read of a promoted tensor): the register dims instead, as if the
+  // value were read from a tensor of the register's shape (its shared-memory tile).
+  bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
+                     bool registerSide = false);
+  // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
+  // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
+  bool mayBeEmptyDim(const ir::Dim &d) const {
+    for (const auto &w : k_.workgroups)
+      if (w.primary && w.dim == d)
+        return false;
+    return !facts_.prove(sym::Pred::cmp(sym::Pred::Ge, d.size, IndexExpr(1))).value_or(false);
+  }
+  // Sets vecDim and elems from the dims whose index depends on g; false (after reporting) for
+  // a dynamic number of elements.
+  bool setVectorDim(Access &acc, SourceRange loc);
+  IndexExpr linearOffset(const Access &acc, const CloneAssign &a, int64_t g);
+  IndexExpr dimIndex(const Access &acc, size_t d, const CloneAssign &a, int64_t g);
+  // `start` for element g of clone `a` (with the pending substitutions).
+  IndexExpr indexAt(const IndexExpr &start, const CloneAssign &a, int64_t g) const;
+  std::string gep(const Access &acc, const IndexExpr &offset);
+  unsigned provenAlignment(const Access &acc, const IndexExpr &offset, int64_t maxElems);
+  // The checks of one bound of an access (index `idx` < size, index >= 0), appended to `out`.
+  void boundChecks(const Bound &b, const std::string &idx, std::vector<std::string> &out);
+  // Condition (i1) that element g (or the whole vector, g = -1 meaning "last element") is in
+  // bounds; empty when no dim is masked.
+  std::string inBounds(const Access &acc, const CloneAssign &a, int64_t g);
+  std::string loadClone(const Access &acc, const CloneAssign &a);
+  void storeClone(const Access &acc, const CloneAssign &a, const std::string &value);
+  // Whether the elements of a vector access lie along one contiguous, unswizzled dim, so that
+  // the in-bounds ones are a prefix (storePrefix).
+  bool prefixMasked(const Access &acc) const;
+  void storePrefix(const Access &acc, const CloneAssign &a, const std::string &value);
+  std::string wideLoad(const Access &acc, const CloneAssign &a, bool checkedAligned);
+  void wideStore(const Access &acc, const CloneAssign &a, const std::string &value,
+                 bool checkedAligned);
+  // The element count P whose alignment wide accesses want (a power of two, <= 128 bits).
+  int64_t wantedAlignElems(const Access &acc);
+  // An i1 that the vector's first element is P-aligned, when the facts cannot prove it;
+  // empty when proven or when the access is not a wide one.
+  std::string alignmentCheck(const Access &acc, const CloneAssign &a);
+  // The fast-path condition (in bounds and aligned), empty when the wide access is always safe.
+  std::string fastPath(const Access &acc, const CloneAssign &a, bool &checkedAligned);
+  // One element; `guarded`: masked-off elements read 0, through a branch (`branchy`, for a lone
+  // scalar access) or a clamped address and a select (inside the vector slow path).
+  std::string elementLoad(const Access &acc, const CloneAssign &a, int64_t g, bool guarded,
+                          bool branchy = true);
+
+  // ---- AMD buffer instructions for checked global accesses (wave-facts.md 2.4) ----
+  // A masked or possibly misaligned global access on a target with buffer resources becomes
+  // buffer loads/stores through a descriptor (V#) whose 64-bit base holds the access's
+  // wave-uniform offset (any tensor size); the lane-dependent rest is the 32-bit voffset, which
+  // bufferEligible proves to stay below 2^31. Out-of-range words read 0 and are not written.
+  // Two ways to mask:
+  //  - row: the elements run along a stride-1 dim whose row the whole wave shares (the other
+  //    dims' indices are uniform). num_records is where that row ends (0 when another masked
+  //    dim is out of bounds), rounded down to a 32-bit word, so the hardware's per-word range
+  //    check masks exactly (no word straddles it); the element(s) of a 16/8-bit row sharing
+  //    their word with the next row's first element (the "tail") are done alone.
+  //  - select: otherwise num_records is 2^31 and the voffset of a piece not wholly in bounds is
+  //    replaced by 2^31; a piece partly in bounds (the tensor's edge) is redone element by
+  //    element.
+  // Tails and partial pieces are rare (the edge lanes): every access of a batch (the clones of
+  // an op) puts them under one shared branch, so a batch costs at most one `scf.if`. Misaligned
+  // wide accesses are fine: AMD's HSA runtime runs kernels in unaligned mode.
+  struct BufferPiece {
+    int64_t first = 0, count = 1;
+    std::string full;  // i1: every element in bounds, else the voffset is 2^31 ("" = always)
+    std::string needs; // i1: partly in bounds, redone element by element ("" = never)
+  };
+  struct BufferAccess {
+    Access acc;
+    CloneAssign clone;
+    IndexExpr uniform = IndexExpr(0); // in the base (elements)
+    std::string rsrc;
+    std::string rowBytes; // row masking: index, bytes from the base to the row's end
+    std::vector<BufferPiece> pieces;
+    int64_t word = 4;      // row masking: the range check's unit (bytes)
+    std::string tailNeeds; // row masking: i1, the row ends inside a word this lane holds
+    std::string value;  // a load's value before the fallback / a store's value
+    std::string result; // a load's final result, defined by the fallback branch
+    bool load = true;
+  };
+  // Whether clone `a` of `acc` takes the buffer path; sets `uniform`.
+  bool bufferEligible(const Access &acc, const CloneAssign &a, IndexExpr &uniform);
+  // Descriptor, masks and pieces of one buffer access (emits the uniform and mask code).
+  BufferAccess bufferPrepare(const Access &acc, const CloneAssign &a, const IndexExpr &uniform);
+  bool rowMaskable(const Access &acc, const CloneAssign &a, const IndexExpr &uniform,
+                   const std::vector<std::pair<int64_t, int64_t>> &parts, int64_t &word);
+  std::string bufferRsrc(const Access &acc, const IndexExpr &uniform, const std::string &records);
+  std::string bufferOffset(const BufferAccess &b, int64_t g, const std::string &cond);
+  std::string bufferLoadPiece(const BufferAccess &b, const std::string &voff, int64_t n);
+  void bufferStorePiece(const BufferAccess &b, const std::string &voff, const std::string &value,
+                        int64_t n);
+  std::string bufferLoad(const Access &acc, const CloneAssign &a, const IndexExpr &uniform);
+  void bufferStore(const Access &acc, const CloneAssign &a, const IndexExpr &uniform,
+                   const std::string &value);
+  // Emits the pending tails and partial pieces under one branch.
+  void flushBufferFallback();
+  void bufferFallback(const BufferAccess &b, std::string &vec);
+  std::string constI32(int64_t v);
+  std::string constTrue() {
+    if (intConsts_.emplace("true:i1", "%true").second)
+      head_ << "      %true = arith.constant true\n";
+    return "%true";
+  }
+  std::vector<BufferAccess> pendingBuffer_;
+  int bufferBatch_ = 0;
+  struct BufferBatch {
+    KernelEmitter &e;
+    explicit BufferBatch(KernelEmitter &em) : e(em) { ++e.bufferBatch_; }
+    ~BufferBatch() {
+      if (--e.bufferBatch_ == 0)
+        e.flushBufferFallback();
+    }
+  };
+
+  const ir::Kernel &k_;
+  const Distribution &d_;
+  const TargetInfo &target_;
+  DiagnosticEngine &diags_;
+  sym::Facts facts_; // the distribution's, plus the emitter's own symbols
+  bool insertBarriers_ = true;
+  bool failed_ = false;
+  unsigned next_ = 0;
+  std::string indent_ = "      ";
+  std::string loc_; // loc(...) of the op being emitted
+  std::ostringstream head_;
+  struct Item {
+    std::string text;
+    SyncItem sync;
+  };
+  std::vector<Item> items_;
+  std::map<int64_t, std::string> indexConsts_;
+  std::map<std::string, std::string> intConsts_; // "value:type" -> SSA
+  // Extra substitutions applied to every access index (the prefetch's IV + 1).
+  std::map<std::string, IndexExpr> subs_;
+  std::map<std::string, std::string> symbols_;   // IndexExpr symbol -> index SSA
+  std::map<std::string, std::string> exprCache_; // within the straight-line region only
+  std::map<const ir::Value *, RegVal> values_;
+  std::map<const ir::Value *, std::string> pointers_; // Memory params -> pointer SSA
+};
+
+} // namespace wave::codegen::detail

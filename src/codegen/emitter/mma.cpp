@@ -1,0 +1,402 @@
+// Matrix instructions: MFMA / WMMA (ROCDL), mma.sync (NVVM) and wgmma (sm_90a).
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+// ---- mma ---------------------------------------------------------------------------------
+
+std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::string &a,
+                                    const std::string &b, const std::string &c) {
+  const std::string cty = vecType(k.acc, k.c.elements);
+  auto bitcast = [&](const std::string &x, const std::string &from, const std::string &to) {
+    if (from == to)
+      return x;
+    std::string r = fresh();
+    line(r + " = llvm.bitcast " + x + " : " + from + " to " + to);
+    return r;
+  };
+  auto half = [&](const std::string &x, int64_t n, int64_t part) {
+    std::string r = fresh(), mask;
+    for (int64_t j = 0; j < n / 2; ++j)
+      mask += (j ? ", " : "") + std::to_string(part * n / 2 + j);
+    const std::string ty = vecType(in, n);
+    line(r + " = vector.shuffle " + x + ", " + x + " [" + mask + "] : " + ty + ", " + ty);
+    return r;
+  };
+  if (k.family == MmaFamily::MFMA) {
+    if (k.isVirtual) {
+      // Two native instructions of half the K, each on half of the lane's elements
+      // (wave-facts.md 3.2; legal by the K-permutation rule).
+      MmaKind native = k;
+      native.k = k.k / 2;
+      native.isVirtual = false;
+      native.a.elements = k.a.elements / 2;
+      native.b.elements = k.b.elements / 2;
+      std::string r = c;
+      for (int part = 0; part < 2; ++part)
+        r = mmaInstr(native, in, half(a, k.a.elements, part), half(b, k.b.elements, part), r);
+      return r;
+    }
+    const int64_t e = k.a.elements, bits = e * bitWidth(in);
+    const std::string shape = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
+                              std::to_string(k.k);
+    std::string name, oty;
+    const std::string vty = vecType(in, e);
+    switch (in) {
+    case ScalarType::F16: name = "rocdl.mfma.f32." + shape + "f16"; oty = vty; break;
+    case ScalarType::BF16:
+      name = "rocdl.mfma.f32." + shape + "bf16.1k";
+      oty = "vector<" + std::to_string(e) + "xi16>";
+      break;
+    case ScalarType::F8E4M3FNUZ:
+    case ScalarType::F8E5M2FNUZ: {
+      const char *t = in == ScalarType::F8E4M3FNUZ ? "fp8" : "bf8";
+      name = "rocdl.mfma.f32." + shape + "." + t + "." + t;
+      oty = "i" + std::to_string(bits);
+      break;
+    }
+    case ScalarType::I8:
+      name = bits == 64 ? "rocdl.mfma.i32." + shape + ".i8" : "rocdl.mfma.i32." + shape + "i8";
+      oty = "i" + std::to_string(bits);
+      break;
+    default: unsupported(std::string("mma on ") + scalarTypeName(in), {}); return c;
+    }
+    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty);
+    std::string z = fresh(), r = fresh();
+    line(z + " = arith.constant 0 : i32");
+    line(r + " = " + name + " " + x + ", " + y + ", " + c + ", " + z + ", " + z + ", " + z +
+         " : (" + oty + ", " + oty + ", " + cty + ", i32, i32, i32) -> " + cty);
+    return r;
+  }
+  if (k.family == MmaFamily::WMMA) {
+    const int64_t e = k.a.elements;
+    const std::string vty = vecType(in, e);
+    const bool bf = in == ScalarType::BF16;
+    const std::string oty = bf ? "vector<" + std::to_string(e) + "xi16>" : vty;
+    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty), r = fresh();
+    line(r + " = rocdl.wmma.f32.16x16x16." + (bf ? "bf16 " : "f16 ") + x + ", " + y + ", " + c +
+         " : (" + oty + ", " + oty + ", " + cty + ") -> " + cty);
+    return r;
+  }
+  // mma.sync through the NVVM intrinsic (MLIR 19's nvvm.mma.sync rejects bf16).
+  const bool bf = in == ScalarType::BF16;
+  auto regs = [&](const std::string &x, int64_t e) {
+    const int64_t words = e / 2;
+    std::string w = bitcast(x, vecType(in, e), "vector<" + std::to_string(words) + "xi32>");
+    std::vector<std::string> out;
+    for (int64_t j = 0; j < words; ++j) {
+      std::string r = fresh();
+      line(r + " = vector.extract " + w + "[" + std::to_string(j) + "] : i32 from vector<" +
+           std::to_string(words) + "xi32>");
+      out.push_back(bf ? r : bitcast(r, "i32", vecType(in, 2)));
+    }
+    return out;
+  };
+  std::vector<std::string> args = regs(a, k.a.elements), bs = regs(b, k.b.elements);
+  args.insert(args.end(), bs.begin(), bs.end());
+  std::string sig;
+  const std::string rty = bf ? "i32" : vecType(in, 2);
+  for (size_t j = 0; j < args.size(); ++j)
+    sig += (j ? ", " : "") + rty;
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh();
+    line(x + " = vector.extract " + c + "[" + std::to_string(j) + "] : f32 from " + cty);
+    args.push_back(x);
+    sig += ", f32";
+  }
+  std::string list;
+  for (size_t j = 0; j < args.size(); ++j)
+    list += (j ? ", " : "") + args[j];
+  const std::string shape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                            std::to_string(k.k);
+  std::string sty = "!llvm.struct<(f32, f32, f32, f32)>", s = fresh();
+  line(s + " = llvm.call_intrinsic \"llvm.nvvm.mma." + shape + ".row.col." +
+       (bf ? "bf16" : "f32.f32") + "\"(" + list + ") : (" + sig + ") -> " + sty);
+  std::string vec = fresh();
+  line(vec + " = llvm.mlir.undef : " + cty);
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh(), r = fresh();
+    line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
+    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+         cty);
+    vec = r;
+  }
+  return vec;
+}
+
+bool KernelEmitter::emitMma(const ir::Op &op) {
+  const MmaKind &k = *op.mma;
+  const ScalarType in = op.operands[0]->type.dtype;
+  // Clones of M, N and K step by the vector shapes of the expansion, which the first mma of
+  // each dim decided; a chained mma must step alike.
+  const unsigned shape[3] = {k.m, k.n, k.k};
+  const bool group = k.family == MmaFamily::Wgmma;
+  for (int r = 0; r < 3; ++r)
+    for (const auto &ex : d_.expansion)
+      if (ex.dim == op.dims[r] && !ex.vectorShape.equals(IndexExpr(int64_t{shape[r]})) &&
+          !(group && r == 2 && wgmmaSteps(op) > 1))
+        return unsupported("an mma of kind " + std::string(k.name) + " whose dim " +
+                               ex.dim.str() + " is walked in steps of " +
+                               ex.vectorShape.str() + " (another mma's shape) instead of " +
+                               std::to_string(shape[r]),
+                           op.loc);
+  if (k.family == MmaFamily::Wgmma)
+    return emitWgmma(op);
+  // Each operand in the kind's layout: values read for this mma already are; an earlier mma's
+  // result is permuted in registers or shuffled across lanes (chained products).
+  // An operand used as it is stays the value in values_ (not a copy): the fragment pipeline
+  // (afterKStep_) adds the clones of later K steps of a read to it while the instructions of
+  // earlier steps are emitted.
+  RegVal converted[3];
+  const RegVal *opnd[3];
+  const LaneLayout *lanes[3] = {&k.a, &k.b, &k.c};
+  for (int i = 0; i < 3; ++i) {
+    const RegVal &v = values_.at(op.operands[i]);
+    RegVal like = layoutFrom(mmaOperandIndex(k_, d_, op, i, op.operands[i]->type.shape),
+                             lanes[i]->elements, v.dtype);
+    bool asIs = false;
+    if (!convertTo(v, like, converted[i], op.loc, &asIs))
+      return false;
+    opnd[i] = asIs ? &v : &converted[i];
+  }
+  RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
+                          k.c.elements, k.acc);
+  const std::string kSym = "$i_" + op.dims[2].str();
+  const int64_t kCount =
+      opnd[0]->cloneSyms.count(kSym) || opnd[1]->cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+  // K outermost: consecutive instructions update different accumulators, so none waits for
+  // the previous one's result.
+  const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
+  for (const auto &a : assigns)
+    out.clones[cloneKey(a, out.cloneSyms)] = operandAt(*opnd[2], a, out.elems);
+  for (int64_t kk = 0; kk < kCount; ++kk) {
+    for (const auto &a : assigns) {
+      CloneAssign b = a;
+      b[kSym] = kk;
+      std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
+      c = mmaInstr(k, in, operandAt(*opnd[0], b, k.a.elements),
+                   operandAt(*opnd[1], b, k.b.elements), c);
+    }
+    if (afterKStep_)
+      afterKStep_(kSym, kk, kCount);
+  }
+  values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+// wgmma (sm_90a): per accumulator clone and K step one `wgmma.mma_async` of the warpgroup,
+// A and B through their descriptors, the accumulator (the kind's C layout) in registers as a
+// struct of f32. `wgmma.fence` first (the accumulators were written by other instructions),
+// then the instructions, one commit group, and a wait that leaves `wgmmaKeep_` groups in flight
+// (1 inside a pipelined loop: the next iteration's barrier and copies overlap this tile's
+// products). For the barrier analysis the shared-memory reads happen twice: at issue (they
+// need the tile: a barrier there, preceded by the async-proxy fence) and when the wait retires
+// them (the tile's buffer may be overwritten after a barrier that follows the wait).
+bool KernelEmitter::emitWgmma(const ir::Op &op) {
+  const MmaKind &k = *op.mma;
+  const ScalarType in = op.operands[0]->type.dtype;
+  const RegVal &a0 = values_.at(op.operands[0]), &b = values_.at(op.operands[1]);
+  if (b.descAlloc < 0)
+    return unsupported("a wgmma B operand that is not the tile of a read of a shared-memory "
+                       "parameter used only by wgmma (wgmma reads B through a shared-memory "
+                       "descriptor)",
+                       op.loc);
+  if (in != ScalarType::F16 && in != ScalarType::BF16)
+    return unsupported(std::string("wgmma on ") + scalarTypeName(in), op.loc);
+  const int steps = wgmmaSteps(op);
+  // A from registers (the fragments of every K step of a clone, in the register-fragment
+  // layout of the PTX ISA), or from shared memory through descriptors like B.
+  const bool regA = a0.descAlloc < 0;
+  RegVal aConv;
+  if (regA && !convertTo(a0,
+                         layoutFrom(mmaOperandIndex(k_, d_, op, 0, op.operands[0]->type.shape),
+                                    k.a.elements * steps, in),
+                         aConv, op.loc))
+    return false;
+  const RegVal &a = regA ? aConv : a0;
+  RegVal acc;
+  const RegVal &c0 = values_.at(op.operands[2]);
+  if (!convertTo(c0,
+                 layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.operands[2]->type.shape),
+                            k.c.elements, c0.dtype),
+                 acc, op.loc))
+    return false;
+  RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
+                          k.c.elements, k.acc);
+  const std::string kSym = "$i_" + op.dims[2].str();
+  const int64_t kCount =
+      a.cloneSyms.count(kSym) || b.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
+  const int64_t n = k.c.elements;
+  const std::string vty = vecType(ScalarType::F32, n);
+  std::string sty = "!llvm.struct<(";
+  for (int64_t j = 0; j < n; ++j)
+    sty += j ? ", f32" : "f32";
+  sty += ")>";
+  const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
+  std::vector<std::string> regs;
+  for (const auto &ca : assigns) {
+    const std::string v = operandAt(acc, ca, n);
+    std::string st = fresh();
+    line(st + " = llvm.mlir.undef : " + sty);
+    for (int64_t j = 0; j < n; ++j) {
+      std::string x = fresh(), r = fresh();
+      line(x + " = vector.extract " + v + "[" + std::to_string(j) + "] : f32 from " + vty);
+      line(r + " = llvm.insertvalue " + x + ", " + st + "[" + std::to_string(j) + "] : " + sty);
+      st = r;
+    }
+    regs.push_back(st);
+  }
+  // The A fragments of a register operand: per clone and K step, elements 8 st .. 8 st + 7 as
+  // four 32-bit registers of two 16-bit values each.
+  std::map<std::string, std::vector<std::string>> fragments;
+  auto fragmentsOf = [&](const CloneAssign &ab, int st) -> const std::vector<std::string> & {
+    const std::string key = cloneKey(ab, a.cloneSyms) + "#" + std::to_string(st);
+    auto it = fragments.find(key);
+    if (it != fragments.end())
+      return it->second;
+    const std::string whole = operandAt(a, ab, k.a.elements * steps);
+    const std::string wty = vecType(in, k.a.elements * steps);
+    std::vector<std::string> words;
+    for (int j = 0; j < 4; ++j) {
+      std::string pair = fresh();
+      line(pair + " = vector.extract_strided_slice " + whole + " {offsets = [" +
+           std::to_string(8 * st + 2 * j) + "], sizes = [2], strides = [1]} : " + wty + " to " +
+           vecType(in, 2));
+      std::string word = fresh();
+      line(word + " = vector.bitcast " + pair + " : " + vecType(in, 2) + " to vector<1xi32>");
+      std::string x = fresh();
+      line(x + " = vector.extract " + word + "[0] : i32 from vector<1xi32>");
+      words.push_back(x);
+    }
+    return fragments[key] = words;
+  };
+  auto descAt = [&](const RegVal &v, const CloneAssign &ab, int st) {
+    const std::string key = cloneKey(ab, v.cloneSyms);
+    return v.clones.at(st ? key + "#" + std::to_string(st) : key);
+  };
+  line("nvvm.wgmma.fence.aligned");
+  auto reads = [&](const std::function<int(int)> &stageOf, bool issue) {
+    for (const RegVal *x : {&a, &b}) {
+      if (x->descAlloc < 0 ||
+          (x == &b && b.descAlloc == a.descAlloc && b.descStage == a.descStage))
+        continue;
+      SyncItem it{SyncItem::Read, x->descAlloc, stageOf(x->descStage)};
+      it.asyncProxy = issue;
+      mark(it);
+    }
+  };
+  reads([](int st) { return st; }, true);
+  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
+                            ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
+  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                               std::to_string(k.k);
+  for (int64_t kk = 0; kk < kCount; ++kk)
+    for (int st = 0; st < steps; ++st)
+      for (size_t i = 0; i < assigns.size(); ++i) {
+        CloneAssign ab = assigns[i];
+        ab[kSym] = kk;
+        std::string r = fresh();
+        if (!regA) {
+          line(r + " = nvvm.wgmma.mma_async " + descAt(a, ab, st) + ", " + descAt(b, ab, st) +
+               ", " + regs[i] + ", " + shape + ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" +
+               ty + ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty +
+               ">, #nvvm.wgmma_scale_in<one>, <" + (b.descNMajor ? "row" : "col") + ">] : " +
+               sty + " -> " + sty);
+        } else {
+          // MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register
+          // form as inline PTX, the accumulators tied to the results.
+          std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
+                             ptxShape + ".f32." + ty + "." + ty + " {";
+          std::string cons, args, types;
+          for (int64_t j = 0; j < n; ++j) {
+            text += (j ? ", $" : "$") + std::to_string(j);
+            cons += "=f,";
+          }
+          text += "}, {";
+          for (int j = 0; j < 4; ++j)
+            text += (j ? ", $" : "$") + std::to_string(2 * n + j);
+          text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " +
+                  (b.descNMajor ? "1" : "0") + ";\\0A}";
+          std::string accs = fresh();
+          for (int64_t j = 0; j < n; ++j) {
+            std::string x = fresh();
+            line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
+            args += (j ? ", " : "") + x;
+            types += j ? ", f32" : "f32";
+            cons += std::to_string(j) + ",";
+          }
+          for (const std::string &wd : fragmentsOf(ab, st)) {
+            args += ", " + wd;
+            types += ", i32";
+            cons += "r,";
+          }
+          args += ", " + descAt(b, ab, st);
+          types += ", i64";
+          cons += "l";
+          line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
+               cons + "\" " + args + " : (" + types + ") -> " + sty);
+        }
+        regs[i] = r;
+      }
+  line("nvvm.wgmma.commit.group.sync.aligned");
+  // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
+  // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
+  const int keep = wgmmaKeep_;
+  line("nvvm.wgmma.wait.group.sync.aligned " + std::to_string(keep));
+  if (keep > 0)
+    wgmmaInFlight_ = true;
+  const int stagesN = wgmmaStages_;
+  reads(
+      [&](int st) {
+        return st < 0 || stagesN <= 0 ? st : ((st - keep) % stagesN + stagesN) % stagesN;
+      },
+      false);
+  for (size_t i = 0; i < assigns.size(); ++i) {
+    std::string vec = fresh();
+    line(vec + " = llvm.mlir.undef : " + vty);
+    for (int64_t j = 0; j < n; ++j) {
+      std::string x = fresh(), r = fresh();
+      line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
+      line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+           vty);
+      vec = r;
+    }
+    out.clones[cloneKey(assigns[i], out.cloneSyms)] = vec;
+  }
+  values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+bool KernelEmitter::wgmmaOverlaps(const ir::Op &iterate) const {
+  const ir::Region &body = *iterate.regions[0];
+  bool ok = true;
+  ir::walk(body, [&](const ir::Op &op) {
+    if (op.kind != ir::OpKind::Mma || !op.mma || op.mma->family != MmaFamily::Wgmma)
+      return;
+    for (const ir::Op *u : op.results[0]->users) {
+      if (u->kind != ir::OpKind::Yield || u->parent != &body) {
+        ok = false;
+        continue;
+      }
+      for (size_t i = 0; i < u->operands.size(); ++i)
+        if (u->operands[i] == op.results[0] && i < body.args.size())
+          for (const ir::Op *next : body.args[i]->users)
+            ok = ok && next->kind == ir::OpKind::Mma && next->operands[2] == body.args[i] &&
+                 next->operands[0] != body.args[i] && next->operands[1] != body.args[i];
+    }
+  });
+  return ok;
+}
+
+// K steps of 16 that a wgmma makes inside each clone of its K dim: the dim's step / the kind's K
+// (1 unless the dim is also another product's M or N: distribution.cpp, mmaVectorShapes).
+int KernelEmitter::wgmmaSteps(const ir::Op &mma) const {
+  for (const auto &ex : d_.expansion)
+    if (ex.dim == mma.dims[2])
+      if (auto vs = ex.vectorShape.asInteger(); vs && *vs > mma.mma->k)
+        return static_cast<int>(*vs / mma.mma->k);
+  return 1;
+}
+
+} // namespace wave::codegen::detail
