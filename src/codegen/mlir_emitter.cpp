@@ -9,7 +9,7 @@
 // sm_90a through NVVM's wgmma ops with A and B read by the tensor cores from shared memory
 // through matrix descriptors: emitWgmma).
 //
-// Shared memory (promotion of `shared` kernel parameters, wave-facts.md section 5): each
+// Shared memory (promotion of `shared` kernel parameters, docs/hardware.md section 5): each
 // promoted read gets a tile of one per-workgroup arena (`llvm.mlir.global` in address space 3),
 // padded on the innermost dim against bank conflicts; the whole workgroup copies the tile with
 // 128-bit global loads (masked as the original read), stores it to shared memory, and the read
@@ -47,7 +47,7 @@
 // shuffles, as passes/thread_layout.h plans. self_index/apply_expr values are computed in the
 // layout of their user (RegVal::deferred).
 //
-// Mapped reads and writes (language.md section 14): the value is laid out over the register
+// Mapped reads and writes (docs/language.md section 14): the value is laid out over the register
 // dims (the iterators, AccessIndex::regDims), the addresses are the mapping's expressions of
 // them; the checks are the iteration bounds plus the memory-side bounds the distribution could
 // not prove (Access::iter, DimIndex::masked/maskedBelow), and the pieces logic groups the

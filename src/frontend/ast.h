@@ -1,4 +1,4 @@
-// The abstract syntax tree of a `.wave` file (language.md). The parser builds it from the ANTLR
+// The abstract syntax tree of a `.wave` file (docs/language.md). The parser builds it from the ANTLR
 // parse tree; every node carries the source range it was written at. Sema reads it and records
 // its conclusions (types, resolved names) in its own tables, never in the tree, so the AST stays
 // a faithful picture of the text: `--emit=ast` prints it back.

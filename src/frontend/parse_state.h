@@ -18,7 +18,7 @@
 
 namespace wave::parse {
 
-// Brackets may nest this deep (language.md: deeper nesting is `nesting-too-deep`).
+// Brackets may nest this deep (docs/language.md: deeper nesting is `nesting-too-deep`).
 constexpr unsigned kMaxBracketDepth = 256;
 // Expressions may nest this deep (docs/language.md section 1: deeper is `expression-too-deep`). Every
 // level counts: each binary operator (chains fold to the left, so `a + b + c` is two levels),

@@ -1,5 +1,5 @@
 // The reference evaluator: a kernel's whole-tensor meaning, computed on the host straight from
-// the kernel graph IR (language.md), independent of constraints, distribution and code
+// the kernel graph IR (docs/language.md), independent of constraints, distribution and code
 // generation. It is the oracle that device results are checked against (wave-run --check, the
 // end-to-end tests). No LLVM, no runtime: plain C++ over the IR.
 //

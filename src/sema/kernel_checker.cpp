@@ -1,4 +1,4 @@
-// Kernel-level checks: parameters and their types, the constraints block (language.md
+// Kernel-level checks: parameters and their types, the constraints block (docs/language.md
 // section 5), and what can only be judged once the whole body is known (dims that no tensor
 // has, dynamic and unbound symbols, outputs).
 #include "sema/kernel_checker.h"

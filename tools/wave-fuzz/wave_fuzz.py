@@ -6,7 +6,7 @@ constraints, statements as expression trees). For every program the tool
 
   1. renders it as a .wave file and asks `wavec --check` whether it is valid,
   2. computes the expected outputs with numpy from the description alone (class Oracle:
-     float64 arithmetic rounded to the element type after every operation, language.md
+     float64 arithmetic rounded to the element type after every operation, docs/language.md
      section 11), with a per-element error bound derived from the operations, the element
      types and the accumulation lengths,
   3. runs wavec's reference evaluator (`wave-run --reference`) and every emulated target

@@ -74,7 +74,7 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
 //
 // Neither back end lowers llvm.exp2/log2/sin/cos on f64 (AMDGPU: "no libcall available";
 // NVPTX: none), and the NVIDIA approximations are f32. So f64 exp, exp2, log, log2, sin, cos and
-// tanh are expanded here into arith ops on the element type (language.md section 12, "f64 math"):
+// tanh are expanded here into arith ops on the element type (docs/language.md section 12, "f64 math"):
 // the range reductions and kernel polynomials of fdlibm (k_sin.c, k_cos.c, e_log.c), a Taylor
 // polynomial for exp, and exponent-field arithmetic for the scaling by 2^n. Accuracy: a few ulp;
 // sin/cos reduce by a 212-bit pi/2 in fused multiply-adds, for |x| < 2^52 (NaN beyond).
@@ -294,7 +294,7 @@ private:
     // x = n pi/2 + r, |r| <= pi/4 (a little more when x * 2/pi rounds across a half: a second
     // step corrects that). n is an integer below 2^53, so n * P1 is exact inside the fma and each
     // step rounds at most at the ulp of r. Beyond |x| = 2^52 n no longer fits a double (a
-    // Payne-Hanek reduction would be needed): the result is NaN there (documented, language.md
+    // Payne-Hanek reduction would be needed): the result is NaN there (documented, docs/language.md
     // section 12), as it is for infinities and NaN.
     std::string absX = fresh_();
     line_(absX + " = llvm.call_intrinsic \"llvm.fabs." + std::string(e_ == 1 ? "" : "v" +
@@ -598,7 +598,7 @@ std::string KernelEmitter::applyExprClone(const ir::Op &op, const std::string &x
 }
 
 // A float constant of type t as MLIR parses it back exactly: `v` rounded once to t (to nearest,
-// ties to even: the reference evaluator's rounding, language.md section 11). A value that t
+// ties to even: the reference evaluator's rounding, docs/language.md section 11). A value that t
 // holds exactly is printed in decimal (%.17g identifies the double, and so the value, and MLIR's
 // float literals need a '.': `1e-08` becomes `1.0e-08`); anything else (a value t rounds,
 // infinities, NaN) as t's bit pattern in hex, which MLIR takes as the bits.

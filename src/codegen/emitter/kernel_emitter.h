@@ -401,7 +401,7 @@ private:
     int64_t elems = 1;
     IndexExpr extra = IndexExpr(0); // added to the linear offset (a shared-memory buffer)
     int64_t swizzle = 0;            // see LdsAlloc
-    // A mapped access (language.md section 3.2): `dims` are the memory side (the mapping's
+    // A mapped access (docs/language.md section 3): `dims` are the memory side (the mapping's
     // expressions; `masked`/`maskedBelow` where they may leave the tensor), `iter` the register
     // dims whose iteration bound needs a check (index < the register dim's size).
     bool mapped = false;
@@ -483,7 +483,7 @@ private:
   std::string elementLoad(const Access &acc, const CloneAssign &a, int64_t g, bool guarded,
                           bool branchy = true);
 
-  // ---- AMD buffer instructions for checked global accesses (wave-facts.md 2.4) ----
+  // ---- AMD buffer instructions for checked global accesses (docs/hardware.md 2.4) ----
   // A masked or possibly misaligned global access on a target with buffer resources becomes
   // buffer loads/stores through a descriptor (V#) whose 64-bit base holds the access's
   // wave-uniform offset (any tensor size); the lane-dependent rest is the 32-bit voffset, which

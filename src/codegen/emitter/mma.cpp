@@ -26,7 +26,7 @@ std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::
   if (k.family == MmaFamily::MFMA) {
     if (k.isVirtual) {
       // Two native instructions of half the K, each on half of the lane's elements
-      // (wave-facts.md 3.2; legal by the K-permutation rule).
+      // (docs/hardware.md 3.2; legal by the K-permutation rule).
       MmaKind native = k;
       native.k = k.k / 2;
       native.isVirtual = false;

@@ -5,7 +5,7 @@ namespace wave::codegen::detail {
 
 // ---- reductions ----------------------------------------------------------------------------
 //
-// sum/max/min over dim D of a value in any layout the emitter holds (wave-facts.md section 4.1):
+// sum/max/min over dim D of a value in any layout the emitter holds (docs/hardware.md section 4.1):
 //  1. masked-off elements (a row shorter than its tile) become the combiner's identity;
 //  2. the clones along D are combined element-wise, then in-thread the lane's elements whose
 //     coordinates on the other dims agree (the result may keep several elements per lane);

@@ -62,7 +62,7 @@ bool KernelEmitter::promote(const ir::Op &op) {
   p.lanes = lanes;
   p.copies = elems / (threads * lanes);
   // Padding of the innermost dim: 16 bytes where reads are 128-bit wide (ldmatrix rows, WMMA
-  // rows) or on NVIDIA, else 8 bytes (wave-facts.md 5.1). Rows then start on distinct banks.
+  // rows) or on NVIDIA, else 8 bytes (docs/hardware.md 5.1). Rows then start on distinct banks.
   const int64_t readBytes = std::min<int64_t>(16, acc.elems * bytes);
   const int64_t padBytes = target_.vendor == Vendor::NVIDIA || readBytes >= 16 ? 16 : 8;
   const int64_t pad = std::max<int64_t>(1, padBytes / bytes);
