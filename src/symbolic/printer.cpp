@@ -146,6 +146,26 @@ Printed printProduct(const numeric &coeff, const ex &rest) {
   return {text, kAtom};
 }
 
+// A product keeps a sum factor or its negation, with the coefficient's sign to match, and
+// which of the two GiNaC holds depends on its run-to-run operand order. The printed form takes
+// every sum factor as the one of the two whose text does not start with '-' (the leading
+// printed term is the same for both, with opposite signs), so it is the same on every run.
+Term canonicalTerm(Term t) {
+  if (!is_a<GiNaC::mul>(t.rest) && !is_a<GiNaC::add>(t.rest))
+    return t;
+  ex rest = 1;
+  for (const ex &f : factorsOf(t.rest)) {
+    if (is_a<GiNaC::add>(f) && print(f).text.rfind('-', 0) == 0) {
+      rest *= (-f).expand();
+      t.coeff = -t.coeff;
+    } else {
+      rest *= f;
+    }
+  }
+  t.rest = rest;
+  return t;
+}
+
 Printed printTerm(const Term &t) {
   Printed body = printProduct(abs(t.coeff), t.rest);
   if (!t.coeff.is_negative())
@@ -258,7 +278,7 @@ std::string joinTerms(std::vector<TermKey> &keys) {
 
 Printed printSum(const ex &sum) {
   std::vector<Term> terms;
-  forEachTerm(sum, [&](const ex &t) { terms.push_back(splitTerm(t)); });
+  forEachTerm(sum, [&](const ex &t) { terms.push_back(canonicalTerm(splitTerm(t))); });
 
   // (K + M) / 2 rather than K / 2 + M / 2 when every term has the same denominator.
   numeric denom = terms.front().coeff.denom();
@@ -338,7 +358,7 @@ Printed printUncached(const ex &e) {
   if (is_a<GiNaC::add>(e))
     return printSum(e);
   if (is_a<GiNaC::mul>(e) || is_a<GiNaC::power>(e))
-    return printTerm(splitTerm(e));
+    return printTerm(canonicalTerm(splitTerm(e)));
   return printFunction(e);
 }
 

@@ -48,9 +48,30 @@ std::string KernelEmitter::lowerEx(const GiNaC::ex &e) {
   if (is_a<add>(e) || is_a<mul>(e)) {
     // GiNaC orders operands by hashes seeded with type addresses, which vary from run to run;
     // ordering them by their printed form keeps the emitted text deterministic.
+    // In a product, a sum factor and its negation differ only in the coefficient's sign, and
+    // which of the two GiNaC keeps also depends on that order: every sum factor is taken as
+    // the one of the two whose printed form does not start with '-' (the leading printed term
+    // is the same for both, with opposite signs), the sign going to the numeric coefficient.
     std::vector<std::pair<std::string, ex>> ops;
-    for (size_t i = 0; i < e.nops(); ++i)
-      ops.emplace_back(IndexExpr(e.op(i)).str(), e.op(i));
+    numeric sign = 1;
+    for (size_t i = 0; i < e.nops(); ++i) {
+      ex f = e.op(i);
+      if (is_a<mul>(e) && is_a<add>(f) && IndexExpr(f).str().rfind('-', 0) == 0) {
+        f = (-f).expand();
+        sign = -sign;
+      }
+      ops.emplace_back(IndexExpr(f).str(), f);
+    }
+    if (sign.is_equal(-1)) {
+      auto num = std::find_if(ops.begin(), ops.end(),
+                              [](const auto &o) { return is_a<numeric>(o.second); });
+      if (num != ops.end()) {
+        num->second = -num->second;
+        num->first = IndexExpr(num->second).str();
+      } else {
+        ops.emplace_back(IndexExpr(ex(-1)).str(), ex(-1));
+      }
+    }
     std::stable_sort(ops.begin(), ops.end(),
                      [](const auto &x, const auto &y) { return x.first < y.first; });
     std::string acc;
