@@ -130,18 +130,13 @@ void elementwiseWorker(int id, wave_device_t *handleOut) {
 // samples/copy on emu:sm_90, through wave_select_kernel on a shared table, with the device
 // opened and closed around every launch (so opens race with last closes).
 void copyWorker(int id) {
+  // One table shared by every thread, as a stub's static table is.
   static const wave_code_object_t table[] = {
-      {"emu:gfx942", nullptr, 0, nullptr},
-      {"emu:sm_90", nullptr, 0, nullptr},
+      {"emu:gfx942", reinterpret_cast<const unsigned char *>(copyGfx942.data()),
+       copyGfx942.size(), nullptr},
+      {"emu:sm_90", reinterpret_cast<const unsigned char *>(copySm90.data()), copySm90.size(),
+       nullptr},
   };
-  static std::once_flag once;
-  std::call_once(once, [] {
-    auto *t = const_cast<wave_code_object_t *>(table);
-    t[0].image = reinterpret_cast<const unsigned char *>(copyGfx942.data());
-    t[0].size = copyGfx942.size();
-    t[1].image = reinterpret_cast<const unsigned char *>(copySm90.data());
-    t[1].size = copySm90.size();
-  });
   const char *uri = id % 2 ? "emu:sm_90" : "emu:gfx942";
   for (int iter = 0; iter < 4; ++iter) {
     wave_device_t dev = nullptr;
