@@ -32,10 +32,10 @@ fi
 
 # Every report is fatal and says where; leaks are reported at exit (LeakSanitizer, with the
 # suppressions of scripts/lsan.supp: third-party libraries only).
-# use_sigaltstack=0: lld (inside libwavec_codegen.so, not instrumented) installs its own
-# alternate signal stack, from malloc, on the thread that links an AMD code object (LLVM's
-# signal handlers, registered when its output file is created); ASan would then try to unmap
-# that buffer as its own when the thread ends and die with "CHECK failed ... unable to unmap".
+# use_sigaltstack=0: LLVM's signal handlers (inside libwavec_codegen.so, not instrumented)
+# install their own alternate signal stack, from malloc, on the compiling thread; ASan would try
+# to unmap that buffer as its own when the thread ends and die with "CHECK failed ... unable to
+# unmap" (docs/reliability.md, "Sanitizers").
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:use_sigaltstack=0:strict_string_checks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan.supp:print_suppressions=0}
