@@ -9,6 +9,7 @@ packages=(
   libginac-dev libcln-dev libcli11-dev libfmt-dev
   llvm-19-dev libmlir-19-dev mlir-19-tools lld-19 liblld-19-dev llvm-19-tools
   libamd-comgr-dev libgtest-dev
+  clang-19 libclang-rt-19-dev # scripts/sanitize.sh: the front-end fuzzer (libFuzzer, ASan, UBSan)
 )
 
 missing=()
