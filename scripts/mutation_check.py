@@ -63,7 +63,7 @@ D = "src/passes/distribution.cpp"
 SIMP = "src/symbolic/simplifier.cpp"
 FACTS = "src/symbolic/facts.cpp"
 RANGE = "src/symbolic/range_analysis.cpp"
-BAR = "src/codegen/barrier_insertion.cpp"
+BAR = "src/passes/barrier_insertion.cpp"
 CG = "src/codegen/"  # the emitter, wherever its pieces live
 
 MUTANTS = [

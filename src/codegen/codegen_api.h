@@ -13,7 +13,7 @@
 // This header must stay free of LLVM and MLIR headers.
 #pragma once
 
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "frontend/diagnostics.h"
 #include "ir/graph.h"
 #include "passes/distribution.h"
@@ -31,7 +31,7 @@ enum class CodegenOutput {
   HSACO, // AMD code object (ELF shared object): binary
   PTX,   // NVIDIA PTX: text
   Cubin, // NVIDIA cubin via ptxas: binary
-  Emu,   // the emulator image alone (runtime/src/emu/emu_image.h): binary
+  Emu,   // the emulator image alone (runtime/format/emu_image.h): binary
 };
 
 // What a kernel of a code object uses, read from the compiled module and code object; -1 where

@@ -1,4 +1,4 @@
-// LLVM module -> emulator image (emu_translate.h; the format is runtime/src/emu/emu_image.h).
+// LLVM module -> emulator image (emu_translate.h; the format is runtime/format/emu_image.h).
 //
 // One pass over each kernel function: every SSA value gets a frame slot, constants are written
 // into the frame's initial image, each instruction becomes one or a few bytecode instructions
@@ -6,9 +6,9 @@
 // conditional branches get a trampoline), and each instruction carries the `.wave` location of
 // its debug location. Anything without an emulator counterpart is rejected by name.
 #include "codegen/emu_translate.h"
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 
-#include "../../runtime/src/emu/emu_image.h"
+#include "emu_image.h" // runtime/format/emu_image.h, through the wave_emu_format target
 
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DataLayout.h"
@@ -653,7 +653,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   }
   // cp.async: an asynchronous copy of 16 bytes (the first `size` from global memory, zeros for
   // the rest) that lands in shared memory only when a wait completes its group
-  // (runtime/src/emu/emu_image.h, Op::AsyncCopy), so a wait count that leaves a group in flight
+  // (runtime/format/emu_image.h, Op::AsyncCopy), so a wait count that leaves a group in flight
   // while its buffer is read is reported by the emulator's race detector.
   if (name == "llvm.nvvm.cp.async.commit.group") {
     emit(Op::AsyncCommit, Type::I8, 1, 0, 0, 0, 0, 0);

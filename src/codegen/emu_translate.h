@@ -1,6 +1,6 @@
 // The emulator image of a compiled module: the final target LLVM module (after LLVM's
 // optimization pipeline, right before instruction selection) translated into the bytecode of
-// runtime/src/emu/emu_image.h, which the runtime's `emu` device interprets.
+// runtime/format/emu_image.h, which the runtime's `emu` device interprets.
 #pragma once
 
 #include "codegen/codegen_api.h"

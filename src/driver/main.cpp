@@ -1,7 +1,7 @@
 // wavec: the command line. Parses the flags of the table in flags.def (which also gives the
 // --help text and the man page) and hands them to compile().
 // Exit codes: 0 success, 1 compile error, 2 usage error.
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "driver/files.h"
 #include "driver/options.h"
 #include "frontend/large_stack.h"

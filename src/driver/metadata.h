@@ -8,7 +8,7 @@
 
 #include "codegen/codegen_api.h"
 #include "codegen/host_api.h"
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
 #include "ir/graph.h"
 
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 
 #include <fmt/format.h>
 

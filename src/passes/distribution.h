@@ -10,7 +10,7 @@
 // "anchor": an MMA operand or accumulator, a reduction, or the plain read/write layout).
 #pragma once
 
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "frontend/diagnostics.h"
 #include "ir/graph.h"
 #include "symbolic/facts.h"

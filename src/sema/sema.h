@@ -9,7 +9,7 @@
 // program is only usable when no error was reported.
 #pragma once
 
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "frontend/ast.h"
 #include "frontend/diagnostics.h"
 #include "ir/graph.h"

@@ -6,7 +6,7 @@
 // Any input must end in a clean return: a crash, an ASan/UBSan report, an uncaught exception, a
 // timeout or a runaway allocation is a finding. docs/reliability.md ("Front-end fuzzing") has the
 // build, the committed corpus (tests/fuzz_frontend/corpus) and the long-run command.
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "frontend/diagnostics.h"
 #include "frontend/parser.h"
 #include "frontend/source.h"

@@ -1,5 +1,5 @@
-// The barrier-insertion analysis (src/codegen/barrier_insertion.h) on hand-made access streams.
-#include "codegen/barrier_insertion.h"
+// The barrier-insertion analysis (src/passes/barrier_insertion.h) on hand-made access streams.
+#include "passes/barrier_insertion.h"
 
 #include <gtest/gtest.h>
 

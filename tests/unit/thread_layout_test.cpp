@@ -1,6 +1,6 @@
 // The thread-layout planner (src/passes/thread_layout.h): layouts of the target table's matrix
 // kinds and hand-made ones; every plan is checked by replaying it element by element.
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 #include "passes/thread_layout.h"
 
 #include <gtest/gtest.h>

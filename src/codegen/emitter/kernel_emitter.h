@@ -6,7 +6,7 @@
 
 #include "codegen/mlir_emitter.h"
 
-#include "codegen/barrier_insertion.h"
+#include "passes/barrier_insertion.h"
 #include "passes/thread_layout.h"
 
 #include "symbolic/ginac_functions.h"

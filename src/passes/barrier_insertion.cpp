@@ -1,4 +1,4 @@
-#include "codegen/barrier_insertion.h"
+#include "passes/barrier_insertion.h"
 
 #include <algorithm>
 #include <climits>

@@ -1,4 +1,4 @@
-#include "codegen/target_table.h"
+#include "target/target_table.h"
 
 #include <fmt/format.h>
 
