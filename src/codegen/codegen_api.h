@@ -59,6 +59,10 @@ struct CodegenOptions {
   bool insertBarriers = true;     // false: --debug-no-barriers (shows races to the emulator)
   // --time-passes: when set, the generator appends (step, milliseconds) for each of its steps.
   std::vector<std::pair<std::string, double>> *timings = nullptr;
+  // --print-ir-after / --dump-dir: the code generator's passes (passes/pass_list.h) whose
+  // result to print, and where the (pass, text) pairs go, in pipeline order.
+  std::vector<std::string> dumpPasses;
+  std::vector<std::pair<std::string, std::string>> *passDumps = nullptr;
 };
 
 // The emulator image made alongside a native output (HSACO, PTX, cubin, ISA): the final target
@@ -87,7 +91,7 @@ struct WaveCodegenApi {
                    EmuImageResult *emu);
 };
 
-constexpr unsigned kWaveCodegenApiVersion = 4;
+constexpr unsigned kWaveCodegenApiVersion = 5;
 
 } // namespace wave
 

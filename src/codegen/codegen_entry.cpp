@@ -4,6 +4,8 @@
 #include "codegen/lowering.h"
 #include "codegen/mlir_emitter.h"
 
+#include <chrono>
+
 namespace wave {
 namespace {
 
@@ -11,8 +13,15 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
               const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
               EmuImageResult *emu) {
   std::map<std::string, int64_t> dynamicShared;
-  std::optional<std::string> mlir =
-      emitMlir(kernels, target, diags, options.insertBarriers, &dynamicShared);
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers,
+                                             &dynamicShared, &options.dumpPasses,
+                                             options.passDumps);
+  if (options.timings)
+    options.timings->push_back(
+        {"plan and emit", std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - start)
+                              .count()});
   if (!mlir)
     return false;
   return lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared);

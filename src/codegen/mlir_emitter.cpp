@@ -9,6 +9,10 @@
 // sm_90a through NVVM's wgmma ops with A and B read by the tensor cores from shared memory
 // through matrix descriptors: emitWgmma).
 //
+// What is staged through shared memory, how it is copied and how each loop pipelines it is
+// decided before any op is emitted, by the plan passes (passes/kernel_plan.h: promotion,
+// cooperative copies, schedule); the emitter emits what their KernelPlan says, and the
+// shared-memory plan places every tile once the kernel is emitted.
 // Shared memory (promotion of `shared` kernel parameters, docs/hardware.md section 5): each
 // promoted read gets a tile of one per-workgroup arena (`llvm.mlir.global` in address space 3),
 // padded on the innermost dim against bank conflicts; the whole workgroup copies the tile with
@@ -64,6 +68,7 @@
 // shared_memory.cpp (promotion), iterate.cpp (loops and pipelining), elementwise.cpp (with f64
 // math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows) and mma.cpp.
 #include "codegen/emitter/kernel_emitter.h"
+#include "passes/pass_list.h"
 
 namespace wave {
 
@@ -178,6 +183,64 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   }
 }
 
+void KernelEmitter::dumpPlan(std::initializer_list<const char *> passes) {
+  for (const char *pass : passes)
+    if (dumps_ && dumps_->wants(pass))
+      dumps_->text[pass] += printPlan(pass, k_, plan_, d_);
+}
+
+// The emitted lines before barrier insertion, each shared-memory access tagged with what the
+// barrier analysis sees (`--print-ir-after=emit`).
+std::string KernelEmitter::emittedText() const {
+  static const char *kinds[] = {"", "shared read", "shared write", "loop begin", "loop end",
+                                "barrier"};
+  std::string out = "kernel " + k_.name + ": emitted, before barrier insertion\n";
+  for (const auto &it : items_) {
+    out += it.text.find_first_not_of(' ') == std::string::npos ? it.text + "(no text)" : it.text;
+    const SyncItem &s = it.sync;
+    if (s.kind != SyncItem::Other) {
+      out += "    // " + std::string(kinds[static_cast<int>(s.kind)]);
+      if (s.resource >= 0)
+        out += " tile " + std::to_string(s.resource);
+      if (s.stage >= 0)
+        out += " buffer " + std::to_string(s.stage);
+      if (s.async)
+        out += " async";
+      if (s.asyncProxy)
+        out += " (async proxy)";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// Where barrier insertion put barriers (`--print-ir-after=barrier-insertion`).
+std::string KernelEmitter::barrierText(const std::vector<BarrierPlacement> &barrier,
+                                       const std::vector<int> &keep,
+                                       const std::vector<bool> &fence) const {
+  std::string out = "kernel " + k_.name + ": barriers\n";
+  int count = 0;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    if (barrier[i] == BarrierPlacement::None)
+      continue;
+    ++count;
+    std::string what = barrier[i] == BarrierPlacement::WaitAndBarrier
+                           ? "cp.async wait (" + std::to_string(keep[i]) +
+                                 " groups may stay in flight), barrier"
+                           : "barrier";
+    if (fence[i])
+      what += ", async proxy fence";
+    std::string next = items_[i].text.substr(items_[i].text.find_first_not_of(' ') ==
+                                                     std::string::npos
+                                                 ? items_[i].text.size()
+                                                 : items_[i].text.find_first_not_of(' '));
+    out += "  before item " + std::to_string(i) + ": " + what + "\n    " +
+           (next.empty() ? "(a wgmma's shared-memory reads)" : next.substr(0, 120)) + "\n";
+  }
+  out += "  " + std::to_string(count) + (count == 1 ? " barrier\n" : " barriers\n");
+  return out;
+}
+
 bool KernelEmitter::emit(std::ostream &os) {
   // Signature: memory pointers and scalars in parameter order, then dynamic symbols as i64.
   std::string sig;
@@ -218,23 +281,25 @@ bool KernelEmitter::emit(std::ostream &os) {
     symbols_["$WG" + std::to_string(i)] = std::string("%wg_") + xyz[i];
   }
 
+  // The plan passes (promotion, cooperative-copies, schedule: passes/kernel_plan.h), then the
+  // ops as the plan says, then the shared-memory plan of every tile.
+  PlanContext plan{k_, d_, target_, facts_, *this, plan_};
+  if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
+    return false;
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
       return false;
   if (failed_)
     return false;
-  ldsBytes_ = placeAllocs(allocs_);
-  int64_t align = 16;
-  for (const auto &al : allocs_)
-    align = std::max(align, al.align);
-  if (ldsBytes_ > 0) {
-    if (ldsBytes_ > target_.ldsOptInBytes)
-      return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
-                             " bytes of shared memory (" + target_.name + " has " +
-                             std::to_string(target_.ldsOptInBytes) + " per workgroup)",
-                         k_.loc);
+  if (dumps_ && dumps_->wants("emit"))
+    dumps_->text["emit"] += emittedText();
+  if (!planSharedMemory(plan))
+    return false;
+  dumpPlan({"shared-memory-plan"});
+  const int64_t ldsBytes = plan_.sharedMemory.bytes, align = plan_.sharedMemory.align;
+  if (ldsBytes > 0) {
     if (align > 16) {
-      // The arena's base rounded up to `align` (placeAllocs left room): the declared alignment
+      // The arena's base rounded up to `align` (placeTiles left room): the declared alignment
       // of dynamic shared memory is not something to count on.
       head_ << "      %lds_raw = llvm.mlir.addressof @__wave_lds_" << k_.name
             << " : !llvm.ptr<3>\n"
@@ -248,15 +313,15 @@ bool KernelEmitter::emit(std::ostream &os) {
     } else {
       head_ << "      %lds = llvm.mlir.addressof @__wave_lds_" << k_.name << " : !llvm.ptr<3>\n";
     }
-    for (const auto &al : allocs_)
-      head_ << "      " << al.base << " = llvm.getelementptr %lds[" << al.offsetBytes
-            << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
-    // Above the static limit the arena is dynamic shared memory: an external array of no size
-    // (PTX `.extern .shared`), sized by the launch (dynamicShared(), the host stub).
-    dynamicShared_ = ldsBytes_ > target_.ldsBytes ? ldsBytes_ : 0;
+    for (size_t i = 0; i < allocs_.size(); ++i)
+      head_ << "      " << ldsBase(static_cast<int>(i)) << " = llvm.getelementptr %lds["
+            << allocs_[i].offsetBytes << "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8\n";
+    // A dynamic arena is an external array of no size (PTX `.extern .shared`), sized by the
+    // launch (dynamicShared(), the host stub).
+    dynamicShared_ = plan_.sharedMemory.dynamicBytes;
     os << "    llvm.mlir.global " << (dynamicShared_ ? "external" : "internal") << " @__wave_lds_"
        << k_.name << "() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<"
-       << (dynamicShared_ ? 0 : ldsBytes_) << " x i8>\n";
+       << (dynamicShared_ ? 0 : ldsBytes) << " x i8>\n";
   }
 
   std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
@@ -272,6 +337,8 @@ bool KernelEmitter::emit(std::ostream &os) {
   std::vector<int> keepInFlight;
   std::vector<bool> proxyFence;
   std::vector<BarrierPlacement> barrier = placeBarriers(sync, &keepInFlight, &proxyFence);
+  if (dumps_ && dumps_->wants("barrier-insertion"))
+    dumps_->text["barrier-insertion"] += barrierText(barrier, keepInFlight, proxyFence);
   for (size_t i = 0; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
     const std::string ind = t.substr(0, t.find_first_not_of(' '));
@@ -303,12 +370,18 @@ bool KernelEmitter::emit(std::ostream &os) {
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
                                     bool insertBarriers,
-                                    std::map<std::string, int64_t> *dynamicShared) {
+                                    std::map<std::string, int64_t> *dynamicShared,
+                                    const std::vector<std::string> *dumpPasses,
+                                    std::vector<std::pair<std::string, std::string>> *passDumps) {
+  codegen::detail::PassDumps dumps;
+  if (dumpPasses)
+    dumps.wanted = *dumpPasses;
   std::ostringstream os;
   os << "module attributes {gpu.container_module} {\n  gpu.module @wave_kernels {\n";
   bool ok = true;
   for (const auto &ck : kernels) {
-    codegen::detail::KernelEmitter e(*ck.kernel, *ck.dist, target, diags, insertBarriers);
+    codegen::detail::KernelEmitter e(*ck.kernel, *ck.dist, target, diags, insertBarriers,
+                                     &dumps);
     if (!e.emit(os)) {
       diags.note(DiagId::NoteInKernel, ck.kernel->loc, {ck.kernel->name});
       ok = false;
@@ -317,6 +390,12 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
     }
   }
   os << "  }\n}\n";
+  // The dumps in pipeline order, whether or not emission succeeded (a dump is how a failure is
+  // looked at).
+  if (passDumps)
+    for (const PassInfo &p : passList())
+      if (auto it = dumps.text.find(p.name); it != dumps.text.end())
+        passDumps->push_back({it->first, it->second});
   if (!ok)
     return std::nullopt;
   return os.str();

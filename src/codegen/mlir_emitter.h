@@ -29,6 +29,9 @@ namespace wave {
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
                                     bool insertBarriers = true,
-                                    std::map<std::string, int64_t> *dynamicShared = nullptr);
+                                    std::map<std::string, int64_t> *dynamicShared = nullptr,
+                                    const std::vector<std::string> *dumpPasses = nullptr,
+                                    std::vector<std::pair<std::string, std::string>> *passDumps =
+                                        nullptr);
 
 } // namespace wave

@@ -4,6 +4,7 @@
 #include "target/target_table.h"
 #include "driver/files.h"
 #include "driver/options.h"
+#include "passes/pass_list.h"
 #include "frontend/large_stack.h"
 
 #include <cstdio>
@@ -340,14 +341,6 @@ std::string defaultCacheDir() {
 
 } // namespace
 
-namespace wave {
-const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names{"parse", "sema", "distribute", "mlir", "llvm",
-                                              "asm"};
-  return names;
-}
-} // namespace wave
-
 namespace {
 
 // The usage error of a flag whose value names a file or directory and is empty; null for the
@@ -362,6 +355,62 @@ const char *emptyValueError(FlagId id) {
   case FlagId::CacheDir: return "--cache-dir needs a directory";
   default: return nullptr;
   }
+}
+
+// --target's value: repeated or comma-separated (--target=gfx942,sm_90 --target=gfx90a).
+void addTargets(const std::string &value, std::vector<std::string> &targets) {
+  size_t start = 0;
+  while (true) {
+    size_t comma = value.find(',', start);
+    targets.push_back(value.substr(start, comma - start));
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+}
+
+// The usage error of --print-ir-after with a name that is no pass.
+std::string unknownPass(const std::string &value) {
+  std::vector<std::string> names;
+  for (const PassInfo &p : passList())
+    names.push_back(p.name);
+  return "--print-ir-after=" + value + ": no such pass (wavec --list-passes lists them)" +
+         didYouMean(value, names);
+}
+
+// --emit's kind, or without it the kind -o's extension names; false (with `error`) for an
+// unknown kind.
+bool resolveEmit(const std::string &emit, DriverOptions &opts, std::string &error) {
+  static const std::pair<const char *, EmitKind> emitKinds[] = {
+      {"ast", EmitKind::AST},     {"ir", EmitKind::IR},         {"distribution", EmitKind::Distribution},
+      {"metadata", EmitKind::Metadata}, {"mlir", EmitKind::MLIR}, {"llvm", EmitKind::LLVM},
+      {"asm", EmitKind::Asm},     {"hsaco", EmitKind::HSACO},   {"ptx", EmitKind::PTX},
+      {"cubin", EmitKind::Cubin}, {"emu", EmitKind::Emu}};
+  bool emitKnown = emit.empty();
+  for (const auto &[name, kind] : emitKinds)
+    if (emit == name) {
+      opts.emit = kind;
+      emitKnown = true;
+    }
+  if (!emitKnown) {
+    error = "--emit=" + emit + ": expected ast, ir, distribution, metadata, mlir, llvm, asm, "
+                               "hsaco, ptx, cubin or emu";
+    return false;
+  }
+  if (opts.emit == EmitKind::Default && !opts.output.empty()) {
+    // The output kind follows -o's extension.
+    static const std::pair<const char *, EmitKind> extensions[] = {
+        {".hsaco", EmitKind::HSACO}, {".ptx", EmitKind::PTX}, {".cubin", EmitKind::Cubin},
+        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR},
+        {".json", EmitKind::Metadata}, {".wemu", EmitKind::Emu}};
+    for (const auto &[ext, kind] : extensions) {
+      const std::string e = ext;
+      if (opts.output.size() > e.size() &&
+          opts.output.compare(opts.output.size() - e.size(), e.size(), e) == 0)
+        opts.emit = kind;
+    }
+  }
+  return true;
 }
 
 int runWavec(int argc, char **argv) {
@@ -390,19 +439,11 @@ int runWavec(int argc, char **argv) {
                   WAVEC_LLVM_VERSION, defaultTarget().name);
       return 0;
     case FlagId::PrintTargets: printTargets = true; break;
+    case FlagId::ListPasses:
+      std::fputs(listPassesText().c_str(), stdout);
+      return 0;
     case FlagId::Output: opts.output = value; break;
-    case FlagId::Target: {
-      // Repeated or comma-separated: --target=gfx942,sm_90 --target=gfx90a.
-      size_t start = 0;
-      while (true) {
-        size_t comma = value.find(',', start);
-        opts.targets.push_back(value.substr(start, comma - start));
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
-      }
-      break;
-    }
+    case FlagId::Target: addTargets(value, opts.targets); break;
     case FlagId::Emit: emit = value; break;
     case FlagId::Header: opts.header = value; break;
     case FlagId::Stub: opts.stub = value; break;
@@ -458,15 +499,11 @@ int runWavec(int argc, char **argv) {
         return usageError("--error-limit=" + value + ": expected a count");
       break;
     case FlagId::PrintIrAfterAll: opts.printAfterAll = true; break;
-    case FlagId::PrintIrAfter: {
-      const auto &stages = stageNames();
-      if (std::find(stages.begin(), stages.end(), value) == stages.end())
-        return usageError("--print-ir-after=" + value +
-                          ": expected parse, sema, distribute, mlir, llvm or asm" +
-                          didYouMean(value, stages));
+    case FlagId::PrintIrAfter:
+      if (!findPass(value))
+        return usageError(unknownPass(value));
       opts.printAfter.push_back(value);
       break;
-    }
     case FlagId::DumpDir: opts.dumpDir = value; break;
     case FlagId::TimePasses: opts.timePasses = true; break;
     case FlagId::CacheDir: cacheDir = value; break;
@@ -496,33 +533,8 @@ int runWavec(int argc, char **argv) {
   }
   opts.target = opts.targets.front();
 
-  static const std::pair<const char *, EmitKind> emitKinds[] = {
-      {"ast", EmitKind::AST},     {"ir", EmitKind::IR},         {"distribution", EmitKind::Distribution},
-      {"metadata", EmitKind::Metadata}, {"mlir", EmitKind::MLIR}, {"llvm", EmitKind::LLVM},
-      {"asm", EmitKind::Asm},     {"hsaco", EmitKind::HSACO},   {"ptx", EmitKind::PTX},
-      {"cubin", EmitKind::Cubin}, {"emu", EmitKind::Emu}};
-  bool emitKnown = emit.empty();
-  for (const auto &[name, kind] : emitKinds)
-    if (emit == name) {
-      opts.emit = kind;
-      emitKnown = true;
-    }
-  if (!emitKnown)
-    return usageError("--emit=" + emit + ": expected ast, ir, distribution, metadata, mlir, "
-                                         "llvm, asm, hsaco, ptx, cubin or emu");
-  if (opts.emit == EmitKind::Default && !opts.output.empty()) {
-    // The output kind follows -o's extension.
-    static const std::pair<const char *, EmitKind> extensions[] = {
-        {".hsaco", EmitKind::HSACO}, {".ptx", EmitKind::PTX}, {".cubin", EmitKind::Cubin},
-        {".s", EmitKind::Asm},       {".ll", EmitKind::LLVM}, {".mlir", EmitKind::MLIR},
-        {".json", EmitKind::Metadata}, {".wemu", EmitKind::Emu}};
-    for (const auto &[ext, kind] : extensions) {
-      const std::string e = ext;
-      if (opts.output.size() > e.size() &&
-          opts.output.compare(opts.output.size() - e.size(), e.size(), e) == 0)
-        opts.emit = kind;
-    }
-  }
+  if (!resolveEmit(emit, opts, error))
+    return usageError(error);
   if (opts.check && opts.emit != EmitKind::Default)
     return usageError("--check and --emit cannot be combined");
   if (opts.targets.size() > 1 && !opts.check &&

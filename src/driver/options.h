@@ -46,16 +46,13 @@ struct DriverOptions {
   bool depPhony = false;
   // Inspection.
   bool printAfterAll = false;
-  std::vector<std::string> printAfter; // stage names
+  std::vector<std::string> printAfter; // pass names (passes/pass_list.h)
   std::string dumpDir;
   bool timePasses = false;
   bool debugLines = false;        // -g: .wave line info in the native output
   // Compile cache: empty dir = none.
   std::string cacheDir;
 };
-
-// The stages of the pipeline, as --print-ir-after and --dump-dir name them.
-const std::vector<std::string> &stageNames();
 
 // Runs the whole compilation (pipeline.cpp). Returns the process exit code: 0 success,
 // 1 compile error. Diagnostics are printed to stderr.

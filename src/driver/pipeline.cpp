@@ -24,6 +24,7 @@
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
+#include "passes/pass_list.h"
 #include "passes/size_limits.h"
 
 #include <cctype>
@@ -108,8 +109,7 @@ public:
                opts_.printAfter.end();
   }
   void after(const std::string &stage, const std::string &text, const char *ext) {
-    const auto &names = stageNames();
-    size_t index = std::find(names.begin(), names.end(), stage) - names.begin();
+    const int index = passIndex(stage);
     if (opts_.printAfterAll || std::find(opts_.printAfter.begin(), opts_.printAfter.end(),
                                          stage) != opts_.printAfter.end()) {
       std::string banner = "// ----- wavec: after " + stage + " -----\n";
@@ -129,6 +129,12 @@ private:
   const DriverOptions &opts_;
   std::vector<OutputFile> files_;
 };
+
+// The code generator's passes whose dump is one of its outputs (printed by running it for that
+// output) rather than text its passes print.
+bool isOutputStage(const std::string &pass) {
+  return pass == "mlir" || pass == "llvm" || pass == "asm";
+}
 
 // The code generator's output kind for the requested emit kind.
 CodegenOutput codegenOutput(EmitKind emit, bool amd) {
@@ -245,7 +251,8 @@ bool unpackCached(const std::string &entry, std::string &code, EmuImageResult &e
 bool generateCode(const DriverOptions &opts, const Program &program,
                   const std::vector<CodegenKernel> &kernels, CodegenOutput output,
                   DiagnosticEngine &diags, StageTimer &timer, std::string &out,
-                  EmuImageResult *emu, std::vector<KernelResources> *resources = nullptr) {
+                  EmuImageResult *emu, std::vector<KernelResources> *resources = nullptr,
+                  StageDumps *dumps = nullptr) {
   const TargetInfo &target = *program.target;
   const bool amd = target.vendor == Vendor::AMD;
   CodegenOptions co;
@@ -273,10 +280,21 @@ bool generateCode(const DriverOptions &opts, const Program &program,
   }
   std::vector<std::pair<std::string, double>> steps;
   co.timings = &steps;
+  // The code generator's own passes print into passDumps when asked (mlir, llvm and asm are
+  // outputs: the caller asks for those by running the generator for them).
+  std::vector<std::pair<std::string, std::string>> passDumps;
+  if (dumps)
+    for (const PassInfo &p : passList())
+      if (p.side == PassSide::CodeGenerator && dumps->wants(p.name) &&
+          !isOutputStage(p.name))
+        co.dumpPasses.push_back(p.name);
+  co.passDumps = &passDumps;
   bool ok = api->generate(kernels, target, co, diags, out, emu);
   timer.lap("code generation");
   for (const auto &[step, ms] : steps)
     timer.add("  " + step, ms);
+  for (const auto &[pass, text] : passDumps)
+    dumps->after(pass, text, findPass(pass)->dumpExt);
   return ok;
 }
 
@@ -342,6 +360,272 @@ std::string depfilePath(const DriverOptions &opts, const std::string &output) {
   return stemOf(opts.input) + ".d";
 }
 
+
+// One target's compilation: what the driver's passes make, in turn, and the code generator's
+// output.
+struct TargetRun {
+  const TargetInfo *target = nullptr;
+  const ast::Module *module = nullptr;
+  std::unique_ptr<Program> program;
+  // Each kernel and its distribution (null until the distribute pass has run).
+  struct Kernel {
+    const ir::Kernel *kernel = nullptr;
+    std::unique_ptr<Distribution> dist;
+  };
+  std::vector<Kernel> kernels;
+  std::vector<CodegenKernel> codegenKernels;
+  std::string code;
+  EmuImageResult emu;
+  std::vector<KernelResources> resources;
+};
+
+std::string irText(const TargetRun &c) {
+  std::string out;
+  for (const auto &kernel : c.program->kernels)
+    out += ir::print(*kernel);
+  return out;
+}
+
+std::string distributionText(const TargetRun &c) {
+  std::string out;
+  for (const auto &k : c.kernels)
+    out += printDistribution(*k.kernel, *c.target, *k.dist);
+  return out;
+}
+
+// The driver's passes (pass_list.h gives their order and what each does), bound to what runs
+// and prints them. A pass reports its errors; the driver stops after a pass that reported any.
+struct DriverPass {
+  const char *name;
+  bool (*run)(const DriverOptions &, TargetRun &, DiagnosticEngine &);
+  std::string (*print)(const TargetRun &);
+};
+
+bool runSema(const DriverOptions &opts, TargetRun &c, DiagnosticEngine &diags) {
+  SemaOptions semaOptions;
+  semaOptions.target = c.target;
+  semaOptions.defines = opts.defines;
+  semaOptions.onlyKernel = opts.kernel;
+  c.program = analyze(*c.module, semaOptions, diags);
+  if (!c.program)
+    return false;
+  for (const auto &kernel : c.program->kernels)
+    c.kernels.push_back({kernel.get(), nullptr});
+  return true;
+}
+
+bool runSizeLimits(const DriverOptions &, TargetRun &c, DiagnosticEngine &diags) {
+  bool ok = true;
+  for (const auto &k : c.kernels)
+    ok &= checkStaticSizes(*k.kernel, diags);
+  return ok;
+}
+
+std::string printSizeLimits(const TargetRun &c) {
+  std::string out;
+  for (const auto &k : c.kernels)
+    out += printStaticSizes(*k.kernel);
+  return out;
+}
+
+bool runDistribute(const DriverOptions &, TargetRun &c, DiagnosticEngine &diags) {
+  bool ok = true;
+  for (auto &k : c.kernels) {
+    k.dist = std::make_unique<Distribution>();
+    ok &= distribute(*k.kernel, *c.target, diags, *k.dist);
+  }
+  return ok;
+}
+
+bool runUnrollLimits(const DriverOptions &, TargetRun &c, DiagnosticEngine &diags) {
+  bool ok = true;
+  for (const auto &k : c.kernels)
+    ok &= checkUnroll(*k.kernel, *k.dist, diags);
+  return ok;
+}
+
+std::string printUnrollLimits(const TargetRun &c) {
+  std::string out;
+  for (const auto &k : c.kernels)
+    out += printUnroll(*k.kernel, *k.dist);
+  return out;
+}
+
+const std::vector<DriverPass> &driverPasses() {
+  static const std::vector<DriverPass> passes{
+      {"sema", runSema, irText},
+      {"size-limits", runSizeLimits, printSizeLimits},
+      {"distribute", runDistribute, distributionText},
+      {"unroll-limits", runUnrollLimits, printUnrollLimits},
+  };
+  return passes;
+}
+
+// The files this run will write, checked before any work: none may be the input, a directory,
+// or the same file as another (files.h). The dump directory is made now (its files are written
+// whatever happens, failures included).
+bool prepareOutputs(const DriverOptions &opts, const std::string &outPath,
+                    const std::string &outRole, const std::string &depRole,
+                    const std::vector<std::string> &filesRead, DiagnosticEngine &diags) {
+  const size_t targetCount = opts.targets.empty() ? 1 : opts.targets.size();
+  if (!opts.check) {
+    std::vector<OutputFile> planned;
+    if (targetCount == 1)
+      planned.push_back({outPath.empty() ? "-" : outPath, outRole, ""});
+    if (!opts.header.empty())
+      planned.push_back({opts.header, "--header", ""});
+    if (!opts.stub.empty())
+      planned.push_back({opts.stub, "--stub", ""});
+    if (opts.depfile)
+      planned.push_back({depfilePath(opts, outPath), depRole, ""});
+    OutputError failed;
+    if (!checkOutputs(planned, filesRead, failed)) {
+      diags.report(DiagId::CannotWriteFile, {}, {failed.path, failed.message});
+      return false;
+    }
+  }
+  if (!opts.dumpDir.empty()) {
+    struct stat st;
+    if (::mkdir(opts.dumpDir.c_str(), 0777) != 0 && errno != EEXIST) {
+      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, std::strerror(errno)});
+      return false;
+    }
+    if (::stat(opts.dumpDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, "--dump-dir names a file that is not a directory"});
+      return false;
+    }
+  }
+  return true;
+}
+
+// The driver's passes on one target, in order; false after one reported errors.
+bool runDriverPasses(const DriverOptions &opts, TargetRun &c, bool primary,
+                     DiagnosticEngine &diags, StageTimer &timer, StageDumps &dumps) {
+  for (const DriverPass &pass : driverPasses()) {
+    const bool ok = pass.run(opts, c, diags);
+    timer.lap(pass.name);
+    if (!ok || diags.hasErrors())
+      return false;
+    if (primary && dumps.wants(pass.name))
+      dumps.after(pass.name, pass.print(c), findPass(pass.name)->dumpExt);
+  }
+  return true;
+}
+
+// The code generator on one target: MLIR only for --check (when it is installed), else the
+// requested output through the compile cache, and the mlir/llvm/asm dumps when asked for.
+bool runCodeGenerator(const DriverOptions &opts, TargetRun &c, bool primary,
+                      const std::string &text, bool hostApi, DiagnosticEngine &diags,
+                      StageTimer &timer, StageDumps &dumps) {
+  for (const auto &k : c.kernels)
+    c.codegenKernels.push_back({k.kernel, k.dist.get()});
+  // --check asks the code generator too, when it is installed: a kernel it cannot generate
+  // for this target is refused here, at its .wave location, not later by a build. Only the
+  // MLIR is produced (parsed and verified), not the code object.
+  if (opts.check) {
+    std::string mlir;
+    if (!codegenBackendPath().empty() &&
+        !generateCode(opts, *c.program, c.codegenKernels, CodegenOutput::MLIR, diags, timer,
+                      mlir, nullptr, nullptr, primary ? &dumps : nullptr))
+      return false;
+    return true;
+  }
+  // Metadata describes the code object: its resources come from compiling it.
+  if (!isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata)
+    return true;
+
+  const bool amd = c.program->target->vendor == Vendor::AMD;
+  const CodegenOutput output = codegenOutput(opts.emit, amd);
+  // The emulator image rides along whenever a stub embeds the code objects.
+  const bool emuAlongside = hostApi && output != CodegenOutput::Emu;
+  // A cached output has no pass dumps: a run that prints the code generator's passes skips
+  // the cache.
+  bool passDumps = false;
+  for (const PassInfo &p : passList())
+    passDumps |= primary && p.side == PassSide::CodeGenerator && dumps.wants(p.name) &&
+                 !isOutputStage(p.name);
+  CompileCache cache(passDumps ? std::string() : opts.cacheDir);
+  const std::string key =
+      cache.enabled() ? cacheKey(opts, c.program->target->name, text, output, emuAlongside)
+                      : std::string();
+  std::optional<std::string> cached = cache.load(key);
+  timer.lap("cache lookup");
+  if (!cached || !unpackCached(*cached, c.code, c.emu, c.resources)) {
+    c.resources.clear();
+    if (!generateCode(opts, *c.program, c.codegenKernels, output, diags, timer, c.code,
+                      emuAlongside ? &c.emu : nullptr, &c.resources,
+                      primary ? &dumps : nullptr))
+      return false;
+    cache.store(key, packCached(c.code, c.emu, c.resources));
+    timer.lap("cache store");
+  }
+  if (emuAlongside && c.emu.image.empty())
+    diags.report(DiagId::EmuUnsupported, {}, {c.program->target->name, c.emu.error});
+  if (!primary)
+    return true;
+  // The intermediate stages, when asked for: each is one more run of the code generator.
+  static const std::tuple<const char *, EmitKind, const char *> stages[] = {
+      {"mlir", EmitKind::MLIR, ".mlir"}, {"llvm", EmitKind::LLVM, ".ll"},
+      {"asm", EmitKind::Asm, ".s"}};
+  for (const auto &[stage, kind, ext] : stages) {
+    if (!dumps.wants(stage))
+      continue;
+    std::string stageText;
+    if (codegenOutput(kind, amd) == output)
+      stageText = c.code;
+    else if (!generateCode(opts, *c.program, c.codegenKernels, codegenOutput(kind, amd), diags, timer,
+                           stageText, nullptr))
+      return false;
+    dumps.after(stage, stageText, ext);
+    if (output == codegenOutput(kind, amd))
+      break; // nothing runs after the requested output
+  }
+  return true;
+}
+
+// The header and the stub that embed the code objects just made, and for each target its
+// emulator image (arch "emu:<target>").
+bool addHostApi(const DriverOptions &opts, const std::vector<TargetRun> &compiled,
+                std::vector<HostKernel> &hostKernels, std::vector<OutputFile> &outputs,
+                DiagnosticEngine &diags) {
+  bool binary = opts.emit == EmitKind::Default || opts.emit == EmitKind::HSACO ||
+                opts.emit == EmitKind::PTX || opts.emit == EmitKind::Cubin;
+  if (!binary || opts.header.empty() || opts.stub.empty()) {
+    diags.report(DiagId::HostApiNeedsCodeObject, {}, {});
+    return false;
+  }
+  for (size_t k = 0; k < hostKernels.size(); ++k) {
+    HostKernel &hk = hostKernels[k];
+    for (const TargetRun &c : compiled) {
+      if (k >= c.codegenKernels.size() || c.codegenKernels[k].kernel->name != hk.kernel->name) {
+        diags.report(DiagId::CodegenFailed, {},
+                     {c.program->target->name, "its kernels differ from the first target's"});
+        return false;
+      }
+      hk.variants.push_back(c.codegenKernels[k].dist);
+      uint64_t dynamic = 0;
+      for (const KernelResources &r : c.resources)
+        if (r.name == hk.kernel->name)
+          dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
+      hk.dynamicShared.push_back(dynamic);
+    }
+  }
+  HostApiOptions ho;
+  ho.sourceName = baseName(opts.input);
+  ho.headerName = baseName(opts.header);
+  ho.guard = includeGuard(opts.header);
+  for (size_t ti = 0; ti < compiled.size(); ++ti) {
+    const std::string name = compiled[ti].program->target->name;
+    ho.objects.push_back({name, compiled[ti].code, ti});
+    if (!compiled[ti].emu.image.empty())
+      ho.objects.push_back({"emu:" + name, compiled[ti].emu.image, ti});
+  }
+  outputs.push_back({opts.header, "--header", generateHeader(hostKernels, ho)});
+  outputs.push_back({opts.stub, "--stub", generateStub(hostKernels, ho)});
+  return true;
+}
+
+
 } // namespace
 
 int compile(const DriverOptions &opts) {
@@ -389,34 +673,8 @@ int compile(const DriverOptions &opts) {
                                                                    : opts.targets.front()));
   const std::string outRole = opts.output.empty() ? "the output" : "-o";
   const std::string depRole = opts.depfilePath.empty() ? "the depfile" : "-MF";
-  if (!opts.check) {
-    std::vector<OutputFile> planned;
-    if (targetCount == 1)
-      planned.push_back({outPath.empty() ? "-" : outPath, outRole, ""});
-    if (!opts.header.empty())
-      planned.push_back({opts.header, "--header", ""});
-    if (!opts.stub.empty())
-      planned.push_back({opts.stub, "--stub", ""});
-    if (opts.depfile)
-      planned.push_back({depfilePath(opts, outPath), depRole, ""});
-    OutputError failed;
-    if (!checkOutputs(planned, filesRead, failed)) {
-      diags.report(DiagId::CannotWriteFile, {}, {failed.path, failed.message});
-      return finish(1);
-    }
-  }
-  // The dump directory is made now (its files are written whatever happens, failures included).
-  if (!opts.dumpDir.empty()) {
-    struct stat st;
-    if (::mkdir(opts.dumpDir.c_str(), 0777) != 0 && errno != EEXIST) {
-      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, std::strerror(errno)});
-      return finish(1);
-    }
-    if (::stat(opts.dumpDir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      diags.report(DiagId::CannotWriteFile, {}, {opts.dumpDir, "--dump-dir names a file that is not a directory"});
-      return finish(1);
-    }
-  }
+  if (!prepareOutputs(opts, outPath, outRole, depRole, filesRead, diags))
+    return finish(1);
   timer.lap("read");
 
   // 2. parse
@@ -431,108 +689,25 @@ int compile(const DriverOptions &opts) {
   }
 
   // 3.-5. per target (several with --target=a,b: one header and stub carry every code object):
-  // sema, distribution, code. Dumps and metadata describe the first target.
-  struct Compiled {
-    std::unique_ptr<Program> program;
-    std::vector<std::unique_ptr<Distribution>> dists;
-    std::vector<CodegenKernel> kernels;
-    std::string irText, distText, code;
-    EmuImageResult emu;
-    std::vector<KernelResources> resources;
-  };
-  std::vector<Compiled> compiled(targetCount);
+  // the driver's passes in order, then the code generator. Dumps and metadata describe the
+  // first target.
+  std::vector<TargetRun> compiled(targetCount);
   for (size_t ti = 0; ti < compiled.size() && opts.emit != EmitKind::AST; ++ti) {
-    Compiled &c = compiled[ti];
+    TargetRun &c = compiled[ti];
     const bool primary = ti == 0;
-    SemaOptions semaOptions;
-    semaOptions.target = findTarget(opts.targets.empty() ? opts.target : opts.targets[ti]);
-    semaOptions.defines = opts.defines;
-    semaOptions.onlyKernel = opts.kernel;
-    c.program = analyze(*module, semaOptions, diags);
-    timer.lap("sema");
-    if (diags.hasErrors())
+    c.target = findTarget(opts.targets.empty() ? opts.target : opts.targets[ti]);
+    c.module = module.get();
+    if (!runDriverPasses(opts, c, primary, diags, timer, dumps) ||
+        !runCodeGenerator(opts, c, primary, text, hostApi, diags, timer, dumps))
       return finish(1);
-    for (const auto &kernel : c.program->kernels)
-      c.irText += ir::print(*kernel);
-    if (primary)
-      dumps.after("sema", c.irText, ".ir.txt");
-    for (const auto &kernel : c.program->kernels) {
-      auto dist = std::make_unique<Distribution>();
-      if (!checkStaticSizes(*kernel, diags) ||
-          !distribute(*kernel, *c.program->target, diags, *dist) ||
-          !checkUnroll(*kernel, *dist, diags))
-        continue;
-      c.distText += printDistribution(*kernel, *c.program->target, *dist);
-      c.kernels.push_back({kernel.get(), dist.get()});
-      c.dists.push_back(std::move(dist));
-    }
-    timer.lap("distribute");
-    if (diags.hasErrors())
-      return finish(1);
-    if (primary)
-      dumps.after("distribute", c.distText, ".distribution.txt");
-    // --check asks the code generator too, when it is installed: a kernel it cannot generate
-    // for this target is refused here, at its .wave location, not later by a build. Only the
-    // MLIR is produced (parsed and verified), not the code object.
-    if (opts.check) {
-      std::string mlir;
-      if (!codegenBackendPath().empty() &&
-          !generateCode(opts, *c.program, c.kernels, CodegenOutput::MLIR, diags, timer, mlir,
-                        nullptr))
-        return finish(1);
-      continue;
-    }
-    // Metadata describes the code object: its resources come from compiling it.
-    if (!isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata)
-      continue;
-
-    const bool amd = c.program->target->vendor == Vendor::AMD;
-    const CodegenOutput output = codegenOutput(opts.emit, amd);
-    // The emulator image rides along whenever a stub embeds the code objects.
-    const bool emuAlongside = hostApi && output != CodegenOutput::Emu;
-    CompileCache cache(opts.cacheDir);
-    const std::string key =
-        cache.enabled() ? cacheKey(opts, c.program->target->name, text, output, emuAlongside)
-                        : std::string();
-    std::optional<std::string> cached = cache.load(key);
-    timer.lap("cache lookup");
-    if (!cached || !unpackCached(*cached, c.code, c.emu, c.resources)) {
-      c.resources.clear();
-      if (!generateCode(opts, *c.program, c.kernels, output, diags, timer, c.code,
-                        emuAlongside ? &c.emu : nullptr, &c.resources))
-        return finish(1);
-      cache.store(key, packCached(c.code, c.emu, c.resources));
-      timer.lap("cache store");
-    }
-    if (emuAlongside && c.emu.image.empty())
-      diags.report(DiagId::EmuUnsupported, {}, {c.program->target->name, c.emu.error});
-    if (!primary)
-      continue;
-    // The intermediate stages, when asked for: each is one more run of the code generator.
-    static const std::tuple<const char *, EmitKind, const char *> stages[] = {
-        {"mlir", EmitKind::MLIR, ".mlir"}, {"llvm", EmitKind::LLVM, ".ll"},
-        {"asm", EmitKind::Asm, ".s"}};
-    for (const auto &[stage, kind, ext] : stages) {
-      if (!dumps.wants(stage))
-        continue;
-      std::string stageText;
-      if (codegenOutput(kind, amd) == output)
-        stageText = c.code;
-      else if (!generateCode(opts, *c.program, c.kernels, codegenOutput(kind, amd), diags, timer,
-                             stageText, nullptr))
-        return finish(1);
-      dumps.after(stage, stageText, ext);
-      if (output == codegenOutput(kind, amd))
-        break; // nothing runs after the requested output
-    }
   }
 
   // 5. emit
   if (opts.check)
     return finish(0);
-  Compiled &first = compiled.front();
+  TargetRun &first = compiled.front();
   std::vector<HostKernel> hostKernels;
-  for (const CodegenKernel &k : first.kernels) {
+  for (const CodegenKernel &k : first.codegenKernels) {
     hostKernels.push_back({k.kernel, k.dist});
     for (const KernelResources &r : first.resources)
       if (r.name == k.kernel->name)
@@ -543,9 +718,9 @@ int compile(const DriverOptions &opts) {
   if (opts.emit == EmitKind::AST)
     outText = astText;
   else if (opts.emit == EmitKind::IR)
-    outText = first.irText;
+    outText = irText(first);
   else if (opts.emit == EmitKind::Distribution)
-    outText = first.distText;
+    outText = distributionText(first);
   else if (opts.emit == EmitKind::Metadata)
     outText = kernelMetadataJson(hostKernels, first.resources, *first.program->target,
                                  baseName(opts.input), WAVEC_VERSION);
@@ -555,43 +730,10 @@ int compile(const DriverOptions &opts) {
   if (compiled.size() == 1)
     outputs.push_back({outPath.empty() ? "-" : outPath, outRole, outText});
 
-  // 6. host API: the header and the stub that embed the code objects just made, and for each
-  // target its emulator image (arch "emu:<target>").
+  // 6. host API
   if (hostApi) {
-    bool binary = opts.emit == EmitKind::Default || opts.emit == EmitKind::HSACO ||
-                  opts.emit == EmitKind::PTX || opts.emit == EmitKind::Cubin;
-    if (!binary || opts.header.empty() || opts.stub.empty()) {
-      diags.report(DiagId::HostApiNeedsCodeObject, {}, {});
+    if (!addHostApi(opts, compiled, hostKernels, outputs, diags))
       return finish(1);
-    }
-    for (size_t k = 0; k < hostKernels.size(); ++k) {
-      HostKernel &hk = hostKernels[k];
-      for (const Compiled &c : compiled) {
-        if (k >= c.kernels.size() || c.kernels[k].kernel->name != hk.kernel->name) {
-          diags.report(DiagId::CodegenFailed, {},
-                       {c.program->target->name, "its kernels differ from the first target's"});
-          return finish(1);
-        }
-        hk.variants.push_back(c.kernels[k].dist);
-        uint64_t dynamic = 0;
-        for (const KernelResources &r : c.resources)
-          if (r.name == hk.kernel->name)
-            dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
-        hk.dynamicShared.push_back(dynamic);
-      }
-    }
-    HostApiOptions ho;
-    ho.sourceName = baseName(opts.input);
-    ho.headerName = baseName(opts.header);
-    ho.guard = includeGuard(opts.header);
-    for (size_t ti = 0; ti < compiled.size(); ++ti) {
-      const std::string name = compiled[ti].program->target->name;
-      ho.objects.push_back({name, compiled[ti].code, ti});
-      if (!compiled[ti].emu.image.empty())
-        ho.objects.push_back({"emu:" + name, compiled[ti].emu.image, ti});
-    }
-    outputs.push_back({opts.header, "--header", generateHeader(hostKernels, ho)});
-    outputs.push_back({opts.stub, "--stub", generateStub(hostKernels, ho)});
     timer.lap("host API");
   }
 

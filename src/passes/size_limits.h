@@ -12,6 +12,7 @@
 #include "passes/distribution.h"
 
 #include <cstdint>
+#include <string>
 
 namespace wave {
 
@@ -27,5 +28,10 @@ bool checkStaticSizes(const ir::Kernel &kernel, DiagnosticEngine &diags);
 // Reports `unroll-too-large` at the first op whose value would need more clones than the
 // limit; false if one does.
 bool checkUnroll(const ir::Kernel &kernel, const Distribution &dist, DiagnosticEngine &diags);
+
+// What the checks found, as --print-ir-after prints it: each parameter's static size in bytes
+// (or that it is dynamic), and the value with the most clones against the limit.
+std::string printStaticSizes(const ir::Kernel &kernel);
+std::string printUnroll(const ir::Kernel &kernel, const Distribution &dist);
 
 } // namespace wave

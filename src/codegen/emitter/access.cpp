@@ -579,8 +579,8 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
 
 bool KernelEmitter::emitRead(const ir::Op &op) {
   if (isPromoted(op)) {
-    if (!promotions_.count(&op) && !promote(op))
-      return false;
+    if (!promotions_.count(&op)) // planned by the promotion pass (planKernel)
+      return unsupported("a promoted read the promotion pass did not plan", op.loc);
     const Promotion &p = promotions_.at(&op);
     if (!staged_.count(&op))
       coopStore(p, coopLoad(p));

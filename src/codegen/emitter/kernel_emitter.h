@@ -7,6 +7,7 @@
 #include "codegen/mlir_emitter.h"
 
 #include "passes/barrier_insertion.h"
+#include "passes/kernel_plan.h"
 #include "passes/thread_layout.h"
 
 #include "symbolic/ginac_functions.h"
@@ -91,15 +92,25 @@ inline std::string cloneKey(const CloneAssign &a, const std::set<std::string> &s
 std::string floatLiteral(double v, ScalarType t);
 // An integer constant of type t as MLIR parses it (elementwise.cpp).
 std::string intLiteral(int64_t v, ScalarType t);
-// Whether a tile's 16-byte chunks may be rotated instead of padding its rows (shared_memory.cpp).
-bool swizzlable(const std::vector<int64_t> &tile, ScalarType t);
 
-class KernelEmitter {
+// The dumps of the code generator's passes that --print-ir-after asks for (pass name -> text,
+// each kernel's appended).
+struct PassDumps {
+  std::vector<std::string> wanted;
+  std::map<std::string, std::string> text;
+  bool wants(const std::string &pass) const {
+    return std::find(wanted.begin(), wanted.end(), pass) != wanted.end();
+  }
+};
+
+// Emits one kernel. It answers the plan passes' questions about accesses (PlanQueries) and
+// emits what their plan (passes/kernel_plan.h) says.
+class KernelEmitter : private PlanQueries {
 public:
   KernelEmitter(const ir::Kernel &k, const Distribution &d, const TargetInfo &t,
-                DiagnosticEngine &diags, bool insertBarriers)
+                DiagnosticEngine &diags, bool insertBarriers, PassDumps *dumps = nullptr)
       : k_(k), d_(d), target_(t), diags_(diags), facts_(d.facts),
-        insertBarriers_(insertBarriers) {
+        insertBarriers_(insertBarriers), dumps_(dumps) {
     machine_.waveSize = d.groupSize;
     machine_.shuffleWidth = d.waveSize;
     for (int i = 0; i < 3; ++i)
@@ -109,6 +120,11 @@ public:
   }
 
   bool emit(std::ostream &os);
+  // The plan passes' dumps (printPlan), the emitted lines and the barriers, when asked for.
+  void dumpPlan(std::initializer_list<const char *> passes);
+  std::string emittedText() const;
+  std::string barrierText(const std::vector<BarrierPlacement> &barrier, const std::vector<int> &keep,
+                          const std::vector<bool> &fence) const;
   // Dynamic shared memory the kernel's launch must provide (0: all static); set by emit.
   int64_t dynamicShared() const { return dynamicShared_; }
 
@@ -278,6 +294,13 @@ private:
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
+  // Its steps, in order, over the state they share (iterate.cpp).
+  struct LoopState;
+  bool loopPrologue(LoopState &s);
+  void loopOpen(LoopState &s, const std::vector<RegVal> &carried);
+  void loopBufferIndices(LoopState &s);
+  bool loopBody(LoopState &s);
+  bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
   // Whether a yielded value can be carried in the loop's value `c` as it stands: a uniform
   // value whose clones `c` has, or anything once `c` has a layout (converted at the yield).
   bool carriedFits(const RegVal &c, const RegVal &y) const {
@@ -296,32 +319,14 @@ private:
         return std::max<int64_t>(ex.count, 1);
     return 1;
   }
-  // ---- shared memory ----
-  struct LdsAlloc {
-    int64_t offsetBytes = 0, bytes = 0;
-    std::vector<int64_t> tile;    // per memory dim (unpadded)
-    std::vector<IndexExpr> strides; // in elements, padded innermost
-    std::string base;             // !llvm.ptr<3> SSA in the kernel head
-    int stages = 1;               // buffers (2 or 3: the loop's cp.async pipeline)
-    int64_t pad = 0;              // elements of padding per innermost row
-    int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated (see relayout)
-    // > 0: a wgmma operand tile in the canonical K-major layout of rows of this many bytes
-    // (32, 64 or 128), unpadded, 16-byte chunk c of row r stored at chunk c XOR the row's
-    // phase (the hardware's 32/64/128-byte swizzle, offsetOf); each buffer starts at a multiple
-    // of `align` bytes of the arena, whose base is aligned to it at run time.
-    int64_t xorBytes = 0;
-    // > 0: rows wider than 128 bytes are stored as column blocks of 128 bytes (every row's
-    // first 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
-    int64_t blockBytes = 0;
-    int64_t align = 16;
-  };
-  // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
-  // are rotated by the row number so that 8 consecutive rows hit distinct banks. A wgmma tile
-  // keeps its layout.
-  void relayout(LdsAlloc &al, ScalarType t, bool swizzle);
-  // Byte offsets of the allocations in the arena (each aligned to its `align`) and the arena's
-  // size, with room to align its base at run time when an allocation needs more than 16 bytes.
-  int64_t placeAllocs(std::vector<LdsAlloc> &allocs) const;
+  // ---- shared memory (the tiles and promotions of plan_: passes/kernel_plan.h) ----
+  using LdsAlloc = SharedTile;
+  // The SSA name of tile i's base pointer (defined in the kernel's head).
+  static std::string ldsBase(int i) { return "%lds_" + std::to_string(i); }
+  // PlanQueries, for the plan passes (shared_memory.cpp).
+  bool tileAccess(const ir::Op &read, TileAccess &out) override;
+  bool asyncCopyable(const Promotion &p) override;
+  bool refuse(const std::string &what, SourceRange loc) override { return unsupported(what, loc); }
   // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
   IndexExpr stageIndex_ = IndexExpr(0);
   int stageTag_ = -1;
@@ -329,48 +334,24 @@ private:
   // `kSym`: where a pipelined loop puts the reads of its next tile (emitLoopOnce).
   std::function<void(const std::string &kSym, int64_t kk, int64_t count)> afterKStep_;
 
-  struct Promotion {
-    const ir::Op *op = nullptr;
-    int alloc = -1;
-    int64_t lanes = 1;  // elements per cooperative load (L)
-    int64_t copies = 1; // cooperative loads per thread
-    std::vector<IndexExpr> origin; // per tile dim: the tile's first index (WG, IV terms)
-    // A mapped read: the tile is over the register dims (the iterators), filled through the
-    // mapping (copyAccess); the read itself loads its layout from it like an unmapped one.
-    bool mapped = false;
-    bool wgmma = false; // read by wgmma only, through descriptors (LdsAlloc::xorBytes)
-    bool nMajor = false; // a wgmma B tile stored [K, N] (N innermost)
-  };
-  bool asyncCopyable(const Promotion &p);
   void cpAsyncCopy(const Promotion &p);
-  std::map<const ir::Op *, Promotion> promotions_;
+  KernelPlan plan_;
+  std::map<const ir::Op *, Promotion> &promotions_ = plan_.promotions;
+  std::vector<LdsAlloc> &allocs_ = plan_.tiles;
   std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
-  std::vector<LdsAlloc> allocs_;
-  int64_t ldsBytes_ = 0;
   int64_t dynamicShared_ = 0;
-  bool promote(const ir::Op &op); // plans promotions_[&op]
-  bool isPromoted(const ir::Op &op) const {
-    return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
-           op.operands[0]->paramIndex >= 0;
-  }
+  bool isPromoted(const ir::Op &op) const { return isPromotedRead(op); }
   std::vector<std::string> coopLoad(const Promotion &p);
   void coopStore(const Promotion &p, const std::vector<std::string> &regs);
   // The read's value from its shared tile (all clones, or those `keep` accepts) into `out`.
   using CloneFilter = std::function<bool(const CloneAssign &)>;
   bool ldsRead(const ir::Op &op, const Promotion &p, RegVal &out, const CloneFilter &keep = {});
   // ---- wgmma (sm_90a) ----
-  // The wgmma that reads `read`'s value as its A (lhs) or B operand, when every user of the
-  // value is one; null otherwise.
-  const ir::Op *wgmmaUser(const ir::Op &read, bool *lhs = nullptr) const;
   // A wgmma operand's value: one matrix descriptor per clone of the read (ldsRead's form for
   // a Promotion::wgmma tile).
   bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
   bool emitWgmma(const ir::Op &op);
   int wgmmaSteps(const ir::Op &mma) const;
-  // Whether the wgmma products of loop `iterate` may stay in flight into the next iteration:
-  // their results only accumulate (yielded, and in the next iteration only the accumulator of
-  // a wgmma). A product whose result other ops use (attention's scores) is waited for at once.
-  bool wgmmaOverlaps(const ir::Op &iterate) const;
   // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
   // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's
   // buffer count, and whether the loop left groups in flight (waited for after it).
@@ -558,6 +539,7 @@ private:
   DiagnosticEngine &diags_;
   sym::Facts facts_; // the distribution's, plus the emitter's own symbols
   bool insertBarriers_ = true;
+  PassDumps *dumps_ = nullptr;
   bool failed_ = false;
   unsigned next_ = 0;
   std::string indent_ = "      ";

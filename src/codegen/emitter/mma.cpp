@@ -368,27 +368,6 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   return !failed_;
 }
 
-bool KernelEmitter::wgmmaOverlaps(const ir::Op &iterate) const {
-  const ir::Region &body = *iterate.regions[0];
-  bool ok = true;
-  ir::walk(body, [&](const ir::Op &op) {
-    if (op.kind != ir::OpKind::Mma || !op.mma || op.mma->family != MmaFamily::Wgmma)
-      return;
-    for (const ir::Op *u : op.results[0]->users) {
-      if (u->kind != ir::OpKind::Yield || u->parent != &body) {
-        ok = false;
-        continue;
-      }
-      for (size_t i = 0; i < u->operands.size(); ++i)
-        if (u->operands[i] == op.results[0] && i < body.args.size())
-          for (const ir::Op *next : body.args[i]->users)
-            ok = ok && next->kind == ir::OpKind::Mma && next->operands[2] == body.args[i] &&
-                 next->operands[0] != body.args[i] && next->operands[1] != body.args[i];
-    }
-  });
-  return ok;
-}
-
 // K steps of 16 that a wgmma makes inside each clone of its K dim: the dim's step / the kind's K
 // (1 unless the dim is also another product's M or N: distribution.cpp, mmaVectorShapes).
 int KernelEmitter::wgmmaSteps(const ir::Op &mma) const {

@@ -431,11 +431,13 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     const int64_t slots = waves * nc * eo * w;
     auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
     if (added) {
-      LdsAlloc al;
+      LdsAlloc al; // a scratch tile, which the shared-memory plan places with the others
+      al.op = &op;
+      al.scratch = true;
+      al.dtype = t;
       al.tile = {slots};
       al.strides = {IndexExpr(1)};
       al.bytes = slots * byteSize(t);
-      al.base = "%lds_" + std::to_string(allocs_.size());
       allocs_.push_back(al);
     }
     const int alloc = it->second;
@@ -452,7 +454,7 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     auto addr = [&](const IndexExpr &off) {
       std::string i64 = fresh(), p = fresh();
       line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
-      line(p + " = llvm.getelementptr " + allocs_[alloc].base + "[" + i64 +
+      line(p + " = llvm.getelementptr " + ldsBase(alloc) + "[" + i64 +
            "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + c.ety);
       return p;
     };

@@ -1,14 +1,12 @@
-// Shared memory: promotion of `shared` reads (tile allocation, padding, swizzle,
-// placement), cooperative and cp.async copies, reads from the tile (ldmatrix, wgmma descriptors).
+// Shared memory: the access model's answers to the plan passes (passes/kernel_plan.h decides
+// the tiles), cooperative and cp.async copies, reads from the tile (ldmatrix, wgmma
+// descriptors).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
 
 namespace {
 bool isGlobalTerm(const std::string &s) { return s.rfind("$WG", 0) == 0 || s.rfind("$IV", 0) == 0; }
-bool isLaneTerm(const std::string &s) {
-  return s.rfind("$T", 0) == 0 || s == "$g" || s.rfind("$i_", 0) == 0;
-}
 IndexExpr zeroed(const IndexExpr &e, bool (*pick)(const std::string &)) {
   std::map<std::string, IndexExpr> subs;
   for (const auto &s : e.freeSymbols())
@@ -18,136 +16,16 @@ IndexExpr zeroed(const IndexExpr &e, bool (*pick)(const std::string &)) {
 }
 } // namespace
 
-bool KernelEmitter::promote(const ir::Op &op) {
-  const ir::Value *mem = op.operands[0];
+// The plan passes' question: the register-side access of a promoted read (promotion.cpp).
+bool KernelEmitter::tileAccess(const ir::Op &read, TileAccess &out) {
   Access acc;
-  if (!prepareAccess(op, mem, acc, /*registerSide=*/true))
+  if (!prepareAccess(read, read.operands[0], acc, /*registerSide=*/true))
     return false;
-  Promotion p;
-  p.op = &op;
-  p.mapped = op.mapping != nullptr;
-  LdsAlloc al;
-  const size_t n = acc.dims.size();
-  int64_t elems = 1;
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Dim &d = acc.dims[i].dim;
-    const IndexExpr &start = acc.dims[i].start;
-    int64_t tile = 0;
-    const auto *t = k_.tilingFor(d);
-    const auto *wg = k_.workgroupFor(d);
-    if (t && start.dependsOn("$IV_" + d.str()))
-      tile = t->tile;
-    else if (wg)
-      tile = wg->tile;
-    else if (auto c = d.size.asInteger())
-      tile = *c;
-    if (tile <= 0)
-      return unsupported("promoting to shared memory a dim (" + d.str() +
-                             ") with neither a tile nor a static size",
-                         op.loc);
-    al.tile.push_back(tile);
-    elems *= tile;
-    p.origin.push_back(facts_.simplify(zeroed(start, isLaneTerm)));
-  }
-  const int64_t threads = static_cast<int64_t>(d_.block[0]) * d_.block[1] * d_.block[2];
-  const unsigned bytes = byteSize(acc.dtype);
-  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
-  while (lanes > 1 && (al.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
-    lanes /= 2;
-  if (elems % (threads * lanes) != 0)
-    return unsupported("a shared-memory tile of " + std::to_string(elems) +
-                           " elements that the workgroup's " + std::to_string(threads) +
-                           " threads cannot copy evenly",
-                       op.loc);
-  p.lanes = lanes;
-  p.copies = elems / (threads * lanes);
-  // Padding of the innermost dim: 16 bytes where reads are 128-bit wide (ldmatrix rows, WMMA
-  // rows) or on NVIDIA, else 8 bytes (docs/hardware.md 5.1). Rows then start on distinct banks.
-  const int64_t readBytes = std::min<int64_t>(16, acc.elems * bytes);
-  const int64_t padBytes = target_.vendor == Vendor::NVIDIA || readBytes >= 16 ? 16 : 8;
-  const int64_t pad = std::max<int64_t>(1, padBytes / bytes);
-  al.strides.assign(n, IndexExpr(1));
-  int64_t stride = 1;
-  for (size_t i = n; i-- > 0;) {
-    al.strides[i] = IndexExpr(stride);
-    stride *= al.tile[i] + (i + 1 == n ? pad : 0);
-  }
-  al.bytes = stride * bytes; // one buffer; offsets are placed at the end of the kernel
-  al.pad = pad;
-  bool lhs = false;
-  if (const ir::Op *mma = wgmmaUser(op, &lhs)) {
-    // wgmma reads the tile through descriptors. Its last two dims are [rows, K] (K-major) or,
-    // for B, [K, N] (N-major); the dims before them cover one index per workgroup. Rows of one
-    // swizzle atom (32, 64 or 128 bytes), or of several 128-byte atoms stored as column blocks.
-    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1], &kDim = mma->dims[2];
-    bool shape = n >= 2 && bytes == 2;
-    for (size_t i = 0; shape && i + 2 < n; ++i)
-      shape = al.tile[i] == 1;
-    const bool kMajor = shape && acc.dims[n - 2].dim == rowDim && acc.dims[n - 1].dim == kDim;
-    const bool nMajor = shape && !lhs && acc.dims[n - 2].dim == kDim &&
-                        acc.dims[n - 1].dim == rowDim;
-    if (!kMajor && !nMajor)
-      return unsupported("a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
-                             ", " + kDim.str() + "] (or, for B, [" + kDim.str() + ", " +
-                             rowDim.str() + "]) of 16-bit elements",
-                         op.loc);
-    const int64_t rows = al.tile[n - 2], rowBytes = al.tile[n - 1] * bytes;
-    const bool atom = kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);
-    if ((!atom && rowBytes % 128 != 0) || rows % 8 != 0)
-      return unsupported("a wgmma operand tile of " + std::to_string(rows) + " rows of " +
-                             std::to_string(rowBytes) +
-                             " bytes (wgmma needs rows of 32, 64 or a multiple of 128 bytes, "
-                             "N-major rows a multiple of 128, in groups of 8 rows)",
-                         op.loc);
-    const int64_t w = atom ? rowBytes : 128;
-    al.xorBytes = w;
-    al.blockBytes = rowBytes > w ? rows * w : 0;
-    al.align = 1024;
-    al.pad = 0;
-    al.strides.assign(n, IndexExpr(1));
-    for (size_t i = 0; i < n; ++i)
-      al.strides[i] = IndexExpr(i + 1 == n ? 1 : i + 2 == n ? al.tile[n - 1] : rows * al.tile[n - 1]);
-    al.bytes = (rows * rowBytes + al.align - 1) / al.align * al.align;
-    p.wgmma = true;
-    p.nMajor = nMajor;
-  }
-  al.base = "%lds_" + std::to_string(allocs_.size());
-  p.alloc = static_cast<int>(allocs_.size());
-  allocs_.push_back(al);
-  promotions_[&op] = p;
+  for (const auto &di : acc.dims)
+    out.dims.push_back({di.dim, di.start});
+  out.elems = acc.elems;
+  out.dtype = acc.dtype;
   return true;
-}
-
-void KernelEmitter::relayout(LdsAlloc &al, ScalarType t, bool swizzle) {
-  if (al.xorBytes)
-    return;
-  const size_t n = al.tile.size();
-  const int64_t bytes = byteSize(t);
-  al.swizzle = swizzle ? 16 / bytes : 0;
-  int64_t stride = 1;
-  for (size_t i = n; i-- > 0;) {
-    al.strides[i] = IndexExpr(stride);
-    stride *= al.tile[i] + (i + 1 == n && !swizzle ? al.pad : 0);
-  }
-  al.bytes = stride * bytes;
-}
-
-int64_t KernelEmitter::placeAllocs(std::vector<LdsAlloc> &allocs) const {
-  int64_t end = 0, align = 16;
-  for (auto &al : allocs) {
-    al.offsetBytes = (end + al.align - 1) / al.align * al.align;
-    end = al.offsetBytes + al.bytes * al.stages;
-    align = std::max(align, al.align);
-  }
-  return end > 0 && align > 16 ? end + align - 16 : end;
-}
-
-// Rotating 16-byte chunks needs rows of 2, 4 or 8 whole chunks that divide the 128-byte bank
-// period, and 16-byte-aligned accesses (ldmatrix rows, cp.async).
-bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
-  const int64_t rowBytes = tile.back() * (bitWidth(t) / 8);
-  return tile.size() >= 2 && rowBytes % 16 == 0 && rowBytes >= 32 && 128 % rowBytes == 0 &&
-         bitWidth(t) == 16;
 }
 
 KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global, int64_t copy) {
@@ -235,7 +113,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     for (size_t i = acc.sizes.size(); i-- > 1;)
       acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
   } else {
-    acc.base = al.base;
+    acc.base = ldsBase(p.alloc);
     acc.ptr = "!llvm.ptr<3>";
     acc.mayBeEmpty = false; // a shared tile always has its elements
     for (int64_t t : al.tile)
@@ -336,7 +214,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   Access acc;
   if (!prepareAccess(op, op.operands[0], acc, /*registerSide=*/p.mapped))
     return false;
-  acc.base = al.base;
+  acc.base = ldsBase(p.alloc);
   acc.ptr = "!llvm.ptr<3>";
   acc.mayBeEmpty = false; // a shared tile always has its elements
   acc.strides = al.strides;
@@ -399,24 +277,6 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   return true;
 }
 
-const ir::Op *KernelEmitter::wgmmaUser(const ir::Op &read, bool *lhs) const {
-  const ir::Value *v = read.results[0];
-  const ir::Op *found = nullptr;
-  bool asLhs = false;
-  for (const ir::Op *u : v->users) {
-    if (u->kind != ir::OpKind::Mma || !u->mma || u->mma->family != MmaFamily::Wgmma)
-      return nullptr;
-    const bool l = u->operands[0] == v, r = u->operands[1] == v;
-    if (l == r || u->operands[2] == v || (found && asLhs != l))
-      return nullptr;
-    found = found ? found : u;
-    asLhs = l;
-  }
-  if (lhs)
-    *lhs = asLhs;
-  return found;
-}
-
 // A matrix descriptor (PTX ISA, "Matrix Descriptor Format") per clone of a wgmma operand and
 // K step of 16 inside the clone (`wgmmaSteps`; the clone's key, then key + "#s"): bits 0-13 the
 // start address >> 4, 16-29 the leading-dimension byte offset >> 4, 32-45 the stride byte
@@ -472,7 +332,7 @@ bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVa
     return off;
   };
   std::string base = fresh();
-  line(base + " = llvm.ptrtoint " + al.base + " : !llvm.ptr<3> to i64");
+  line(base + " = llvm.ptrtoint " + ldsBase(p.alloc) + " : !llvm.ptr<3> to i64");
   std::vector<std::pair<IndexExpr, std::string>> starts; // byte offset -> descriptor
   for (const auto &a : clonesOver(v.cloneSyms)) {
     if (keep && !keep(a))

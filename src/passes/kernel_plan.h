@@ -1,0 +1,174 @@
+// The code generator's plan of one kernel: what the promotion, cooperative-copies, schedule and
+// shared-memory-plan passes (passes/pass_list.h) decided, as data. The MLIR emitter reads it and
+// decides none of it; --print-ir-after=NAME prints each pass's part (printPlan).
+//
+// These passes run in the code generator (libwavec_codegen.so), before any op is emitted,
+// because they ask the emitter's access model questions it alone can answer (PlanQueries: the
+// index of each dim of a read, whether a copy can be cp.async). Their files are compiled into
+// that library (src/codegen/CMakeLists.txt), like thread_layout.cpp.
+//
+//   promotion          promotion.cpp           which reads are staged, each tile's shape and
+//                                              layout (padding, or the wgmma swizzle atoms)
+//   cooperative-copies cooperative_copies.cpp  elements per load and loads per thread of each
+//                                              tile's copy; cp.async or through registers
+//   schedule           schedule.cpp            per loop: buffers, swizzle, copy kind, prefetch
+//                                              distance, fragment read-ahead, wgmma overlap
+//   shared-memory-plan shared_memory_plan.cpp  offsets, alignment, static or dynamic (after
+//                                              emission: reductions add scratch tiles)
+#pragma once
+
+#include "frontend/diagnostics.h"
+#include "ir/graph.h"
+#include "passes/distribution.h"
+#include "symbolic/index_expr.h"
+#include "target/target_table.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace wave {
+
+// One tile of the workgroup's shared-memory arena.
+struct SharedTile {
+  const ir::Op *op = nullptr;   // the promoted read, or the reduction whose scratch it is
+  bool scratch = false;         // a cross-wave reduction's scratch (added by the emitter)
+  ScalarType dtype = ScalarType::F32;
+  int64_t offsetBytes = 0, bytes = 0;  // offset in the arena (shared-memory-plan); one buffer
+  std::vector<int64_t> tile;           // per memory dim (unpadded)
+  std::vector<sym::IndexExpr> strides; // in elements, padded innermost
+  int stages = 1;               // buffers (2..4: the loop's cp.async pipeline)
+  int64_t pad = 0;              // elements of padding per innermost row
+  int64_t swizzle = 0;          // > 0: rows unpadded, 16-byte chunks rotated by the row number
+  // > 0: a wgmma operand tile in the canonical K-major layout of rows of this many bytes
+  // (32, 64 or 128), unpadded, 16-byte chunk c of row r stored at chunk c XOR the row's phase
+  // (the hardware's 32/64/128-byte swizzle); each buffer starts at a multiple of `align` bytes
+  // of the arena, whose base is aligned to it at run time.
+  int64_t xorBytes = 0;
+  // > 0: rows wider than 128 bytes are stored as column blocks of 128 bytes (every row's first
+  // 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
+  int64_t blockBytes = 0;
+  int64_t align = 16;
+};
+
+// A read of a `shared` tensor staged through a tile.
+struct Promotion {
+  const ir::Op *op = nullptr;
+  int alloc = -1;                     // its SharedTile
+  std::vector<sym::IndexExpr> origin; // per tile dim: the tile's first index (WG, IV terms)
+  // A mapped read: the tile is over the register dims (the iterators), filled through the
+  // mapping; the read itself loads its layout from it like an unmapped one.
+  bool mapped = false;
+  bool wgmma = false;  // read by wgmma only, through descriptors (SharedTile::xorBytes)
+  bool nMajor = false; // a wgmma B tile stored [K, N] (N innermost)
+  // cooperative-copies: the workgroup copies the tile in `copies` rounds of one `lanes`-element
+  // vector per thread; `async` when every vector can be one 16-byte cp.async.
+  int64_t lanes = 1;
+  int64_t copies = 1;
+  bool async = false;
+};
+
+// How a loop (an `iterate`) stages its promoted reads.
+struct LoopSchedule {
+  const ir::Op *loop = nullptr;
+  std::vector<const ir::Op *> staged; // the promoted reads of its body, in body order
+  // cp.async: `stages` buffers per tile, later tiles copied while the current one is read;
+  // otherwise one buffer and a register prefetch (tile i + 1 loaded at the top of iteration i,
+  // stored at its end).
+  bool async = false;
+  int stages = 1;
+  bool swizzle = false; // 16-byte chunks rotated instead of padded rows
+  bool wgmma = false;   // some staged tile is read by wgmma
+  // Fragment read-ahead (with cp.async and several K steps per tile): step 0 of tile i + 1 is
+  // read at the end of iteration i; `stepwise`: step k + 2 after the MMAs of step k.
+  bool readAhead = false;
+  bool stepwise = false;
+  int mmaInFlight = 0; // wgmma groups left in flight at the end of an iteration
+  int prefetch = 1;    // tiles copied before the loop (the prefetch distance)
+};
+
+// The arena: its size, the alignment of its base, and whether the launch provides it
+// (dynamic shared memory, above the target's static limit).
+struct SharedMemoryPlan {
+  int64_t bytes = 0;
+  int64_t align = 16;
+  int64_t dynamicBytes = 0;
+};
+
+struct KernelPlan {
+  std::vector<SharedTile> tiles;
+  std::map<const ir::Op *, Promotion> promotions;
+  std::map<const ir::Op *, LoopSchedule> loops;
+  SharedMemoryPlan sharedMemory;
+};
+
+// What the plan passes ask the code generator's access model.
+struct TileAccess {
+  std::vector<std::pair<ir::Dim, sym::IndexExpr>> dims; // per memory dim: its index
+  int64_t elems = 1;                                    // elements per lane
+  ScalarType dtype = ScalarType::F32;
+};
+class PlanQueries {
+public:
+  virtual ~PlanQueries() = default;
+  // The register-side access of a promoted read; false after reporting.
+  virtual bool tileAccess(const ir::Op &read, TileAccess &out) = 0;
+  // Whether every vector of the tile's cooperative copy can be one 16-byte cp.async.
+  virtual bool asyncCopyable(const Promotion &p) = 0;
+  // Reports that the kernel needs what code generation cannot do; returns false.
+  virtual bool refuse(const std::string &what, SourceRange loc) = 0;
+};
+
+// The context of the plan passes.
+struct PlanContext {
+  const ir::Kernel &kernel;
+  const Distribution &dist;
+  const TargetInfo &target;
+  const sym::Facts &facts;
+  PlanQueries &queries;
+  KernelPlan &plan;
+};
+
+// Whether a read is of a promoted (`shared`) tensor parameter.
+bool isPromotedRead(const ir::Op &op);
+// The wgmma that reads `read`'s value as its A (lhs) or B operand, when every user of the value
+// is one; null otherwise.
+const ir::Op *wgmmaUser(const ir::Op &read, bool *lhs = nullptr);
+// Whether the wgmma products of loop `iterate` may stay in flight into the next iteration:
+// their results only accumulate (yielded, and in the next iteration only the accumulator of a
+// wgmma). A product whose result other ops use (attention's scores) is waited for at once.
+bool wgmmaOverlaps(const ir::Op &iterate);
+
+// promotion.cpp: the tile of promoted read `read` (a new SharedTile) and its Promotion.
+bool planPromotion(PlanContext &c, const ir::Op &read);
+// cooperative_copies.cpp: lanes, copies and async of a Promotion.
+bool planCooperativeCopy(PlanContext &c, Promotion &p);
+// schedule.cpp: the LoopSchedule of `iterate`, whose staged reads are planned; sets the
+// stages, swizzle and layout of their tiles.
+bool planLoop(PlanContext &c, const ir::Op &iterate);
+// shared_memory_plan.cpp
+// Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
+// are rotated by the row number so that 8 consecutive rows hit distinct banks. A wgmma tile
+// keeps its layout.
+void relayout(SharedTile &tile, ScalarType t, bool swizzle);
+// Whether a tile's 16-byte chunks may be rotated instead of padding its rows.
+bool swizzlable(const std::vector<int64_t> &tile, ScalarType t);
+// Byte offsets of the tiles in the arena (each aligned to its `align`) and the arena's size,
+// with room to align its base at run time when a tile needs more than 16 bytes.
+int64_t placeTiles(std::vector<SharedTile> &tiles);
+// The arena of the emitted kernel (its tiles complete); false after reporting when it exceeds
+// the target's shared memory.
+bool planSharedMemory(PlanContext &c);
+
+// The plan passes before emission, in pipeline order: promotion (tiles numbered in the order
+// the kernel's code reaches the reads: a loop's staged reads as the loop begins), cooperative
+// copies, then the schedule of each loop in program order. `after(pass)` runs after each.
+bool planKernel(PlanContext &c, const std::function<void(const char *)> &after);
+
+// --print-ir-after=NAME for "promotion", "cooperative-copies", "schedule",
+// "shared-memory-plan": the kernel's plan as that pass left it.
+std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const KernelPlan &plan,
+                      const Distribution &dist);
+
+} // namespace wave

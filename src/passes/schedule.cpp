@@ -1,0 +1,143 @@
+// The schedule pass (kernel_plan.h): how a loop overlaps the copies of its promoted tiles with
+// the work on them. The emitter's iterate.cpp emits what the LoopSchedule says.
+//
+// Two schedules. With cp.async (every staged copy can use it): S buffers per tile, later tiles
+// copied while the current one is read; otherwise one buffer and a register prefetch (load tile
+// i + 1 at the top of iteration i, store it at its end). Either way the barriers come from the
+// barrier-insertion pass.
+#include "passes/kernel_plan.h"
+
+#include <algorithm>
+#include <tuple>
+
+namespace wave {
+
+namespace {
+
+// Buffers per staged tile: the first depth of the list that fits its budget.
+struct Depth {
+  int stages;
+  bool swizzle;
+  int64_t budget;
+};
+
+// Tiles read by wgmma: the products of tile i stay in flight into iteration i + 1 (the wait
+// after them keeps one group), so tile i's buffer is free only after iteration i + 1's
+// barrier: the copy issued in iteration i, after the products, fetches tile i + S - 2 (S >= 3;
+// with 2 buffers the wait keeps nothing and the copy fetches tile i + 1). Depth: 4 buffers,
+// else 3, else 2 within the opt-in shared memory.
+// Otherwise the first of these that fits: 4 or 3 swizzled buffers within the static shared
+// memory, 3 within the opt-in limit (NVIDIA dynamic shared memory: bigger block tiles need it,
+// and 3 buffers measured best there, docs/performance.md), then 2 swizzled or padded ones, then
+// padded ones within the opt-in limit (rows longer than 128 bytes, e.g. attention's head dim
+// 128, cannot be swizzled); 1 (register prefetch) otherwise.
+std::vector<Depth> depthsFor(bool wgmma, const TargetInfo &t) {
+  const int64_t staticLds = t.ldsBytes, optInLds = t.ldsOptInBytes;
+  if (wgmma)
+    return {{4, true, optInLds}, {3, true, optInLds}, {2, true, optInLds}, {2, false, optInLds}};
+  return {{4, true, staticLds}, {3, true, staticLds}, {3, true, optInLds},
+          {2, true, staticLds}, {2, false, staticLds}, {3, false, optInLds},
+          {2, true, optInLds},  {2, false, optInLds}};
+}
+
+// The deepest pipeline of the list whose tiles fit: (stages, swizzle), or (1, false).
+std::pair<int, bool> pipelineDepth(PlanContext &c, const LoopSchedule &s) {
+  std::vector<SharedTile> &tiles = c.plan.tiles;
+  for (const ir::Op *o : s.staged)
+    tiles[c.plan.promotions.at(o).alloc].stages = 1;
+  if (!s.async)
+    return {1, false};
+  for (Depth d : depthsFor(s.wgmma, c.target)) {
+    bool ok = true;
+    for (const ir::Op *o : s.staged) {
+      const SharedTile &al = tiles[c.plan.promotions.at(o).alloc];
+      ok = ok && (!d.swizzle || al.xorBytes || swizzlable(al.tile, o->operands[0]->type.dtype));
+    }
+    if (!ok)
+      continue;
+    // The budget holds this loop's tiles and those planned before them (the kernel's code
+    // before the loop, outer loops).
+    int64_t total = 0;
+    int last = 0;
+    for (const ir::Op *o : s.staged)
+      last = std::max(last, c.plan.promotions.at(o).alloc);
+    std::vector<SharedTile> trial(tiles.begin(), tiles.begin() + last + 1);
+    for (size_t i = 0; i < trial.size(); ++i) {
+      SharedTile &al = trial[i];
+      bool mine = false;
+      for (const ir::Op *o : s.staged)
+        mine |= c.plan.promotions.at(o).alloc == static_cast<int>(i);
+      if (mine) {
+        relayout(al, s.staged.front()->operands[0]->type.dtype, d.swizzle);
+        al.stages = d.stages;
+      }
+      total += (al.bytes + 15) / 16 * 16 * al.stages;
+    }
+    if (s.wgmma)
+      total = placeTiles(trial);
+    if (total <= d.budget)
+      return {d.stages, d.swizzle};
+  }
+  return {1, false};
+}
+
+} // namespace
+
+bool planLoop(PlanContext &c, const ir::Op &iterate) {
+  LoopSchedule s;
+  s.loop = &iterate;
+  const ir::Dim &dim = iterate.dims[0];
+  for (const auto &o : iterate.regions[0]->ops)
+    if (isPromotedRead(*o))
+      s.staged.push_back(o.get());
+  s.async = !s.staged.empty();
+  for (const ir::Op *o : s.staged) {
+    const Promotion &p = c.plan.promotions.at(o);
+    s.async = s.async && p.async;
+    s.wgmma |= p.wgmma;
+  }
+  std::tie(s.stages, s.swizzle) = pipelineDepth(c, s);
+  if (s.stages == 1)
+    s.async = false;
+  for (const ir::Op *o : s.staged) {
+    SharedTile &al = c.plan.tiles[c.plan.promotions.at(o).alloc];
+    relayout(al, o->operands[0]->type.dtype, s.swizzle);
+    al.stages = s.stages;
+  }
+  // Fragment read-ahead (with cp.async, when the staged reads have several clones along the
+  // loop's dim, i.e. several K steps of an mma): step 0 of tile i + 1 is read at the end of
+  // iteration i and carried into iteration i + 1, the other steps at its top. The end of the
+  // iteration then holds the one barrier (after the reads of step 1.. of tile i, before those
+  // of tile i + 1), so the copy of tile i + S goes into tile i's buffer right behind it, and the
+  // ldmatrix latency after the barrier overlaps the last step's MMAs.
+  const std::string kSym = "$i_" + dim.str();
+  int64_t kSteps = 1;
+  for (const auto &ex : c.dist.expansion)
+    if ("$i_" + ex.dim.str() == kSym)
+      kSteps = std::max<int64_t>(ex.count, 1);
+  s.readAhead = s.async && kSteps >= 2 && !s.wgmma;
+  for (const ir::Op *o : s.staged) {
+    bool alongLoop = false;
+    auto a = std::find_if(c.dist.accesses.begin(), c.dist.accesses.end(),
+                          [&](const AccessIndex &x) { return x.op == o; });
+    if (a != c.dist.accesses.end())
+      for (const auto &di : a->dims)
+        alongLoop |= di.start.dependsOn(kSym);
+    s.readAhead = s.readAhead && alongLoop;
+  }
+  // Step by step when every user of the staged reads is an mma over the loop's dim (the
+  // emitter's hook then runs between its K steps): step 1 at the top, step k + 2 after the MMAs
+  // of step k, so at most two steps' fragments (and the carried step 0) are live. Otherwise
+  // all later steps at the top.
+  s.stepwise = s.readAhead;
+  for (const ir::Op *o : s.staged)
+    for (const ir::Op *u : o->results[0]->users)
+      s.stepwise = s.stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
+                   u->dims[2] == dim;
+  s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
+  s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
+  c.plan.loops[&iterate] = s;
+  return true;
+}
+
+} // namespace wave

@@ -1,0 +1,189 @@
+// The plan passes (src/passes/kernel_plan.h) without the emitter: kernels through sema and the
+// distribution, then planKernel with a stand-in for the emitter's access model (the read's
+// indices from the distribution; cp.async allowed or not as the test says). Checks the
+// decisions the passes own: tile shapes and padding, copy shapes, pipeline depth against the
+// target's shared memory, prefetch distance, read-ahead, and the placement of the arena.
+#include "frontend/parser.h"
+#include "passes/distribution.h"
+#include "passes/kernel_plan.h"
+#include "sema/sema.h"
+
+#include <gtest/gtest.h>
+
+namespace wave {
+namespace {
+
+struct FakeQueries : PlanQueries {
+  const Distribution *dist = nullptr;
+  bool async = true;
+  std::vector<std::string> refused;
+  bool tileAccess(const ir::Op &read, TileAccess &out) override {
+    for (const AccessIndex &a : dist->accesses)
+      if (a.op == &read) {
+        for (const DimIndex &di : a.dims) {
+          out.dims.push_back({di.dim, di.start});
+          out.elems = std::max<int64_t>(out.elems, di.elements);
+        }
+        out.dtype = read.operands[0]->type.dtype;
+        return true;
+      }
+    return refuse("no access", read.loc);
+  }
+  bool asyncCopyable(const Promotion &) override { return async; }
+  bool refuse(const std::string &what, SourceRange) override {
+    refused.push_back(what);
+    return false;
+  }
+};
+
+struct Planned {
+  std::unique_ptr<SourceFile> file;
+  std::unique_ptr<DiagnosticEngine> diags;
+  std::unique_ptr<ast::Module> module;
+  std::unique_ptr<Program> program;
+  Distribution dist;
+  KernelPlan plan;
+  std::vector<std::string> passes; // the `after` calls, in order
+  bool ok = false;
+};
+
+// A GEMM with A and B staged through shared memory, tiles BM x BK and BN x BK of f16.
+std::string gemm(int bm, int bn, int bk) {
+  return "symbol M, N, K;\n"
+         "kernel gemm(a: Memory[M, K, shared, f16], b: Memory[N, K, shared, f16],\n"
+         "            c: Memory[M, N, global, f32]) {\n"
+         "  constraints {\n"
+         "    workgroup(M, " + std::to_string(bm) + ", dim = 0);\n"
+         "    workgroup(N, " + std::to_string(bn) + ", dim = 1);\n"
+         "    tiling(K, " + std::to_string(bk) + ");\n"
+         "    wave(M, " + std::to_string(bm / 2) + ");\n"
+         "    wave(N, " + std::to_string(bn / 2) + ");\n"
+         "  }\n"
+         "  c_reg = Register[M, N, f32](0.0);\n"
+         "  result = iterate K (acc = c_reg) {\n"
+         "    yield mma(read(a), read(b), acc);\n"
+         "  }\n"
+         "  write(result, c);\n"
+         "}\n";
+}
+
+void plan(Planned &p, const std::string &text, const char *target, bool async,
+          FakeQueries &q) {
+  p.file = std::make_unique<SourceFile>("gemm.wave", text);
+  p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
+  p.module = parseModule(*p.file, *p.diags);
+  ASSERT_TRUE(p.module) << p.diags->render(false);
+  SemaOptions so;
+  so.target = findTarget(target);
+  so.defines = {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}};
+  p.program = analyze(*p.module, so, *p.diags);
+  ASSERT_TRUE(p.program && !p.diags->hasErrors()) << p.diags->render(false);
+  const ir::Kernel &k = *p.program->kernels[0];
+  ASSERT_TRUE(distribute(k, *p.program->target, *p.diags, p.dist)) << p.diags->render(false);
+  q.dist = &p.dist;
+  q.async = async;
+  PlanContext c{k, p.dist, *p.program->target, p.dist.facts, q, p.plan};
+  p.ok = planKernel(c, [&](const char *pass) { p.passes.push_back(pass); }) &&
+         planSharedMemory(c);
+}
+
+const LoopSchedule &onlyLoop(const Planned &p) {
+  EXPECT_EQ(p.plan.loops.size(), 1u);
+  return p.plan.loops.begin()->second;
+}
+
+TEST(Plan, PassesRunInPipelineOrder) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_90", true, q);
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.passes, (std::vector<std::string>{"promotion", "cooperative-copies", "schedule"}));
+}
+
+TEST(Plan, SmallTilesGetFourSwizzledBuffersInStaticSharedMemory) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_90", true, q);
+  ASSERT_TRUE(p.ok);
+  ASSERT_EQ(p.plan.tiles.size(), 2u);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.tile, (std::vector<int64_t>{64, 32}));
+    EXPECT_EQ(t.stages, 4);
+    EXPECT_GT(t.swizzle, 0);
+    EXPECT_EQ(t.bytes, 64 * 32 * 2); // unpadded when swizzled
+  }
+  const LoopSchedule &s = onlyLoop(p);
+  EXPECT_TRUE(s.async);
+  EXPECT_EQ(s.stages, 4);
+  EXPECT_TRUE(s.readAhead);      // two K steps of 16 per tile
+  EXPECT_EQ(s.prefetch, 4);      // with read-ahead: every buffer filled before the loop
+  EXPECT_EQ(p.plan.sharedMemory.bytes, 2 * 4 * 4096);
+  EXPECT_EQ(p.plan.sharedMemory.dynamicBytes, 0);
+  EXPECT_EQ(p.plan.tiles[1].offsetBytes, 4 * 4096);
+}
+
+TEST(Plan, LargeTilesFallBackToThreeBuffersInOptInSharedMemory) {
+  // 128 x 64 f16 tiles: 16 KB each, 32 KB a stage. 4 (128 KB) and 3 (96 KB) exceed sm_90's
+  // static 48 KB; 3 fit the opt-in limit, which makes the arena dynamic.
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(128, 128, 64), "sm_90", true, q);
+  ASSERT_TRUE(p.ok);
+  const LoopSchedule &s = onlyLoop(p);
+  EXPECT_EQ(s.stages, 3);
+  EXPECT_TRUE(s.swizzle);
+  EXPECT_EQ(p.plan.sharedMemory.bytes, 3 * 2 * 16384);
+  EXPECT_EQ(p.plan.sharedMemory.dynamicBytes, p.plan.sharedMemory.bytes);
+}
+
+TEST(Plan, NoAsyncCopyMeansRegisterPrefetchWithOnePaddedBuffer) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_90", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  const LoopSchedule &s = onlyLoop(p);
+  EXPECT_FALSE(s.async);
+  EXPECT_EQ(s.stages, 1);
+  EXPECT_FALSE(s.readAhead);
+  EXPECT_EQ(s.prefetch, 1);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.swizzle, 0);
+    EXPECT_EQ(t.pad, 8); // 16 bytes of f16 on NVIDIA
+    EXPECT_EQ(t.bytes, 64 * (32 + 8) * 2);
+  }
+}
+
+TEST(Plan, CooperativeCopiesUseWidestVectorThatCoversTheTile) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_90", true, q);
+  ASSERT_TRUE(p.ok);
+  // 64 x 32 f16 = 2048 elements; 128 threads x 8 elements (16 bytes) x 2 rounds.
+  for (const auto &[op, pr] : p.plan.promotions) {
+    EXPECT_EQ(pr.lanes, 8);
+    EXPECT_EQ(pr.copies, 2);
+    EXPECT_TRUE(pr.async);
+  }
+}
+
+TEST(Plan, AmdPadsNarrowRowsByEightBytes) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "gfx942", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles)
+    EXPECT_EQ(t.pad, 4); // gfx942's MFMA operand reads are 8 bytes
+}
+
+TEST(Plan, TooMuchSharedMemoryIsRefused) {
+  // One 512 x 256 f16 tile pair: 512 KB even with one buffer.
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(512, 512, 256), "sm_90", false, q);
+  EXPECT_FALSE(p.ok);
+  ASSERT_FALSE(q.refused.empty());
+  EXPECT_NE(q.refused.back().find("bytes of shared memory"), std::string::npos) << q.refused.back();
+}
+
+} // namespace
+} // namespace wave
