@@ -183,7 +183,7 @@ p = run([gemm, "-o", os.path.join(tmp, "g.hsaco"), "--header", os.path.join(tmp,
          "--stub", os.path.join(tmp, "g.c")])
 stub = open(os.path.join(tmp, "g.c")).read() if p.returncode == 0 else ""
 expect("NAME_info() of the GEMM stub carries the same shared bytes",
-       re.search(r'gemm_info_ = \{"gemm", [^;]*\}, 9216, ', stub) is not None, p)
+       re.search(r'gemm_info_0_ = \{"gemm", [^;]*\}, 9216, ', stub) is not None, p)
 ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
                                   if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
 p = run([os.path.join(ROOT, "samples", "gemm", "gemm_portable.wave"), "--target=sm_90",
