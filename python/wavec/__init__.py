@@ -31,7 +31,7 @@ from .errors import (ArgumentError, CompileError, DeviceError, InvalidArgumentEr
 from ._tensors import as_tensor
 
 __all__ = [
-    "compile", "Module", "Kernel", "find_wavec", "runtime", "Event",
+    "compile", "load", "Module", "Kernel", "find_wavec", "runtime", "Event",
     "WavecError", "WavecNotFoundError", "CompileError", "RuntimeCallError",
     "InvalidArgumentError", "UnsupportedShapeError", "DeviceError", "ArgumentError",
 ]
@@ -82,6 +82,10 @@ def _runtime_paths(wavec):
     build tree's."""
     inc = os.environ.get("WAVE_RUNTIME_INCLUDE")
     lib = os.environ.get("WAVE_RUNTIME_LIBRARY")
+    if inc and lib and not wavec:
+        return inc, os.path.realpath(lib)
+    if not wavec:
+        wavec = find_wavec()
     bindir = os.path.dirname(os.path.realpath(wavec))
     prefix = os.path.dirname(bindir)
     if not inc:
@@ -199,14 +203,7 @@ def compile(source, targets=None, defines=None, options=(), *, wavec=None, cache
                 if verbose:
                     print("wavec.compile:", " ".join(command), file=sys.stderr)
                 _run(command, "wavec")
-                libdir = os.path.dirname(libpath)
-                link = _c_compiler() + [
-                    "-shared", "-fPIC", "-O1", "-std=c99", "-I", include, "-I", work,
-                    os.path.join(work, f"{stem}.c"), "-o", os.path.join(work, f"lib{stem}.so"),
-                    "-L", libdir, f"-l:{os.path.basename(libpath)}", f"-Wl,-rpath,{libdir}"]
-                if verbose:
-                    print("wavec.compile:", " ".join(link), file=sys.stderr)
-                _run(link, "building the generated stub")
+                _build_stub(work, stem, include, libpath, verbose)
                 try:
                     os.rename(work, entry)
                 except OSError:
@@ -216,6 +213,57 @@ def compile(source, targets=None, defines=None, options=(), *, wavec=None, cache
                 if os.path.isdir(work):
                     shutil.rmtree(work, ignore_errors=True)
     return Module(source, targets, defines, library, header, rt)
+
+
+def load(header, stub, *, cache_dir=None, verbose=False):
+    """A Module from a header and stub that wavec generated elsewhere (--header/--stub), for a
+    machine without wavec: the stub is built into a shared library against the runtime that
+    WAVE_RUNTIME_INCLUDE and WAVE_RUNTIME_LIBRARY name (else the one of a wavec found as
+    compile() finds it), cached by the stub's bytes."""
+    header, stub = os.fspath(header), os.fspath(stub)
+    for f in (header, stub):
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"wavec.load: no such file: '{f}'")
+    include, libpath = _runtime_paths(None)
+    rt = _runtime.load(libpath)
+    with open(header, "rb") as f:
+        htext = f.read()
+    with open(stub, "rb") as f:
+        stext = f.read()
+    key = hashlib.sha256(b"\0".join([_CACHE_FORMAT.encode(), htext, stext,
+                                      libpath.encode()])).hexdigest()[:24]
+    stem = re.sub(r"[^A-Za-z0-9_]", "_", os.path.splitext(os.path.basename(stub))[0]) or "kernel"
+    root = _cache_root(cache_dir)
+    entry = os.path.join(root, f"{stem}-loaded-{key}")
+    library = os.path.join(entry, f"lib{stem}.so")
+    with _compile_lock:
+        if not os.path.isfile(library):
+            os.makedirs(root, exist_ok=True)
+            work = tempfile.mkdtemp(prefix=f".{stem}-", dir=root)
+            try:
+                shutil.copy(header, os.path.join(work, os.path.basename(header)))
+                shutil.copy(stub, os.path.join(work, f"{stem}.c"))
+                _build_stub(work, stem, include, libpath, verbose)
+                try:
+                    os.rename(work, entry)
+                except OSError:
+                    if not os.path.isfile(library):
+                        raise
+            finally:
+                if os.path.isdir(work):
+                    shutil.rmtree(work, ignore_errors=True)
+    return Module(stub, [], {}, library, os.path.join(entry, os.path.basename(header)), rt)
+
+
+def _build_stub(work, stem, include, libpath, verbose):
+    libdir = os.path.dirname(libpath)
+    link = _c_compiler() + [
+        "-shared", "-fPIC", "-O1", "-std=c99", "-I", include, "-I", work,
+        os.path.join(work, f"{stem}.c"), "-o", os.path.join(work, f"lib{stem}.so"),
+        "-L", libdir, f"-l:{os.path.basename(libpath)}", f"-Wl,-rpath,{libdir}"]
+    if verbose:
+        print("wavec:", " ".join(link), file=sys.stderr)
+    _run(link, "building the generated stub")
 
 
 # ---- modules and kernels ----------------------------------------------------------------------

@@ -299,6 +299,17 @@ def misc_case():
         expect("no wavec anywhere: WavecNotFoundError saying how to point at one",
                p.returncode != 0 and "WavecNotFoundError" in p.stderr and "set WAVEC" in p.stderr,
                p.stderr[-600:])
+    # load(): a header and stub made elsewhere, built against the runtime the environment names.
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([wavec.find_wavec(), copy, "--target=sm_90", "-o", f"{tmp}/c.ptx",
+                        "--header", f"{tmp}/c.h", "--stub", f"{tmp}/c.c"], check=True)
+        loaded = wavec.load(f"{tmp}/c.h", f"{tmp}/c.c", cache_dir=f"{tmp}/cache")
+        a = rng.standard_normal((6, 90)).astype(np.float16)
+        b = np.full_like(a, np.nan)
+        loaded.copy(a, b, device="emu:sm_90")
+        expect("wavec.load builds a pre-generated stub and runs it", np.array_equal(a, b))
+        raises("load of a missing stub", FileNotFoundError, "no such file",
+               lambda: wavec.load(f"{tmp}/c.h", f"{tmp}/missing.c"))
     raises("a target wavec does not know", wavec.CompileError, "gfx9999",
            lambda: wavec.compile(copy, targets=["gfx9999"]))
 
