@@ -37,14 +37,14 @@ def register(kernel, name=None, device_types=None):
         name = f"wavec::{name}"
     mutated = tuple(a.name for a in kernel.params if a.kind == "pointer" and a.is_output)
 
-    def implementation(*args):
-        kernel(*args)
+    def implementation(*args, **kwargs):
+        kernel(*args, **kwargs)
 
     op = torch.library.custom_op(name, implementation, mutates_args=mutated,
                                  device_types=device_types, schema=schema_of(kernel))
 
     @op.register_fake
-    def _fake(*args):
+    def _fake(*args, **kwargs):
         return None
 
     return op
