@@ -28,6 +28,7 @@ import threading
 from . import _runtime
 from .errors import (ArgumentError, CompileError, DeviceError, InvalidArgumentError,
                      RuntimeCallError, UnsupportedShapeError, WavecError, WavecNotFoundError)
+from . import _tensors
 from ._tensors import as_tensor
 
 __all__ = [
@@ -373,6 +374,11 @@ class Kernel:
             else:
                 argtypes.append(_SCALAR_CTYPES.get(a.type, ctypes.c_uint8))
         self._launch.argtypes = argtypes
+        self._nparams = len(self.params)
+        self._pointer_flags = [a.kind == "pointer" for a in self.params]
+        self._scalar_ctypes = [None if a.kind == "pointer" else
+                               _SCALAR_CTYPES.get(a.type, ctypes.c_uint8) for a in self.params]
+        self._tls = threading.local()  # per-thread descriptors of the torch fast path
         self.__doc__ = f"{name}({', '.join(f'{a.name}: {a.type}' + (' (output)' if a.is_output else '') for a in self.params)})"
 
     def info(self, arch=None):
@@ -412,7 +418,51 @@ class Kernel:
                                 f"(arguments: {', '.join(names)})")
         return values
 
+    def _torch_fast(self, args):
+        """The launch of all-positional arguments whose tensors are torch tensors on one CUDA
+        device, on its current stream: descriptors reused per thread, no staging. None when the
+        arguments need the general path (which also reports every error)."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        scratch = getattr(self._tls, "scratch", None)
+        if scratch is None:
+            scratch = self._tls.scratch = [_runtime.ScratchTensor() for _ in self.params]
+        call = [None]
+        index = None
+        tensor_type = torch.Tensor
+        for flag, v, slot, ctype in zip(self._pointer_flags, args, scratch, self._scalar_ctypes):
+            if flag:
+                if not isinstance(v, tensor_type):
+                    return None
+                d = v.device
+                if d.type != "cuda" or (index is not None and d.index != index):
+                    return None
+                index = d.index
+                dt = _tensors.torch_dtype(v.dtype)
+                if dt is None or not slot.fill(v.data_ptr(), v.shape, v.stride(), dt):
+                    return None
+                call.append(slot.pointer)
+            else:
+                try:
+                    call.append(ctype(v))
+                except TypeError:
+                    return None
+        if index is None:
+            return None
+        uri = _tensors.torch_device_uri(torch, index)
+        rt = self.module._rt
+        dev = rt.device(uri)
+        call[0] = rt.stream(dev, _tensors.torch_current_stream(torch, index))
+        status = self._launch(*call)
+        if status != 0:
+            rt.check(status)
+        return True
+
     def __call__(self, *args, device=None, stream=None, **kwargs):
+        if (not kwargs and device is None and stream is None and len(args) == self._nparams
+                and self._torch_fast(args)):
+            return None
         rt = self.module._rt
         values = self._bind(args, kwargs)
         tensors = {}

@@ -33,6 +33,35 @@ class Tensor(ctypes.Structure):
     ]
 
 
+class ScratchTensor:
+    """A reusable descriptor for the launch fast path: shape and strides of up to 8 dims."""
+    MAX_RANK = 8
+
+    def __init__(self):
+        self.desc = Tensor()
+        self.shape = (ctypes.c_int64 * self.MAX_RANK)()
+        self.strides = (ctypes.c_int64 * self.MAX_RANK)()
+        self.desc.shape = ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64))
+        self.desc.strides = ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64))
+        self.desc.dtype.lanes = 1
+        self.desc.device.device_type = 2
+        self.pointer = ctypes.pointer(self.desc)
+
+    def fill(self, data, shape, strides, dtype):
+        n = len(shape)
+        if n > self.MAX_RANK:
+            return False
+        d = self.desc
+        d.data = data
+        d.ndim = n
+        d.dtype.code, d.dtype.bits = dtype
+        sh, st = self.shape, self.strides
+        for i in range(n):
+            sh[i] = shape[i]
+            st[i] = strides[i]
+        return True
+
+
 class ArgInfo(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),

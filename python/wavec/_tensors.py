@@ -104,6 +104,36 @@ class HostOrDeviceTensor:
         self.descriptor.data = self.host_ptr
 
 
+_torch_dtypes_by_object = {}
+_torch_uris = {}
+
+
+def torch_dtype(dtype):
+    """(DLPack code, bits) of a torch dtype object, None for one no Wave type matches."""
+    hit = _torch_dtypes_by_object.get(dtype)
+    if hit is None:
+        hit = _TORCH_DTYPES.get(str(dtype).replace("torch.", ""))
+        if hit is not None:
+            _torch_dtypes_by_object[dtype] = hit
+    return hit
+
+
+def torch_device_uri(torch, index):
+    uri = _torch_uris.get(index)
+    if uri is None:
+        scheme = "hip" if getattr(torch.version, "hip", None) else "cuda"
+        uri = _torch_uris[index] = f"{scheme}://{index}"
+    return uri
+
+
+def torch_current_stream(torch, index):
+    """The native handle of torch's current stream on device `index`."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
 def _from_torch(t, name, kernel):
     import torch  # only reached for torch tensors, so torch is installed
     dtype = str(t.dtype).replace("torch.", "")

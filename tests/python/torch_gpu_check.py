@@ -129,10 +129,10 @@ def py_gemm_round(iters=50):
     return s.elapsed_time(e) / iters
 
 
-def py_tiny_round(iters=20000):
+def py_tiny_round(iters=20000, **kw):
     t0 = time.perf_counter()
     for _ in range(iters):
-        copy.copy(x, y)
+        copy.copy(x, y, **kw)
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     t2 = time.perf_counter()
@@ -150,10 +150,11 @@ cc = ["cc", "-O2", "-std=c99", "-I", os.path.join(ROOT, "runtime", "include"), "
       os.path.join(DEV, "copy.c"), "-L", DEV, "-l:libwave_runtime.so.0", f"-Wl,-rpath,{DEV}",
       "-lm", "-o", bench]
 subprocess.run(cc, check=True)
-py_gemm, py_tiny, c_lines = [], [], []
+py_gemm, py_tiny, py_general, c_lines = [], [], [], []
 for round_ in range(3):  # interleaved: Python, C, Python, C, ...
     py_gemm += [py_gemm_round() for _ in range(3)]
     py_tiny += [py_tiny_round() for _ in range(3)]
+    py_general += [py_tiny_round(5000, stream=torch.cuda.current_stream()) for _ in range(3)]
     p = subprocess.run([bench], capture_output=True, text=True)
     print(p.stdout + p.stderr, end="", flush=True)
     c_lines += p.stdout.splitlines()
@@ -165,8 +166,9 @@ print(f"GEMM 4096^3 per launch, median: Python {pg:.4f} ms ({2 * M * N * K / pg 
 pt = statistics.median(t[0] for t in py_tiny)
 pd = statistics.median(t[1] for t in py_tiny)
 ct = statistics.median(c_tiny)
-print(f"tiny copy launch, host time per call, median: Python {pt:.2f} us (until done {pd:.2f} us), "
-      f"C {ct:.2f} us")
+pgen = statistics.median(t[0] for t in py_general)
+print(f"tiny copy launch, host time per call, median: Python {pt:.2f} us (until done {pd:.2f} us; "
+      f"{pgen:.2f} us through the general path, stream= given), C {ct:.2f} us")
 expect(f"the GEMM from Python is within 2% of the same kernel from C ({pg / cg:.4f})",
        abs(pg / cg - 1) <= 0.02)
 print("FAILED" if failed else "ALL PASSED", flush=True)
