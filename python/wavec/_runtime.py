@@ -6,6 +6,7 @@ tensor descriptor and the kernel description that generated stubs export. Every 
 
 import ctypes
 import os
+import threading
 
 from .errors import error_for_status
 
@@ -147,6 +148,7 @@ class Runtime:
                 "(a libwave_runtime older than this Python package?)")
         self._devices = {}
         self._streams = {}
+        self._lock = threading.Lock()  # for the caches' misses; hits read the dicts lock-free
 
     def last_error(self):
         return (self.lib.wave_last_error() or b"").decode("utf-8", "replace")
@@ -167,9 +169,12 @@ class Runtime:
         """The handle of `uri`, opened once and kept for the life of the process."""
         handle = self._devices.get(uri)
         if handle is None:
-            out = c_void_p()
-            self.check(self.lib.wave_device_open(uri.encode(), ctypes.byref(out)))
-            handle = self._devices[uri] = out.value
+            with self._lock:
+                handle = self._devices.get(uri)
+                if handle is None:
+                    out = c_void_p()
+                    self.check(self.lib.wave_device_open(uri.encode(), ctypes.byref(out)))
+                    handle = self._devices[uri] = out.value
         return handle
 
     def device_info(self, device):
@@ -183,9 +188,13 @@ class Runtime:
         key = (device, native or 0)
         handle = self._streams.get(key)
         if handle is None:
-            out = c_void_p()
-            self.check(self.lib.wave_stream_wrap(device, native or None, ctypes.byref(out)))
-            handle = self._streams[key] = out.value
+            with self._lock:
+                handle = self._streams.get(key)
+                if handle is None:
+                    out = c_void_p()
+                    self.check(self.lib.wave_stream_wrap(device, native or None,
+                                                         ctypes.byref(out)))
+                    handle = self._streams[key] = out.value
         return handle
 
     def synchronize(self, stream):

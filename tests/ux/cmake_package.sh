@@ -46,6 +46,12 @@ echo "$out" | grep -q "wavec: saxpy.wave" || fail "touching saxpy.wave did not r
 out=$(cmake --build "$work/build")
 echo "$out" | grep -q "no work to do" || fail "the build after the rebuild did something: $out"
 
+# Bash completion, installed where bash-completion looks, completes flags and targets.
+comp="$prefix/share/bash-completion/completions/wavec"
+[ -f "$comp" ] || fail "the install lacks the bash completion"
+got=$(bash -c 'source "$1"; COMP_WORDS=("$2" --target = sm_9); COMP_CWORD=3; _wavec; echo "${COMPREPLY[*]}"' _ "$comp" "$prefix/bin/wavec")
+[ "$got" = "sm_90 sm_90a" ] || fail "bash completion of --target=sm_9 gave '$got'"
+
 # A C++-only project (project(... LANGUAGES CXX)): the stubs are compiled as C++.
 mkdir -p "$work/cxx"
 cp "$src/samples/cmake/saxpy.wave" "$work/cxx/"
