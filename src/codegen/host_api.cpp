@@ -259,8 +259,9 @@ std::string generateHeader(const std::vector<HostKernel> &kernels, const HostApi
     out += kernelComment(hk, o);
     out += fmt::format("wave_status_t {}_launch({});\n", name, paramList(abi, true, hk.kernel));
     out += fmt::format("wave_status_t {}_launch_tensors({});\n", name, tensorParamList(abi));
-    out += "/* The launch facts of the first target; NAME_info_for(arch) those of the code object\n"
-           " * the runtime picks for a device of `arch` (\"sm_90\", \"emu:gfx942\"), NULL if none. */\n";
+    out += fmt::format("/* {0}_info(): the launch facts of the first target; {0}_info_for(arch): those of\n"
+                       " * the code object for `arch` as this stub lists it (\"sm_90\", \"emu:gfx942\"),\n"
+                       " * NULL if it has none. */\n", name);
     out += fmt::format("const wave_kernel_info_t *{}_info(void);\n", name);
     out += fmt::format("const wave_kernel_info_t *{}_info_for(const char *arch);\n\n", name);
   }
