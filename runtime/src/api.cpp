@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -23,6 +24,9 @@ struct wave_device {
   void *native = nullptr;
   wave_device_info_t info{};
   int refs = 0; // guarded by the registry mutex
+  // Set when `auto` fell back to this emulator device for want of a GPU driver: a kernel whose
+  // artifact lacks this emulator's images then runs on an emulator of an arch it carries.
+  bool autoEmulator = false;
 
   // The module cache: (content hash, size) -> module. Held across a driver load so that two
   // threads lazily loading the same image get one module.
@@ -49,6 +53,12 @@ struct wave_module {
 };
 
 struct wave_stream {
+  wave_device *device = nullptr;
+  void *native = nullptr;
+  bool wrapped = false; // wave_stream_wrap: the native stream belongs to someone else
+};
+
+struct wave_event {
   wave_device *device = nullptr;
   void *native = nullptr;
 };
@@ -113,7 +123,7 @@ wave_status_t openOrdinal(Backend &backend, int ordinal, wave_device_t *out) {
 
 /// `auto`: the first CUDA device, else the first HIP device, else (with a notice on stderr,
 /// once per process) the CPU emulator of gfx942 when no GPU driver is installed at all.
-wave_status_t openAuto(wave_device_t *out) {
+wave_status_t openAutoDetected(wave_device_t *out) {
   wave_status_t cuda = openOrdinal(cudaBackend(), 0, out);
   if (cuda == WAVE_SUCCESS)
     return cuda;
@@ -124,6 +134,10 @@ wave_status_t openAuto(wave_device_t *out) {
   std::string hipWhy = wave_last_error();
   bool noDriver = cuda == WAVE_ERROR_DRIVER_NOT_FOUND && hip == WAVE_ERROR_DRIVER_NOT_FOUND;
   if (noDriver && openOrdinal(emuBackend(), 0, out) == WAVE_SUCCESS) {
+    {
+      std::lock_guard<std::mutex> lock(registryMutex);
+      (*out)->autoEmulator = true;
+    }
     static std::once_flag notice;
     std::call_once(notice, [] {
       std::fprintf(stderr, "wave: no GPU driver found; device 'auto' runs on the CPU emulator "
@@ -152,6 +166,20 @@ bool parseOrdinal(const char *text, int *ordinal) {
 
 bool hasPrefix(const char *text, const char *prefix) {
   return std::strncmp(text, prefix, std::strlen(prefix)) == 0;
+}
+
+wave_status_t openUri(const char *uri, wave_device_t *out);
+
+/// `auto`: the device named by the environment variable WAVE_DEVICE when it is set (and not
+/// itself `auto`), else the first GPU found (openAutoDetected).
+wave_status_t openAuto(wave_device_t *out) {
+  const char *env = std::getenv("WAVE_DEVICE");
+  if (env && *env && std::strcmp(env, "auto") != 0) {
+    if (wave_status_t s = openUri(env, out))
+      return fail(s, std::string("auto (WAVE_DEVICE=") + env + "): " + wave_last_error());
+    return WAVE_SUCCESS;
+  }
+  return openAutoDetected(out);
 }
 
 wave_status_t openUri(const char *uri, wave_device_t *out) {
@@ -245,6 +273,47 @@ wave_status_t readFile(const char *path, std::vector<unsigned char> *bytes) {
 } // namespace
 
 namespace wave::rt {
+
+wave_status_t defaultDevice(wave_device_t *out) {
+  // Opened on first use and held for the life of the process; a failure is retried next time.
+  static std::mutex mutex;
+  static wave_device_t device = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!device) {
+    wave_device_t opened = nullptr;
+    if (wave_status_t s = openAuto(&opened))
+      return fail(s, std::string("the default device (NULL stream): ") + wave_last_error());
+    device = opened;
+  }
+  *out = device;
+  return WAVE_SUCCESS;
+}
+
+bool isAutoEmulator(wave_device_t device) {
+  std::lock_guard<std::mutex> lock(registryMutex);
+  return device && device->autoEmulator;
+}
+
+wave_status_t openEmulatorForAuto(const char *target, wave_device_t *out) {
+  static std::mutex mutex;
+  static std::map<std::string, wave_device_t> opened; // held for the life of the process
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = opened.find(target); it != opened.end()) {
+    *out = it->second;
+    return WAVE_SUCCESS;
+  }
+  int ordinal = emuOrdinal(target);
+  if (ordinal < 0)
+    return failf(WAVE_ERROR_NOT_FOUND, "no emulator of %s", target);
+  if (wave_status_t s = openOrdinal(emuBackend(), ordinal, out))
+    return s;
+  opened[target] = *out;
+  std::fprintf(stderr, "wave: device 'auto' runs kernels built without emu:gfx942 on the CPU "
+                       "emulator of %s (emu:%s)\n", target, target);
+  return WAVE_SUCCESS;
+}
+
+wave_device_t kernelDevice(wave_kernel_t kernel) { return kernel->module->device; }
 
 wave_status_t checkLaunchShape(const char *kernel, const uint32_t grid[3],
                                const uint32_t block[3]) {
@@ -419,12 +488,32 @@ extern "C" wave_status_t wave_stream_create(wave_device_t device, wave_stream_t 
   });
 }
 
+extern "C" wave_status_t wave_stream_wrap(wave_device_t device, void *native_handle,
+                                          wave_stream_t *out) {
+  return guarded("wave_stream_wrap", [&] {
+    if (!out)
+      return nullArgument("wave_stream_wrap", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_stream_wrap", "device");
+    auto stream = std::make_unique<wave_stream>();
+    stream->device = device;
+    // The emulator's launches are synchronous: its streams are identities, never dereferenced.
+    stream->native = device->info.vendor == WAVE_VENDOR_EMULATOR ? nullptr : native_handle;
+    stream->wrapped = true;
+    *out = stream.release();
+    return WAVE_SUCCESS;
+  });
+}
+
 extern "C" wave_status_t wave_stream_destroy(wave_stream_t stream) {
   return guarded("wave_stream_destroy", [&] {
     if (!stream)
       return nullArgument("wave_stream_destroy", "stream");
     wave_device *device = stream->device;
-    wave_status_t s = device->backend->streamDestroy(device->native, stream->native);
+    wave_status_t s = stream->wrapped
+                          ? WAVE_SUCCESS
+                          : device->backend->streamDestroy(device->native, stream->native);
     delete stream;
     return s;
   });
@@ -432,10 +521,12 @@ extern "C" wave_status_t wave_stream_destroy(wave_stream_t stream) {
 
 extern "C" wave_status_t wave_stream_synchronize(wave_stream_t stream) {
   return guarded("wave_stream_synchronize", [&] {
-    if (!stream)
-      return failf(WAVE_ERROR_INVALID_ARGUMENT,
-                   "wave_stream_synchronize: `stream` is NULL (the default stream has no device "
-                   "here; use wave_device_synchronize)");
+    if (!stream) {
+      wave_device_t device = nullptr;
+      if (wave_status_t s = defaultDevice(&device))
+        return s;
+      return device->backend->streamSynchronize(device->native, nullptr);
+    }
     return stream->device->backend->streamSynchronize(stream->device->native, stream->native);
   });
 }
@@ -446,7 +537,7 @@ extern "C" wave_status_t wave_stream_device(wave_stream_t stream, wave_device_t 
       return nullArgument("wave_stream_device", "out");
     *out = nullptr;
     if (!stream)
-      return nullArgument("wave_stream_device", "stream");
+      return defaultDevice(out);
     *out = stream->device;
     return WAVE_SUCCESS;
   });
@@ -552,7 +643,11 @@ extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
     if (kernel->module->device != device)
       return failf(WAVE_ERROR_INVALID_ARGUMENT,
                    "wave_launch(%s): the kernel was loaded on another device", name);
-    if (stream && stream->device != device)
+    // Emulator launches run synchronously on the calling thread, so a stream of one emulated
+    // device orders nothing another could break (`auto` may run a kernel on another emulator).
+    bool emulators = stream && stream->device->info.vendor == WAVE_VENDOR_EMULATOR &&
+                     device->info.vendor == WAVE_VENDOR_EMULATOR;
+    if (stream && stream->device != device && !emulators)
       return failf(WAVE_ERROR_INVALID_ARGUMENT,
                    "wave_launch(%s): the stream belongs to another device", name);
     if (wave_status_t s = checkLaunchShape(name, grid, block))
@@ -562,10 +657,77 @@ extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
       return failf(WAVE_ERROR_INVALID_ARGUMENT,
                    "wave_launch(%s): %u bytes of dynamic shared memory exceed the device's %u",
                    name, dynamic_shared_bytes, device->info.shared_memory_per_block);
-    if (wave_status_t s = device->backend->launch(device->native, stream ? stream->native : nullptr,
+    if (wave_status_t s = device->backend->launch(device->native,
+                                                  stream && !emulators ? stream->native : nullptr,
                                                   kernel->native, grid, block, dynamic_shared_bytes,
                                                   args, args_size))
       return fail(s, std::string("wave_launch(") + name + "): " + wave_last_error());
     return WAVE_SUCCESS;
+  });
+}
+
+// ---- events ---------------------------------------------------------------------------------
+
+extern "C" wave_status_t wave_event_create(wave_device_t device, wave_event_t *out) {
+  return guarded("wave_event_create", [&] {
+    if (!out)
+      return nullArgument("wave_event_create", "out");
+    *out = nullptr;
+    if (!device)
+      return nullArgument("wave_event_create", "device");
+    auto event = std::make_unique<wave_event>();
+    event->device = device;
+    if (wave_status_t s = device->backend->eventCreate(device->native, &event->native))
+      return s;
+    *out = event.release();
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_event_destroy(wave_event_t event) {
+  return guarded("wave_event_destroy", [&] {
+    if (!event)
+      return nullArgument("wave_event_destroy", "event");
+    event->device->backend->eventDestroy(event->device->native, event->native);
+    delete event;
+    return WAVE_SUCCESS;
+  });
+}
+
+extern "C" wave_status_t wave_event_record(wave_event_t event, wave_stream_t stream) {
+  return guarded("wave_event_record", [&] {
+    if (!event)
+      return nullArgument("wave_event_record", "event");
+    wave_device *device = event->device;
+    if (stream && stream->device != device)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_event_record: the stream belongs to another device than the event");
+    return device->backend->eventRecord(device->native, event->native,
+                                        stream ? stream->native : nullptr);
+  });
+}
+
+extern "C" wave_status_t wave_event_synchronize(wave_event_t event) {
+  return guarded("wave_event_synchronize", [&] {
+    if (!event)
+      return nullArgument("wave_event_synchronize", "event");
+    return event->device->backend->eventSynchronize(event->device->native, event->native);
+  });
+}
+
+extern "C" wave_status_t wave_event_elapsed_ms(wave_event_t start, wave_event_t end, float *ms) {
+  return guarded("wave_event_elapsed_ms", [&] {
+    if (!ms)
+      return nullArgument("wave_event_elapsed_ms", "ms");
+    *ms = 0.0f;
+    if (!start)
+      return nullArgument("wave_event_elapsed_ms", "start");
+    if (!end)
+      return nullArgument("wave_event_elapsed_ms", "end");
+    if (start->device != end->device)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_event_elapsed_ms: the events belong to different devices");
+    return start->device->backend->eventElapsed(start->device->native, start->native, end->native,
+                                                ms);
   });
 }

@@ -2,8 +2,8 @@
 //
 // No CUDA header is included — the runtime must build where no SDK is installed — so the few
 // types, enum values and entry points used are declared here with the driver's exact ABI
-// (cuda.h 12/13). Memory functions are looked up under their `_v2` symbol names, which is what
-// cuda.h's macros resolve to; the unsuffixed symbols are the legacy 32-bit-pointer versions.
+// (the CUDA driver API of CUDA 12 and 13). Memory functions are looked up under their `_v2` symbol names, which is what
+// the driver header's macros resolve to; the unsuffixed symbols are the legacy 32-bit-pointer versions.
 //
 // Each device holds its primary context (cuDevicePrimaryCtxRetain, not cuCtxCreate: the latter
 // changed signature in CUDA 13, and the primary context is what the CUDA runtime and torch use).
@@ -26,6 +26,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
 typedef int CUjit_option;
@@ -94,6 +95,12 @@ struct CudaApi {
   CUresult (*cuLibraryUnload)(CUlibrary);
   CUresult (*cuKernelGetFunction)(CUfunction *, CUkernel);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  // Optional: events (wave_event_*), resolved as a set.
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
 };
 
 struct CudaDevice {
@@ -128,6 +135,11 @@ public:
   wave_status_t launch(void *dev, void *stream, void *function, const uint32_t grid[3],
                        const uint32_t block[3], uint32_t dynamicSharedBytes, const void *args,
                        size_t argsSize) override;
+  wave_status_t eventCreate(void *dev, void **event) override;
+  void eventDestroy(void *dev, void *event) override;
+  wave_status_t eventRecord(void *dev, void *event, void *stream) override;
+  wave_status_t eventSynchronize(void *dev, void *event) override;
+  wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) override;
 
 private:
   wave_status_t load();
@@ -218,6 +230,13 @@ wave_status_t CudaBackend::load() {
   if (!library)
     a.cuLibraryLoadData = nullptr;
   resolve(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute);
+  bool events = resolve(lib, "cuEventCreate", a.cuEventCreate) &&
+                resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy) &&
+                resolve(lib, "cuEventRecord", a.cuEventRecord) &&
+                resolve(lib, "cuEventSynchronize", a.cuEventSynchronize) &&
+                resolve(lib, "cuEventElapsedTime", a.cuEventElapsedTime);
+  if (!events)
+    a.cuEventCreate = nullptr;
 
   api = a;
   if (CUresult r = api.cuInit(0))
@@ -459,6 +478,40 @@ wave_status_t CudaBackend::launch(void *dev, void *stream, void *function, const
                                   dynamicSharedBytes, static_cast<CUstream>(stream), nullptr,
                                   argsSize ? extra : nullptr);
   return check(r, "cuLaunchKernel", WAVE_ERROR_LAUNCH);
+}
+
+wave_status_t CudaBackend::eventCreate(void *dev, void **event) {
+  if (!api.cuEventCreate)
+    return failf(WAVE_ERROR_UNSUPPORTED, "cuda: the driver library lacks the event API");
+  ContextScope scope(api, dev);
+  CUevent e = nullptr;
+  if (wave_status_t s = check(api.cuEventCreate(&e, 0), "cuEventCreate", WAVE_ERROR_DRIVER))
+    return s;
+  *event = e;
+  return WAVE_SUCCESS;
+}
+
+void CudaBackend::eventDestroy(void *dev, void *event) {
+  ContextScope scope(api, dev);
+  api.cuEventDestroy(static_cast<CUevent>(event));
+}
+
+wave_status_t CudaBackend::eventRecord(void *dev, void *event, void *stream) {
+  ContextScope scope(api, dev);
+  return check(api.cuEventRecord(static_cast<CUevent>(event), static_cast<CUstream>(stream)),
+               "cuEventRecord", WAVE_ERROR_DRIVER);
+}
+
+wave_status_t CudaBackend::eventSynchronize(void *dev, void *event) {
+  ContextScope scope(api, dev);
+  return check(api.cuEventSynchronize(static_cast<CUevent>(event)), "cuEventSynchronize",
+               WAVE_ERROR_LAUNCH);
+}
+
+wave_status_t CudaBackend::eventElapsed(void *dev, void *start, void *end, float *ms) {
+  ContextScope scope(api, dev);
+  return check(api.cuEventElapsedTime(ms, static_cast<CUevent>(start), static_cast<CUevent>(end)),
+               "cuEventElapsedTime", WAVE_ERROR_DRIVER);
 }
 
 } // namespace

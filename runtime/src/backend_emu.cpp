@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -33,9 +34,22 @@ const EmuTarget kTargets[] = {
 
 struct EmuDevice {
   const EmuTarget *target;
-  std::mutex heapMutex;
-  std::vector<emu::Allocation> heap; // sorted by base
 };
+
+// Device memory of every emulated device is one host heap: a buffer allocated on one emulated
+// device is valid on the others (so `auto`, which may run a kernel on another emulator than the
+// one it opened, works on buffers allocated on the device it gave). Each allocation remembers
+// the device that owns it: wave_free takes it on that device only, and closing a device frees
+// its allocations.
+std::mutex heapMutex;
+std::vector<emu::Allocation> &heap() {
+  static auto *h = new std::vector<emu::Allocation>(); // sorted by base; leaked like the backend
+  return *h;
+}
+std::vector<const EmuDevice *> &owners() { // parallel to heap()
+  static auto *o = new std::vector<const EmuDevice *>();
+  return *o;
+}
 
 struct EmuModule {
   emu::Program program;
@@ -65,8 +79,17 @@ public:
 
   void closeDevice(void *dev) override {
     auto *d = static_cast<EmuDevice *>(dev);
-    for (const auto &a : d->heap)
-      std::free(reinterpret_cast<void *>(a.base));
+    {
+      std::lock_guard<std::mutex> lock(heapMutex);
+      auto &h = heap();
+      auto &o = owners();
+      for (size_t i = h.size(); i-- > 0;)
+        if (o[i] == d) {
+          std::free(reinterpret_cast<void *>(h[i].base));
+          h.erase(h.begin() + long(i));
+          o.erase(o.begin() + long(i));
+        }
+    }
     delete d;
   }
 
@@ -80,24 +103,28 @@ public:
     void *p = std::aligned_alloc(256, rounded);
     if (!p)
       return failf(WAVE_ERROR_OUT_OF_MEMORY, "wave_malloc: %zu bytes of emulator memory", bytes);
-    std::lock_guard<std::mutex> lock(d->heapMutex);
+    std::lock_guard<std::mutex> lock(heapMutex);
     emu::Allocation a{reinterpret_cast<uintptr_t>(p), bytes};
-    d->heap.insert(std::upper_bound(d->heap.begin(), d->heap.end(), a,
-                                    [](const emu::Allocation &x, const emu::Allocation &y) {
-                                      return x.base < y.base;
-                                    }),
-                   a);
+    auto &h = heap();
+    auto at = std::upper_bound(h.begin(), h.end(), a,
+                               [](const emu::Allocation &x, const emu::Allocation &y) {
+                                 return x.base < y.base;
+                               });
+    owners().insert(owners().begin() + (at - h.begin()), d);
+    h.insert(at, a);
     *out = p;
     return WAVE_SUCCESS;
   }
 
   wave_status_t release(void *dev, void *ptr) override {
     auto *d = static_cast<EmuDevice *>(dev);
-    std::lock_guard<std::mutex> lock(d->heapMutex);
-    for (auto it = d->heap.begin(); it != d->heap.end(); ++it)
-      if (it->base == reinterpret_cast<uintptr_t>(ptr)) {
+    std::lock_guard<std::mutex> lock(heapMutex);
+    auto &h = heap();
+    for (size_t i = 0; i < h.size(); ++i)
+      if (h[i].base == reinterpret_cast<uintptr_t>(ptr) && owners()[i] == d) {
         std::free(ptr);
-        d->heap.erase(it);
+        h.erase(h.begin() + long(i));
+        owners().erase(owners().begin() + long(i));
         return WAVE_SUCCESS;
       }
     return failf(WAVE_ERROR_INVALID_ARGUMENT,
@@ -133,6 +160,27 @@ public:
     return WAVE_SUCCESS;
   }
   wave_status_t streamSynchronize(void *, void *) override { return WAVE_SUCCESS; }
+
+  // Launches finish before they return, so an event is the host time of its recording.
+  wave_status_t eventCreate(void *, void **event) override {
+    *event = new double(-1.0);
+    return WAVE_SUCCESS;
+  }
+  void eventDestroy(void *, void *event) override { delete static_cast<double *>(event); }
+  wave_status_t eventRecord(void *, void *event, void *) override {
+    auto now = std::chrono::steady_clock::now().time_since_epoch();
+    *static_cast<double *>(event) = std::chrono::duration<double, std::milli>(now).count();
+    return WAVE_SUCCESS;
+  }
+  wave_status_t eventSynchronize(void *, void *) override { return WAVE_SUCCESS; }
+  wave_status_t eventElapsed(void *, void *start, void *end, float *ms) override {
+    double a = *static_cast<double *>(start), b = *static_cast<double *>(end);
+    if (a < 0 || b < 0)
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "wave_event_elapsed_ms: an event was never recorded");
+    *ms = float(b - a);
+    return WAVE_SUCCESS;
+  }
 
   wave_status_t validateImage(const void *image, size_t size) override {
     if (!emu::isEmuImage(image, size))
@@ -193,8 +241,8 @@ public:
       p.stepLimit = n;
     }
     {
-      std::lock_guard<std::mutex> lock(d->heapMutex);
-      p.heap = d->heap;
+      std::lock_guard<std::mutex> lock(heapMutex);
+      p.heap = heap();
     }
     return emu::runKernel(f->module->program, *f->kernel, p);
   }
@@ -219,12 +267,13 @@ private:
 
   static wave_status_t checkRange(EmuDevice *d, const void *p, size_t bytes, const char *what) {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
-    std::lock_guard<std::mutex> lock(d->heapMutex);
-    for (const auto &h : d->heap)
+    (void)d;
+    std::lock_guard<std::mutex> lock(heapMutex);
+    for (const auto &h : heap())
       if (a >= h.base && a - h.base <= h.size && h.size - (a - h.base) >= bytes)
         return WAVE_SUCCESS;
     return failf(WAVE_ERROR_INVALID_ARGUMENT,
-                 "the %s range [%p, +%zu) is not inside one allocation of this emulator device",
+                 "the %s range [%p, +%zu) is not inside one allocation of emulator device memory",
                  what, p, bytes);
   }
 };

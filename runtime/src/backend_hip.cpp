@@ -28,6 +28,7 @@ typedef int hipDevice_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
 typedef struct ihipStream_t *hipStream_t;
+typedef struct ihipEvent_t *hipEvent_t;
 
 constexpr hipError_t hipSuccess = 0;
 constexpr hipError_t hipErrorOutOfMemory = 2;
@@ -80,6 +81,12 @@ struct HipApi {
                                       unsigned, unsigned, unsigned, hipStream_t, void **, void **);
   const char *(*hipGetErrorName)(hipError_t);
   const char *(*hipGetErrorString)(hipError_t);
+  // Optional: events (wave_event_*), resolved as a set.
+  hipError_t (*hipEventCreate)(hipEvent_t *);
+  hipError_t (*hipEventDestroy)(hipEvent_t);
+  hipError_t (*hipEventRecord)(hipEvent_t, hipStream_t);
+  hipError_t (*hipEventSynchronize)(hipEvent_t);
+  hipError_t (*hipEventElapsedTime)(float *, hipEvent_t, hipEvent_t);
 };
 
 struct HipDevice {
@@ -109,6 +116,11 @@ public:
   wave_status_t launch(void *dev, void *stream, void *function, const uint32_t grid[3],
                        const uint32_t block[3], uint32_t dynamicSharedBytes, const void *args,
                        size_t argsSize) override;
+  wave_status_t eventCreate(void *dev, void **event) override;
+  void eventDestroy(void *dev, void *event) override;
+  wave_status_t eventRecord(void *dev, void *event, void *stream) override;
+  wave_status_t eventSynchronize(void *dev, void *event) override;
+  wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) override;
 
 private:
   wave_status_t load();
@@ -190,6 +202,13 @@ wave_status_t HipBackend::load() {
   // ROCm 6 renamed the current struct's entry point; the old name serves the ROCm 5 layout.
   if (!resolve(lib, "hipGetDevicePropertiesR0600", a.hipGetDeviceProperties))
     resolve(lib, "hipGetDeviceProperties", a.hipGetDeviceProperties);
+  bool events = resolve(lib, "hipEventCreate", a.hipEventCreate) &&
+                resolve(lib, "hipEventDestroy", a.hipEventDestroy) &&
+                resolve(lib, "hipEventRecord", a.hipEventRecord) &&
+                resolve(lib, "hipEventSynchronize", a.hipEventSynchronize) &&
+                resolve(lib, "hipEventElapsedTime", a.hipEventElapsedTime);
+  if (!events)
+    a.hipEventCreate = nullptr;
   api = a;
   if (hipError_t r = api.hipInit(0))
     return check(r, "hipInit", WAVE_ERROR_DRIVER);
@@ -399,6 +418,41 @@ wave_status_t HipBackend::launch(void *dev, void *stream, void *function, const 
       static_cast<hipFunction_t>(function), grid[0], grid[1], grid[2], block[0], block[1], block[2],
       dynamicSharedBytes, static_cast<hipStream_t>(stream), nullptr, argsSize ? extra : nullptr);
   return check(r, "hipModuleLaunchKernel", WAVE_ERROR_LAUNCH);
+}
+
+wave_status_t HipBackend::eventCreate(void *dev, void **event) {
+  if (!api.hipEventCreate)
+    return failf(WAVE_ERROR_UNSUPPORTED, "hip: the runtime library lacks the event API");
+  DeviceScope scope(api, dev);
+  hipEvent_t e = nullptr;
+  if (wave_status_t s = check(api.hipEventCreate(&e), "hipEventCreate", WAVE_ERROR_DRIVER))
+    return s;
+  *event = e;
+  return WAVE_SUCCESS;
+}
+
+void HipBackend::eventDestroy(void *dev, void *event) {
+  DeviceScope scope(api, dev);
+  api.hipEventDestroy(static_cast<hipEvent_t>(event));
+}
+
+wave_status_t HipBackend::eventRecord(void *dev, void *event, void *stream) {
+  DeviceScope scope(api, dev);
+  return check(api.hipEventRecord(static_cast<hipEvent_t>(event), static_cast<hipStream_t>(stream)),
+               "hipEventRecord", WAVE_ERROR_DRIVER);
+}
+
+wave_status_t HipBackend::eventSynchronize(void *dev, void *event) {
+  DeviceScope scope(api, dev);
+  return check(api.hipEventSynchronize(static_cast<hipEvent_t>(event)), "hipEventSynchronize",
+               WAVE_ERROR_LAUNCH);
+}
+
+wave_status_t HipBackend::eventElapsed(void *dev, void *start, void *end, float *ms) {
+  DeviceScope scope(api, dev);
+  return check(api.hipEventElapsedTime(ms, static_cast<hipEvent_t>(start),
+                                       static_cast<hipEvent_t>(end)),
+               "hipEventElapsedTime", WAVE_ERROR_DRIVER);
 }
 
 } // namespace

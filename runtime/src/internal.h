@@ -47,6 +47,18 @@ std::string stripTargetFeatures(const std::string &arch);
 /// grid * block per dimension below 2^32) before a driver sees them.
 wave_status_t checkLaunchShape(const char *kernel, const uint32_t grid[3], const uint32_t block[3]);
 
+// ---- the default device and `auto` (api.cpp) ------------------------------------------------
+
+/// The device a NULL stream stands for: what wave_device_open("auto") gives (WAVE_DEVICE
+/// honoured), opened on first use and held until the process ends.
+wave_status_t defaultDevice(wave_device_t *out);
+/// True when `auto` fell back to this emulator device because no GPU driver is installed.
+bool isAutoEmulator(wave_device_t device);
+/// Opens (once per process, with a notice on stderr) the emulator of `target` for `auto`.
+wave_status_t openEmulatorForAuto(const char *target, wave_device_t *out);
+/// The device a kernel was loaded on.
+wave_device_t kernelDevice(wave_kernel_t kernel);
+
 // ---- code-object selection (kernel_api.cpp) -----------------------------------------------
 
 /// The code object of `objects` to use on a device of `arch`: the exact arch; on NVIDIA also the
@@ -94,6 +106,14 @@ public:
   virtual wave_status_t moduleLoad(void *dev, const void *image, size_t size, void **module) = 0;
   virtual void moduleUnload(void *dev, void *module) = 0;
   virtual wave_status_t getFunction(void *dev, void *module, const char *name, void **function) = 0;
+
+  /// Events: a marker recorded on a stream (null: the default stream) and the milliseconds
+  /// between two completed ones.
+  virtual wave_status_t eventCreate(void *dev, void **event) = 0;
+  virtual void eventDestroy(void *dev, void *event) = 0;
+  virtual wave_status_t eventRecord(void *dev, void *event, void *stream) = 0;
+  virtual wave_status_t eventSynchronize(void *dev, void *event) = 0;
+  virtual wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) = 0;
 
   /// `stream` is null for the device's default stream.
   virtual wave_status_t launch(void *dev, void *stream, void *function, const uint32_t grid[3],

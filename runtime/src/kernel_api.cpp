@@ -130,6 +130,18 @@ extern "C" WAVE_EXPORT wave_status_t wave_select_kernel_index(
     if (wave_status_t s = wave_device_info(*device, &info))
       return s;
     const wave_code_object_t *object = pickCodeObject(info.arch, objects, count);
+    // `auto` without a GPU driver opened emu:gfx942; an artifact built for other targets runs on
+    // the emulator of the first of them it carries an emulator image for.
+    wave_device_t target = *device;
+    if (!object && info.vendor == WAVE_VENDOR_EMULATOR && isAutoEmulator(*device)) {
+      for (size_t i = 0; i < count && !object; ++i)
+        if (objects[i].arch && std::strncmp(objects[i].arch, "emu:", 4) == 0 &&
+            emuOrdinal(objects[i].arch + 4) >= 0)
+          object = &objects[i];
+      if (object)
+        if (wave_status_t s = openEmulatorForAuto(object->arch + 4, &target))
+          return s;
+    }
     if (!object)
       return noMatch(kernel_name, info.arch, objects, count);
     *index = size_t(object - objects);
@@ -139,14 +151,17 @@ extern "C" WAVE_EXPORT wave_status_t wave_select_kernel_index(
     SelectionKey key(*device, object, kernel_name);
     if (auto it = selections().find(key); it != selections().end()) {
       *kernel = it->second;
+      *device = kernelDevice(*kernel);
       return WAVE_SUCCESS;
     }
+    const char *arch = target != *device && object->arch ? object->arch : info.arch;
     wave_module_t module = nullptr;
-    if (wave_status_t s = loadObject(*device, *object, &module))
-      return fail(s, std::string(kernel_name) + " (" + info.arch + "): " + wave_last_error());
+    if (wave_status_t s = loadObject(target, *object, &module))
+      return fail(s, std::string(kernel_name) + " (" + arch + "): " + wave_last_error());
     if (wave_status_t s = wave_module_get_kernel(module, kernel_name, kernel))
       return s;
     selections()[key] = *kernel;
+    *device = target;
     return WAVE_SUCCESS;
   } catch (const std::bad_alloc &) {
     return fail(WAVE_ERROR_OUT_OF_MEMORY, "wave_select_kernel: out of host memory");

@@ -104,13 +104,25 @@ int dlpackCode(ScalarType t) {
   return isSigned(t) ? 0 : 1;
 }
 
-std::string paramList(const KernelAbi &abi, bool withDims) {
+// The parameters of NAME_launch. With `kernel` (the header), each pointer says in a comment the
+// element type and shape it points to.
+std::string paramList(const KernelAbi &abi, bool withDims, const ir::Kernel *kernel = nullptr) {
   std::string out = "wave_stream_t stream";
   for (const auto &a : abi.args) {
     switch (a.kind) {
-    case AbiArg::Pointer:
-      out += fmt::format(", {}void *{}", a.isOutput ? "" : "const ", a.name);
+    case AbiArg::Pointer: {
+      std::string note;
+      if (kernel)
+        for (const auto &p : kernel->params)
+          if (p.name == a.name) {
+            std::string shape;
+            for (const auto &dim : p.value->type.shape)
+              shape += (shape.empty() ? "" : ", ") + dim.str();
+            note = fmt::format(" /* {}[{}] */", scalarTypeName(p.value->type.dtype), shape);
+          }
+      out += fmt::format(", {}void *{}{}", a.isOutput ? "" : "const ", a.name, note);
       break;
+    }
     case AbiArg::Scalar:
       out += fmt::format(", {} {}", cScalarType(a.type), a.name);
       break;
@@ -132,13 +144,6 @@ std::string tensorParamList(const KernelAbi &abi) {
       out += fmt::format(", {} {}", cScalarType(a.type), a.name);
   }
   return out;
-}
-
-std::string targetsOf(const HostApiOptions &o) {
-  std::string s;
-  for (const auto &obj : o.objects)
-    s += (s.empty() ? "" : " ") + obj.target;
-  return s;
 }
 
 // Text placed inside a printf format: '%' doubled, quotes and backslashes escaped.
@@ -164,17 +169,70 @@ std::string cString(const std::string &s) {
   return out + "\"";
 }
 
-// The banner comment of one kernel, shared by header and stub.
+// One launch geometry of a kernel: block, grid and shared memory, with the code objects that
+// use it. Targets may differ (wave64 vs warp32 blocks, dynamic shared memory); emulator images
+// count a kernel's dynamic shared memory as their own, so they request none.
+struct Geometry {
+  const Distribution *dist = nullptr;
+  uint64_t dynamicShared = 0;
+  uint64_t sharedBytes = 0;
+  std::vector<std::string> targets;
+  std::string key() const {
+    return fmt::format("{} {} {} {} {} {} {} {}", dist->block[0], dist->block[1], dist->block[2],
+                       dist->grid[0].str(), dist->grid[1].str(), dist->grid[2].str(),
+                       dynamicShared, sharedBytes);
+  }
+  std::string targetList() const {
+    std::string t;
+    for (const auto &x : targets)
+      t += (t.empty() ? "" : " ") + x;
+    return t;
+  }
+};
+
+// The distinct geometries of a kernel over `objects`, and for each object its geometry.
+std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeObject> &objects,
+                                   std::vector<size_t> *geometryOf = nullptr) {
+  std::vector<Geometry> geometries;
+  for (const auto &obj : objects) {
+    Geometry x;
+    x.dist = hk.variants.empty() ? hk.dist : hk.variants.at(obj.variant);
+    bool emu = obj.target.rfind("emu:", 0) == 0;
+    if (obj.variant < hk.dynamicShared.size() && !emu)
+      x.dynamicShared = hk.dynamicShared[obj.variant];
+    x.sharedBytes = obj.variant < hk.variantShared.size() ? hk.variantShared[obj.variant]
+                                                           : hk.sharedBytes;
+    size_t g = 0;
+    while (g < geometries.size() && geometries[g].key() != x.key())
+      ++g;
+    if (g == geometries.size())
+      geometries.push_back(x);
+    geometries[g].targets.push_back(obj.target);
+    if (geometryOf)
+      geometryOf->push_back(g);
+  }
+  if (geometries.empty())
+    geometries.push_back({hk.dist, 0, hk.sharedBytes, {}});
+  return geometries;
+}
+
+// The banner comment of one kernel, shared by header and stub: its parameters (element type and
+// shape of each tensor) and, per group of targets that launch alike, the block, grid and shared
+// memory.
 std::string kernelComment(const HostKernel &hk, const HostApiOptions &o) {
   const ir::Kernel &k = *hk.kernel;
-  const Distribution &d = *hk.dist;
   std::string params;
   for (const auto &p : k.params)
     params += (params.empty() ? "" : ", ") + p.name + ": " + p.value->type.str() +
               (p.isOutput ? " (output)" : "");
-  return fmt::format("/* {}({})\n *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}] */\n", k.name,
-                     params, targetsOf(o), d.block[0], d.block[1], d.block[2], d.grid[0].str(),
-                     d.grid[1].str(), d.grid[2].str());
+  std::string out = fmt::format("/* {}({})\n", k.name, params);
+  for (const Geometry &g : geometriesOf(hk, o.objects)) {
+    const Distribution &d = *g.dist;
+    out += fmt::format(" *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}]; shared memory {} "
+                       "bytes\n", g.targetList(), d.block[0], d.block[1], d.block[2],
+                       d.grid[0].str(), d.grid[1].str(), d.grid[2].str(), g.sharedBytes);
+  }
+  return out + " */\n";
 }
 
 } // namespace
@@ -188,14 +246,25 @@ std::string generateHeader(const std::vector<HostKernel> &kernels, const HostApi
   std::string out = fmt::format("/* Generated by wavec from {}. Do not edit. */\n", o.sourceName);
   out += fmt::format("#ifndef {0}\n#define {0}\n\n", o.guard);
   out += "#include <stdbool.h>\n#include <stdint.h>\n\n#include <wave/kernel_api.h>\n\n";
+  out += "/* The version of the generated API (2: NULL streams launch on the default device;\n"
+         " * NAME_info_for). Headers of one version may be included together. */\n"
+         "#define WAVEC_GENERATED_API_VERSION 2\n"
+         "#if !defined(WAVE_RUNTIME_VERSION_MAJOR) || WAVE_RUNTIME_VERSION_MAJOR != 0 || \\\n"
+         "    WAVE_RUNTIME_VERSION_MINOR < 2\n"
+         "#error \"this header needs wave/runtime.h 0.2 or newer (the runtime of wavec 0.1.x)\"\n"
+         "#endif\n\n";
   out += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   for (const auto &hk : kernels) {
     KernelAbi abi = kernelAbi(*hk.kernel, *hk.dist);
     const std::string &name = hk.kernel->name;
     out += kernelComment(hk, o);
-    out += fmt::format("wave_status_t {}_launch({});\n", name, paramList(abi, true));
+    out += fmt::format("wave_status_t {}_launch({});\n", name, paramList(abi, true, hk.kernel));
     out += fmt::format("wave_status_t {}_launch_tensors({});\n", name, tensorParamList(abi));
-    out += fmt::format("const wave_kernel_info_t *{}_info(void);\n\n", name);
+    out += fmt::format("/* {0}_info(): the launch facts of the first target; {0}_info_for(arch): those of\n"
+                       " * the code object for `arch` as this stub lists it (\"sm_90\", \"emu:gfx942\"),\n"
+                       " * NULL if it has none. */\n", name);
+    out += fmt::format("const wave_kernel_info_t *{}_info(void);\n", name);
+    out += fmt::format("const wave_kernel_info_t *{}_info_for(const char *arch);\n\n", name);
   }
   out += "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return out;
@@ -237,6 +306,18 @@ static inline uint16_t wave_f16_bits_(float f) {
     ++v;
   return (uint16_t)(sign | v);
 }
+/* "f32", "bf16", "i8", "bool"... for a descriptor's element type, into buf (messages). */
+static inline const char *wave_dtype_name_(const wave_tensor_t *t, char buf[32]) {
+  static const char *const kinds[] = {"i", "u", "f", "?", "bf", "c", "bool"};
+  unsigned code = t->dtype.code, bits = t->dtype.bits;
+  if (code == 6)
+    return "bool";
+  if (code > 6 || code == 3)
+    snprintf(buf, 32, "type code %u, %u bits", code, bits);
+  else
+    snprintf(buf, 32, "%s%u", kinds[code], bits);
+  return buf;
+}
 static inline uint16_t wave_bf16_bits_(float f) {
   uint32_t x;
   memcpy(&x, &f, 4);
@@ -259,11 +340,8 @@ std::string byteArray(const std::string &bytes) {
 void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                 const std::vector<CodeObject> &objects) {
   const ir::Kernel &k = *hk.kernel;
-  const Distribution &d = *hk.dist;
   const std::string &n = k.name;
   out += fmt::format("wave_status_t {}_launch({}) {{\n", n, paramList(abi, true));
-  out += fmt::format("  if (!stream)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
-                     "\"{}_launch: the stream is NULL\");\n", n);
   for (const auto &a : abi.args) {
     if (a.kind == AbiArg::Pointer)
       out += fmt::format("  if (!{0})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
@@ -287,33 +365,9 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                        "\"{}_launch: the assumption '{}' does not hold ({})\"{});\n",
                        *c, n, formatText(k.assumptionText[i]), values, args);
   }
-  // Launch geometries: one per distinct (block, grid, dynamic shared memory) among the code
-  // objects. Emulator images count a kernel's dynamic shared memory as their own, so they request
-  // none.
-  struct Geometry {
-    const Distribution *dist;
-    uint64_t dynamicShared;
-    std::string key() const {
-      return fmt::format("{} {} {} {} {} {} {}", dist->block[0], dist->block[1], dist->block[2],
-                         dist->grid[0].str(), dist->grid[1].str(), dist->grid[2].str(),
-                         dynamicShared);
-    }
-  };
-  std::vector<Geometry> geometries;
+  // Launch geometries: one per distinct (block, grid, shared memory) among the code objects.
   std::vector<size_t> geometryOf;
-  for (const auto &obj : objects) {
-    Geometry x{hk.variants.empty() ? &d : hk.variants.at(obj.variant), 0};
-    if (obj.variant < hk.dynamicShared.size() && obj.target.rfind("emu:", 0) != 0)
-      x.dynamicShared = hk.dynamicShared[obj.variant];
-    size_t g = 0;
-    while (g < geometries.size() && geometries[g].key() != x.key())
-      ++g;
-    if (g == geometries.size())
-      geometries.push_back(x);
-    geometryOf.push_back(g);
-  }
-  if (geometries.empty())
-    geometries.push_back({&d, 0});
+  std::vector<Geometry> geometries = geometriesOf(hk, objects, &geometryOf);
   auto gridOf = [&](const Distribution *x, const char *indent) {
     std::string s;
     for (int a = 0; a < 3; ++a)
@@ -385,6 +439,7 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
   const ir::Kernel &k = *hk.kernel;
   const std::string &n = k.name;
   out += fmt::format("wave_status_t {}_launch_tensors({}) {{\n", n, tensorParamList(abi));
+  out += "  char dtype_name[32];\n  (void)dtype_name;\n";
   for (const auto &a : abi.args)
     if (a.kind == AbiArg::DynamicDim)
       out += fmt::format("  int64_t {} = -1;\n", a.name);
@@ -402,8 +457,8 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
         "  if ({0}->ndim != {2} || {0}->dtype.bits != {3} || {0}->dtype.lanes != 1 || "
         "({4} >= 0 && {0}->dtype.code != {4}))\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
         "\"{1}_launch_tensors: tensor '{0}' must be {5} (rank {2}, {6}), got rank %d with "
-        "%d-bit elements of type code %d\", (int){0}->ndim, (int){0}->dtype.bits, "
-        "(int){0}->dtype.code);\n",
+        "%d-bit elements of type code %d (%s)\", (int){0}->ndim, (int){0}->dtype.bits, "
+        "(int){0}->dtype.code, wave_dtype_name_({0}, dtype_name));\n",
         a.name, n, t.shape.size(), bitWidth(t.dtype) == 1 ? 8 : bitWidth(t.dtype),
         bitWidth(t.dtype) == 8 && isFloat(t.dtype) ? -1 : dlpackCode(t.dtype), t.str(),
         scalarTypeName(t.dtype));
@@ -464,7 +519,6 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
 void emitInfo(std::string &out, const HostKernel &hk, const KernelAbi &abi,
               const HostApiOptions &o) {
   const ir::Kernel &k = *hk.kernel;
-  const Distribution &d = *hk.dist;
   const std::string &n = k.name;
   static const char *kinds[] = {"pointer", "scalar", "dim"};
   out += fmt::format("static const wave_arg_info_t {}_args_[] = {{\n", n);
@@ -474,19 +528,31 @@ void emitInfo(std::string &out, const HostKernel &hk, const KernelAbi &abi,
   if (abi.args.empty())
     out += "  {\"\", \"\", \"\", 0, 0, 0},\n";
   out += "};\n";
-  out += fmt::format("static const wave_kernel_info_t {0}_info_ = {{\"{0}\", {1}, {{{2}, {3}, {4}}}, "
-                     "{{{5}, {6}, {7}}}, {8}, {9}, {0}_args_, {10}}};\n",
-                     n, cString(targetsOf(o)), d.block[0], d.block[1], d.block[2],
-                     cString(d.grid[0].str()), cString(d.grid[1].str()), cString(d.grid[2].str()),
-                     hk.sharedBytes, abi.args.size(), abi.size);
-  out += fmt::format("const wave_kernel_info_t *{0}_info(void) {{ return &{0}_info_; }}\n\n", n);
+  std::vector<size_t> geometryOf;
+  std::vector<Geometry> geometries = geometriesOf(hk, o.objects, &geometryOf);
+  for (size_t g = 0; g < geometries.size(); ++g) {
+    const Distribution &d = *geometries[g].dist;
+    out += fmt::format("static const wave_kernel_info_t {0}_info_{11}_ = {{\"{0}\", {1}, "
+                       "{{{2}, {3}, {4}}}, {{{5}, {6}, {7}}}, {8}, {9}, {0}_args_, {10}}};\n",
+                       n, cString(geometries[g].targetList()), d.block[0], d.block[1], d.block[2],
+                       cString(d.grid[0].str()), cString(d.grid[1].str()),
+                       cString(d.grid[2].str()), geometries[g].sharedBytes, abi.args.size(),
+                       abi.size, g);
+  }
+  out += fmt::format("const wave_kernel_info_t *{0}_info(void) {{ return &{0}_info_0_; }}\n", n);
+  out += fmt::format("const wave_kernel_info_t *{0}_info_for(const char *arch) {{\n"
+                     "  if (!arch)\n    return NULL;\n", n);
+  for (size_t i = 0; i < o.objects.size(); ++i)
+    out += fmt::format("  if (strcmp(arch, {}) == 0)\n    return &{}_info_{}_;\n",
+                       cString(o.objects[i].target), n, geometryOf[i]);
+  out += "  return NULL;\n}\n\n";
 }
 
 } // namespace
 
 std::string generateStub(const std::vector<HostKernel> &kernels, const HostApiOptions &o) {
   std::string out = fmt::format("/* Generated by wavec from {}. Do not edit. */\n", o.sourceName);
-  out += fmt::format("#include \"{}\"\n\n#include <string.h>\n\n", o.headerName);
+  out += fmt::format("#include \"{}\"\n\n#include <stdio.h>\n#include <string.h>\n\n", o.headerName);
   out += "#define WAVE_MAX_DIM (INT64_C(1) << 47)\n\n";
   out += kHelpers;
   out += "\n";

@@ -2,7 +2,8 @@
 //   NAME_launch(wave_stream_t, <tensors as pointers>, <scalars>, <dynamic dims as int64_t>)
 // that checks its arguments and the kernel's assumptions, computes the grid and launches
 // through libwave_runtime; NAME_launch_tensors taking DLPack-compatible descriptors; and
-// NAME_info() describing the kernel. The stub embeds every code object (one per target, and
+// NAME_info() / NAME_info_for(arch) describing the kernel (per target: block, grid and shared
+// memory may differ between targets). The stub embeds every code object (one per target, and
 // the emulator image of each target) and the runtime picks the one matching the device at load
 // time; when targets need different launch geometries the stub picks the geometry of the code
 // object the runtime chose.
@@ -34,6 +35,9 @@ struct HostKernel {
   // Per compiled target (parallel to `variants`), the dynamic shared memory its launches request
   // (the kernel's arena beyond the static limit); empty = none.
   std::vector<uint64_t> dynamicShared = {};
+  // Per compiled target (parallel to `variants`), its shared memory bytes, static and dynamic
+  // (NAME_info_for); empty = `sharedBytes` for every target.
+  std::vector<uint64_t> variantShared = {};
 };
 
 struct HostApiOptions {

@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -222,11 +223,23 @@ bool writeOutputs(const std::vector<OutputFile> &outputs, const std::vector<std:
 
   // 1. Every regular file to a temporary file next to it (created exclusively, with the mode a
   // new file gets: 0666 less the umask).
+  // A regular file that already holds exactly these bytes is left alone, so its time stamp
+  // stays and whatever depends on it (every includer of a header) need not rebuild.
   static unsigned counter = 0;
+  std::vector<bool> unchanged(outputs.size(), false);
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (resolved[i].kind != Kind::Regular)
       continue;
     const std::string &path = resolved[i].path;
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        static_cast<uint64_t>(st.st_size) == outputs[i].data.size()) {
+      std::string current, ignored;
+      if (readInputFile(path, current, ignored) && current == outputs[i].data) {
+        unchanged[i] = true;
+        continue;
+      }
+    }
     int fd = -1;
     for (int attempt = 0; fd < 0; ++attempt) {
       std::string tmp = dirName(path) + "/." + baseName(path).substr(0, 200) + ".tmp" +
@@ -278,7 +291,7 @@ bool writeOutputs(const std::vector<OutputFile> &outputs, const std::vector<std:
       std::string why = errorText(errno);
       bool earlier = false;
       for (size_t j = 0; j < i; ++j)
-        earlier |= resolved[j].kind == Kind::Regular;
+        earlier |= resolved[j].kind == Kind::Regular && !unchanged[j];
       return fail(i, earlier ? why + " (the outputs before it were already written)" : why);
     }
     temps[i].clear();

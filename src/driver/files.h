@@ -11,7 +11,9 @@
 //    through, never replaced;
 //  - regular files are written to a temporary file in their directory and renamed into place
 //    only once every output has been written: all outputs are committed or none ("-" is
-//    standard output, whose write errors are errors too).
+//    standard output, whose write errors are errors too);
+//  - a regular file that already holds exactly the bytes to write is left untouched (its time
+//    stamp too), so what depends on it does not rebuild.
 // Nothing here exits or aborts: every failure comes back as an OutputError.
 #pragma once
 

@@ -1,6 +1,7 @@
 // wavec: the command line. Parses the flags of the table in flags.def (which also gives the
 // --help text and the man page) and hands them to compile().
 // Exit codes: 0 success, 1 compile error, 2 usage error.
+#include "codegen/backend_loader.h"
 #include "target/target_table.h"
 #include "driver/files.h"
 #include "driver/options.h"
@@ -413,6 +414,41 @@ bool resolveEmit(const std::string &emit, DriverOptions &opts, std::string &erro
   return true;
 }
 
+// -v: what this run is about to do, as one line per fact on stderr.
+void printVerbose(const DriverOptions &opts, int argc, char **argv) {
+  std::string command;
+  for (int i = 0; i < argc; ++i)
+    command += (i ? " " : "") + std::string(argv[i]);
+  std::fprintf(stderr, "wavec %s (LLVM %s)\n", WAVEC_VERSION, WAVEC_LLVM_VERSION);
+  std::fprintf(stderr, "  command: %s\n", command.c_str());
+  std::string targets, defines;
+  for (const auto &t : opts.targets)
+    targets += (targets.empty() ? "" : ", ") + t;
+  for (const auto &d : opts.defines)
+    defines += " -D" + d.name + "=" + d.value;
+  std::fprintf(stderr, "  input: %s; targets: %s%s%s\n", opts.input.c_str(), targets.c_str(),
+               defines.empty() ? "" : "; bindings:", defines.c_str());
+  std::string outputs;
+  if (opts.check)
+    outputs = "none (--check)";
+  if (!opts.output.empty())
+    outputs += "-o " + opts.output;
+  if (!opts.header.empty())
+    outputs += (outputs.empty() ? "" : ", ") + ("--header " + opts.header);
+  if (!opts.stub.empty())
+    outputs += (outputs.empty() ? "" : ", ") + ("--stub " + opts.stub);
+  if (opts.depfile)
+    outputs += (outputs.empty() ? "" : ", ") +
+               ("depfile " + (opts.depfilePath.empty() ? std::string("(derived)") : opts.depfilePath));
+  std::fprintf(stderr, "  outputs: %s\n", outputs.empty() ? "the default (see -o)" : outputs.c_str());
+  std::fprintf(stderr, "  compile cache: %s\n",
+               opts.cacheDir.empty() ? "off" : opts.cacheDir.c_str());
+  std::string backend = codegenBackendPath();
+  std::fprintf(stderr, "  code generator: %s\n",
+               backend.empty() ? "not found (needed for code outputs)" : backend.c_str());
+  std::fprintf(stderr, "  programs run: none (LLVM and MLIR are linked in)\n");
+}
+
 int runWavec(int argc, char **argv) {
   std::vector<ParsedFlag> flags;
   std::vector<std::string> positional;
@@ -422,7 +458,7 @@ int runWavec(int argc, char **argv) {
 
   DriverOptions opts;
   std::string emit, cacheDir;
-  bool noCache = false, printTargets = false;
+  bool noCache = false, printTargets = false, verbose = false;
   for (const auto &[flag, value] : flags) {
     if (const char *need = emptyValueError(flag->id); need && value.empty())
       return usageError(need);
@@ -449,6 +485,7 @@ int runWavec(int argc, char **argv) {
     case FlagId::Stub: opts.stub = value; break;
     case FlagId::Kernel: opts.kernel = value; break;
     case FlagId::Check: opts.check = true; break;
+    case FlagId::Verbose: verbose = true; break;
     case FlagId::Define: {
       Define def;
       if (!parseDefine(value, def, error))
@@ -548,6 +585,8 @@ int runWavec(int argc, char **argv) {
     return usageError("-MD writes a depfile for the outputs; --check writes none");
   if (!noCache)
     opts.cacheDir = cacheDir.empty() ? defaultCacheDir() : cacheDir;
+  if (verbose)
+    printVerbose(opts, argc, argv);
   // On a large stack: defence in depth behind the front end's nesting limits (large_stack.h).
   return wave::runOnLargeStack([&] { return compile(opts); });
 }

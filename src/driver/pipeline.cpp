@@ -603,11 +603,14 @@ bool addHostApi(const DriverOptions &opts, const std::vector<TargetRun> &compile
         return false;
       }
       hk.variants.push_back(c.codegenKernels[k].dist);
-      uint64_t dynamic = 0;
+      uint64_t dynamic = 0, shared = 0;
       for (const KernelResources &r : c.resources)
-        if (r.name == hk.kernel->name)
+        if (r.name == hk.kernel->name) {
           dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
+          shared = static_cast<uint64_t>(std::max<int64_t>(r.sharedBytes, 0)) + dynamic;
+        }
       hk.dynamicShared.push_back(dynamic);
+      hk.variantShared.push_back(shared);
     }
   }
   HostApiOptions ho;

@@ -14,6 +14,28 @@ const std::vector<std::string> kBuiltins = {
     "log", "log2", "sqrt", "rsqrt", "reciprocal", "abs", "tanh", "sin", "cos", "cast",
     "broadcast", "permute", "self_index", "apply_expr", "atomic_add", "atomic_min", "allocate",
     "barrier"};
+
+// Activation functions people reach for by name, and how to write them with the builtins: shown
+// instead of a spelling suggestion (`relu` is not a misspelt `read`).
+std::string commonNameHint(const std::string &n) {
+  static const std::pair<const char *, const char *> hints[] = {
+      {"relu", "maximum(x, 0.0)"},
+      {"gelu", "0.5 * x * (1.0 + tanh(0.7978845608 * (x + 0.044715 * x * x * x))) (the tanh "
+               "form)"},
+      {"silu", "x / (1.0 + exp(-x))"},
+      {"swish", "x / (1.0 + exp(-x))"},
+      {"sigmoid", "reciprocal(1.0 + exp(-x))"},
+      {"softplus", "log(1.0 + exp(x))"},
+      {"clamp", "minimum(maximum(x, lo), hi)"},
+      {"clip", "minimum(maximum(x, lo), hi)"},
+      {"leaky_relu", "select(x > 0.0, x, x * 0.01)"},
+  };
+  for (const auto &h : hints)
+    if (n == h.first)
+      return std::string("; there is no builtin '") + n + "': write it as " + h.second +
+             " (docs/language.md lists the elementwise operations)";
+  return didYouMean(n, kBuiltins);
+}
 const std::vector<std::string> kPlannedOps = {"cumsum", "topk", "set_symbol", "dynamic_val",
                                               "scan", "gather", "scatter"};
 
@@ -134,7 +156,7 @@ EV KernelChecker::checkCall(const ast::Call &c) {
     diags.report(DiagId::PlannedFeature, c.callee.range, {"'" + n + "'"});
     return EV::invalid();
   }
-  diags.report(DiagId::UnknownOperation, c.callee.range, {n, didYouMean(n, kBuiltins)});
+  diags.report(DiagId::UnknownOperation, c.callee.range, {n, commonNameHint(n)});
   return EV::invalid();
 }
 

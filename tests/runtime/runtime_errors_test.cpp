@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -200,9 +201,26 @@ TEST(RuntimeApi, NullHandlesAreRejected) {
   EXPECT_EQ(wave_memset(nullptr, nullptr, 0, 4), WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_stream_create(nullptr, &stream), WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_stream_destroy(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  // A NULL stream is the default device's (`auto`, WAVE_DEVICE honoured); a WAVE_DEVICE that
+  // names no device makes it fail with a message naming the variable.
+  const char *saved = std::getenv("WAVE_DEVICE");
+  std::string savedValue = saved ? saved : "";
+  setenv("WAVE_DEVICE", "bogus://1", 1);
   EXPECT_EQ(wave_stream_synchronize(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
-  EXPECT_TRUE(contains(lastError(), "wave_device_synchronize")) << lastError();
+  EXPECT_TRUE(contains(lastError(), "WAVE_DEVICE=bogus://1")) << lastError();
   EXPECT_EQ(wave_stream_device(nullptr, &device), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "default device")) << lastError();
+  if (saved)
+    setenv("WAVE_DEVICE", savedValue.c_str(), 1);
+  else
+    unsetenv("WAVE_DEVICE");
+  EXPECT_EQ(wave_stream_wrap(nullptr, nullptr, &stream), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_event_create(nullptr, nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_event_destroy(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_event_record(nullptr, nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_event_synchronize(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
+  float ms = 1.0f;
+  EXPECT_EQ(wave_event_elapsed_ms(nullptr, nullptr, &ms), WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_module_load_data(nullptr, image, 1, &module), WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_module_load_file(nullptr, "x.hsaco", &module), WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_module_unload(nullptr), WAVE_ERROR_INVALID_ARGUMENT);
@@ -337,14 +355,67 @@ TEST(RuntimeKernelApi, TensorCompactness) {
   EXPECT_FALSE(wave_tensor_is_compact(&t));
 }
 
-TEST(RuntimeKernelApi, SelectKernelNeedsAStream) {
+TEST(RuntimeKernelApi, SelectKernelOnTheNullStreamUsesTheDefaultDevice) {
+  // The default device is `auto`, here WAVE_DEVICE; an explicitly chosen emulator is never
+  // replaced by another, so a table without its arch is a located NOT_FOUND.
+  setenv("WAVE_DEVICE", "emu:sm_90", 1);
   wave_device_t device = nullptr;
   wave_kernel_t kernel = nullptr;
   wave_code_object_t objects[1] = {{"sm_90", nullptr, 0, "k.ptx"}};
-  EXPECT_EQ(wave_select_kernel(nullptr, objects, 1, "k", &device, &kernel),
-            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_select_kernel(nullptr, objects, 1, "k", &device, &kernel), WAVE_ERROR_NOT_FOUND);
+  EXPECT_TRUE(contains(lastError(), "no code object for the device's arch emu:sm_90"))
+      << lastError();
   EXPECT_EQ(wave_select_kernel(nullptr, objects, 1, "k", nullptr, &kernel),
             WAVE_ERROR_INVALID_ARGUMENT);
+  unsetenv("WAVE_DEVICE");
+}
+
+TEST(RuntimeStream, WrappedStreamsAndEventsOnTheEmulator) {
+  wave_device_t dev = nullptr;
+  ASSERT_EQ(wave_device_open("emu:gfx90a", &dev), WAVE_SUCCESS);
+  wave_stream_t wrapped = nullptr;
+  int token = 0;
+  ASSERT_EQ(wave_stream_wrap(dev, &token, &wrapped), WAVE_SUCCESS);
+  wave_device_t owner = nullptr;
+  ASSERT_EQ(wave_stream_device(wrapped, &owner), WAVE_SUCCESS);
+  EXPECT_EQ(owner, dev);
+  EXPECT_EQ(wave_stream_synchronize(wrapped), WAVE_SUCCESS);
+  wave_event_t start = nullptr, end = nullptr;
+  ASSERT_EQ(wave_event_create(dev, &start), WAVE_SUCCESS);
+  ASSERT_EQ(wave_event_create(dev, &end), WAVE_SUCCESS);
+  float ms = -1.0f;
+  EXPECT_EQ(wave_event_elapsed_ms(start, end, &ms), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_TRUE(contains(lastError(), "never recorded")) << lastError();
+  ASSERT_EQ(wave_event_record(start, wrapped), WAVE_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(wave_event_record(end, nullptr), WAVE_SUCCESS);
+  ASSERT_EQ(wave_event_synchronize(end), WAVE_SUCCESS);
+  ASSERT_EQ(wave_event_elapsed_ms(start, end, &ms), WAVE_SUCCESS);
+  EXPECT_GE(ms, 15.0f);
+  EXPECT_LT(ms, 10000.0f);
+  // An event of one device and a stream of another do not mix.
+  wave_device_t other = nullptr;
+  ASSERT_EQ(wave_device_open("emu:sm_80", &other), WAVE_SUCCESS);
+  wave_stream_t foreign = nullptr;
+  ASSERT_EQ(wave_stream_wrap(other, nullptr, &foreign), WAVE_SUCCESS);
+  EXPECT_EQ(wave_event_record(start, foreign), WAVE_ERROR_INVALID_ARGUMENT);
+  wave_event_t otherEvent = nullptr;
+  ASSERT_EQ(wave_event_create(other, &otherEvent), WAVE_SUCCESS);
+  EXPECT_EQ(wave_event_elapsed_ms(start, otherEvent, &ms), WAVE_ERROR_INVALID_ARGUMENT);
+  // Emulator memory is one heap: a buffer of one emulated device is valid on another, but only
+  // its own device frees it.
+  void *buffer = nullptr;
+  ASSERT_EQ(wave_malloc(dev, 64, &buffer), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memset(other, buffer, 0, 64), WAVE_SUCCESS);
+  EXPECT_EQ(wave_free(other, buffer), WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_free(dev, buffer), WAVE_SUCCESS);
+  EXPECT_EQ(wave_event_destroy(otherEvent), WAVE_SUCCESS);
+  EXPECT_EQ(wave_event_destroy(start), WAVE_SUCCESS);
+  EXPECT_EQ(wave_event_destroy(end), WAVE_SUCCESS);
+  EXPECT_EQ(wave_stream_destroy(foreign), WAVE_SUCCESS);
+  EXPECT_EQ(wave_stream_destroy(wrapped), WAVE_SUCCESS);
+  EXPECT_EQ(wave_device_close(other), WAVE_SUCCESS);
+  EXPECT_EQ(wave_device_close(dev), WAVE_SUCCESS);
 }
 
 TEST(RuntimeKernelApi, CodeObjectChoice) {

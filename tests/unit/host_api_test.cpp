@@ -69,8 +69,14 @@ kernel scale(a: Memory[M, N, global, f16], b: Memory[M, N, global, f16], alpha: 
   o.guard = "SCALE_H";
   o.objects = {{"gfx942", std::string("\x7f" "ELF stand-in", 13)}, {"sm_90", "// ptx"}};
   std::string header = generateHeader(kernels, o), stub = generateStub(kernels, o);
-  EXPECT_NE(header.find("wave_status_t scale_launch(wave_stream_t stream, const void *a, void *b, "
-                        "float alpha, int32_t n, int64_t M, int64_t N);"),
+  // Each pointer states the element type and shape it points to.
+  EXPECT_NE(header.find("wave_status_t scale_launch(wave_stream_t stream, const void *a /* f16[M, "
+                        "N] */, void *b /* f16[M, N] */, float alpha, int32_t n, int64_t M, "
+                        "int64_t N);"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find("#define WAVEC_GENERATED_API_VERSION 2"), std::string::npos) << header;
+  EXPECT_NE(header.find("const wave_kernel_info_t *scale_info_for(const char *arch);"),
             std::string::npos)
       << header;
   EXPECT_NE(stub.find("the assumption 'N %% 8 == 0' does not hold"), std::string::npos);

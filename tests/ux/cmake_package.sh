@@ -45,4 +45,55 @@ out=$(cmake --build "$work/build")
 echo "$out" | grep -q "wavec: saxpy.wave" || fail "touching saxpy.wave did not rerun wavec: $out"
 out=$(cmake --build "$work/build")
 echo "$out" | grep -q "no work to do" || fail "the build after the rebuild did something: $out"
-echo "find_package(Wavec) + wavec_add_kernel built samples/cmake against $prefix"
+
+# Bash completion, installed where bash-completion looks, completes flags and targets.
+comp="$prefix/share/bash-completion/completions/wavec"
+[ -f "$comp" ] || fail "the install lacks the bash completion"
+got=$(bash -c 'source "$1"; COMP_WORDS=("$2" --target = sm_9); COMP_CWORD=3; _wavec; echo "${COMPREPLY[*]}"' _ "$comp" "$prefix/bin/wavec")
+[ "$got" = "sm_90 sm_90a" ] || fail "bash completion of --target=sm_9 gave '$got'"
+
+# A C++-only project (project(... LANGUAGES CXX)): the stubs are compiled as C++.
+mkdir -p "$work/cxx"
+cp "$src/samples/cmake/saxpy.wave" "$work/cxx/"
+cat > "$work/cxx/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(wavec_cxx_only LANGUAGES CXX)
+find_package(Wavec 0.1 REQUIRED)
+wavec_add_kernel(TARGET kernels SOURCES saxpy.wave TARGETS sm_90 gfx942)
+add_executable(saxpy_cxx main.cpp)
+target_link_libraries(saxpy_cxx PRIVATE kernels)
+CMAKE
+cat > "$work/cxx/main.cpp" <<'CXX'
+#include "saxpy.h"
+#include <cstdio>
+int main() {
+  const wave_kernel_info_t *info = saxpy_info_for("sm_90");
+  std::printf("saxpy on sm_90: block %u\n", info ? info->block[0] : 0u);
+  return info && info->block[0] > 0 ? 0 : 1;
+}
+CXX
+cmake -S "$work/cxx" -B "$work/cxx/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null ||
+  fail "configuring a C++-only project with wavec_add_kernel failed"
+cmake --build "$work/cxx/build" >/dev/null || fail "building a C++-only project failed"
+"$work/cxx/build/saxpy_cxx" || fail "the C++-only program failed"
+
+# The installed Python package finds the installed wavec and runtime by itself.
+py=""
+for p in python3 /usr/bin/python3; do
+  if "$p" -c "import numpy" 2>/dev/null; then py=$p; break; fi
+done
+if [ -z "$py" ]; then
+  echo "SKIPPED (python part): no Python 3 with numpy"
+else
+  [ -f "$prefix/lib/python3/site-packages/wavec/__init__.py" ] || fail "the install lacks the Python package"
+  out=$(env -u WAVEC PATH=/usr/bin:/bin PYTHONPATH="$prefix/lib/python3/site-packages" \
+        WAVEC_PY_CACHE="$work/pycache" "$py" -c '
+import numpy as np, sys, wavec
+m = wavec.compile(sys.argv[1], targets=["sm_90"])
+a = np.arange(300, dtype=np.float16).reshape(3, 100); b = np.zeros_like(a)
+m.copy(a, b, device="emu:sm_90")
+print("installed package:", wavec.find_wavec(), bool((a == b).all()))' "$src/samples/copy/copy.wave" 2>&1) ||
+    fail "the installed Python package failed: $out"
+  echo "$out" | grep -q "installed package: $prefix/bin/wavec True" || fail "unexpected: $out"
+fi
+echo "find_package(Wavec) + wavec_add_kernel built samples/cmake (and a C++-only project) against $prefix; the installed Python package runs"

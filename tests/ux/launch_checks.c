@@ -176,8 +176,6 @@ static void descriptor_checks(wave_stream_t stream, void *pa, void *pb, void *pc
   t = c, t.strides = transposed;
   REFUSED(elementwise_launch_tensors(stream, &a, &b, alpha, &t), WAVE_ERROR_INVALID_ARGUMENT,
           "tensor 'c' must be compact");
-  REFUSED(elementwise_launch_tensors(NULL, &a, &b, alpha, &c), WAVE_ERROR_INVALID_ARGUMENT,
-          "the stream is NULL");
   /* Explicit dense strides are as good as NULL ones. */
   t = a, t.strides = dense;
   (void)t;
@@ -312,6 +310,22 @@ static int device_mode(void) {
     }
   check(wrong == 0, "every element matches the CPU reference");
   printf("device %s: %zu of %zu elements wrong\n", uri, wrong, count);
+  /* A NULL stream is the default stream of the default device (`auto`, which honours
+   * WAVE_DEVICE: the device opened above). */
+  wave_memset(dev, c, 0xff, count * 4);
+  st = elementwise_launch_tensors(NULL, &ta, &tb, alpha, &tc);
+  check(st == WAVE_SUCCESS, "a launch on the NULL stream runs on the default device");
+  if (st != WAVE_SUCCESS)
+    printf("  %s: %s\n", wave_status_name(st), wave_last_error());
+  check(wave_stream_synchronize(NULL) == WAVE_SUCCESS, "the NULL stream synchronizes");
+  wave_memcpy_dtoh(dev, hc, c, count * 4);
+  wrong = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      float want = ha[i * N + j] * alpha + hb[j];
+      wrong += !(fabsf(hc[i * N + j] - want) <= 1e-6f * (1.0f + fabsf(want)));
+    }
+  check(wrong == 0, "the NULL-stream launch matches the CPU reference");
   wave_free(dev, a);
   wave_free(dev, b);
   wave_free(dev, c);

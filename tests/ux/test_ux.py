@@ -183,7 +183,7 @@ p = run([gemm, "-o", os.path.join(tmp, "g.hsaco"), "--header", os.path.join(tmp,
          "--stub", os.path.join(tmp, "g.c")])
 stub = open(os.path.join(tmp, "g.c")).read() if p.returncode == 0 else ""
 expect("NAME_info() of the GEMM stub carries the same shared bytes",
-       re.search(r'gemm_info_ = \{"gemm", [^;]*\}, 9216, ', stub) is not None, p)
+       re.search(r'gemm_info_0_ = \{"gemm", [^;]*\}, 9216, ', stub) is not None, p)
 ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
                                   if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
 p = run([os.path.join(ROOT, "samples", "gemm", "gemm_portable.wave"), "--target=sm_90",
@@ -341,6 +341,17 @@ p = run([COPY, "--check=yes"])
 expect("a switch with a value is a usage error", p.returncode == 2, p)
 p = run([COPY, "--emit", "ir", "-o", "-", "-DBLOCK_M=16"])
 expect("separate values (--emit ir) and joined -D work", p.returncode == 0 and "kernel" in p.stdout, p)
+
+# -v: what the run does, on stderr, before it does it; the outputs are the same as without it.
+p = run(["-v", COPY, "--target=sm_90", "-DBLOCK_N=128", "-o", os.path.join(tmp, "v.ptx"),
+         "--header", os.path.join(tmp, "v.h"), "--stub", os.path.join(tmp, "v.c")])
+expect("-v states the version, inputs, targets, bindings, outputs, cache and code generator",
+       p.returncode == 0 and p.stderr.startswith("wavec ") and "targets: sm_90" in p.stderr
+       and "-DBLOCK_N=128" in p.stderr and "--header " + os.path.join(tmp, "v.h") in p.stderr
+       and "compile cache:" in p.stderr and "libwavec_codegen.so" in p.stderr
+       and "programs run: none" in p.stderr and os.path.exists(os.path.join(tmp, "v.ptx")), p)
+p = run(["-v", COPY, "--check"])
+expect("-v with --check says nothing is written", p.returncode == 0 and "outputs: none (--check)" in p.stderr, p)
 
 for f in failures:
     print("FAIL:", f)

@@ -1,8 +1,7 @@
 /* wave/runtime.h — the launch runtime that wavec's generated host stubs (and host programs) use.
  *
  * One C API over several GPU back ends, chosen per device by URI: `cuda://N` (NVIDIA driver API,
- * libcuda.so.1), `hip://N` (AMD HIP, libamdhip64.so), `auto` (first CUDA device, else first HIP
- * device, else the CPU emulator when no GPU driver is installed) and `emu` / `emu:TARGET` (the CPU
+ * libcuda.so.1), `hip://N` (AMD HIP, libamdhip64.so), `auto` and `emu` / `emu:TARGET` (the CPU
  * emulator of gfx942, gfx90a, gfx1100, sm_80 or sm_90: it runs the emulator images wavec embeds
  * next to each native code object, checking every memory access). Vendor libraries are dlopen()ed
  * at the first use of that kind of device, so nothing here links against a vendor SDK.
@@ -26,7 +25,8 @@ extern "C" {
 #endif
 
 #define WAVE_RUNTIME_VERSION_MAJOR 0
-#define WAVE_RUNTIME_VERSION_MINOR 1
+#define WAVE_RUNTIME_VERSION_MINOR 2 /* 0.2: wave_stream_wrap, wave_event_*, NULL stream =
+                                        the default device's default stream, WAVE_DEVICE */
 
 /* The library is built with hidden visibility; only these entry points are exported. */
 #if defined(__GNUC__)
@@ -59,9 +59,13 @@ WAVE_RUNTIME_API const char *wave_status_name(wave_status_t status);
 WAVE_RUNTIME_API const char *wave_last_error(void);
 
 typedef struct wave_device *wave_device_t;
-typedef struct wave_stream *wave_stream_t; /* NULL = the device's default stream */
+/* A NULL stream is a device's default stream: of the device a call names (wave_launch,
+ * wave_event_record), else of the default device, which is what wave_device_open("auto")
+ * gives, opened on first use and held until the process ends. */
+typedef struct wave_stream *wave_stream_t;
 typedef struct wave_module *wave_module_t;
 typedef struct wave_kernel *wave_kernel_t;
+typedef struct wave_event *wave_event_t;
 
 typedef enum {
   WAVE_VENDOR_NVIDIA = 1,
@@ -84,7 +88,13 @@ typedef struct {
 /* ---- devices ---------------------------------------------------------------------------- */
 
 /* Opens `cuda://N`, `hip://N`, `auto`, `emu` (= `emu:gfx942`) or `emu:TARGET`. Opening an open
- * device returns the same handle and counts it. On the emulator, launches run synchronously and
+ * device returns the same handle and counts it.
+ * `auto` is the device the environment variable WAVE_DEVICE names when it is set (to a URI other
+ * than `auto`); else the first CUDA device, else the first HIP device, else, when no GPU driver is
+ * installed at all, the CPU emulator (with a notice on stderr). That emulator device is
+ * `emu:gfx942`, but a generated stub whose artifact carries no gfx942 emulator image runs its
+ * kernel on the emulator of the first target it does carry (e.g. `emu:sm_90` for a build for
+ * sm_90), with a notice on stderr. On the emulator, launches run synchronously and
  * fail with WAVE_ERROR_LAUNCH and a located message on an out-of-bounds access, a shared-memory
  * race (cp.async copies in flight included) or a read of unwritten shared memory, and with
  * WAVE_ERROR_STEP_LIMIT when a workgroup executes more instructions than WAVE_EMU_STEP_LIMIT
@@ -115,11 +125,35 @@ WAVE_RUNTIME_API wave_status_t wave_memset(wave_device_t device, void *dst, int 
 
 WAVE_RUNTIME_API wave_status_t wave_stream_create(wave_device_t device, wave_stream_t *out);
 WAVE_RUNTIME_API wave_status_t wave_stream_destroy(wave_stream_t stream);
-/* Waits for the stream's work. A NULL stream has no device to wait on: it is rejected, and
- * wave_device_synchronize waits for the default stream (and every other). */
+/* Wraps a stream that a host framework owns, so launches join its order: on `cuda://N` a CUstream
+ * (= cudaStream_t, e.g. torch.cuda.current_stream().cuda_stream) of the device's primary context,
+ * on `hip://N` a hipStream_t; NULL is the device's default stream. On the emulator the handle is
+ * ignored (launches are synchronous). The runtime never destroys the native stream:
+ * wave_stream_destroy of a wrapped stream frees the wrapper only. */
+WAVE_RUNTIME_API wave_status_t wave_stream_wrap(wave_device_t device, void *native_handle,
+                                                wave_stream_t *out);
+/* Waits for the stream's work; NULL: the default device's default stream. wave_device_synchronize
+ * waits for every stream of a device. */
 WAVE_RUNTIME_API wave_status_t wave_stream_synchronize(wave_stream_t stream);
-/* The device a stream belongs to (what a generated `NAME_launch(stream, ...)` loads modules on). */
+/* The device a stream belongs to (what a generated `NAME_launch(stream, ...)` loads modules on);
+ * for NULL the default device (opening it on first use, so this can fail like `auto`). */
 WAVE_RUNTIME_API wave_status_t wave_stream_device(wave_stream_t stream, wave_device_t *out);
+
+/* ---- events: timing without a vendor API -------------------------------------------------- */
+
+/* An event marks a point in a stream's work; two completed events give the milliseconds between
+ * them (on the GPU's clock; on the emulator, whose launches are synchronous, the host's). */
+WAVE_RUNTIME_API wave_status_t wave_event_create(wave_device_t device, wave_event_t *out);
+WAVE_RUNTIME_API wave_status_t wave_event_destroy(wave_event_t event);
+/* Records the event on `stream` (NULL: the default stream of the event's device); it completes
+ * when the work queued before it has. The stream must belong to the event's device. */
+WAVE_RUNTIME_API wave_status_t wave_event_record(wave_event_t event, wave_stream_t stream);
+/* Waits until the event has completed. */
+WAVE_RUNTIME_API wave_status_t wave_event_synchronize(wave_event_t event);
+/* Milliseconds from `start` to `end`, both recorded and completed (wave_event_synchronize(end)
+ * first), of one device. */
+WAVE_RUNTIME_API wave_status_t wave_event_elapsed_ms(wave_event_t start, wave_event_t end,
+                                                     float *ms);
 
 /* ---- modules and kernels ---------------------------------------------------------------- */
 

@@ -75,7 +75,7 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
 // Neither back end lowers llvm.exp2/log2/sin/cos on f64 (AMDGPU: "no libcall available";
 // NVPTX: none), and the NVIDIA approximations are f32. So f64 exp, exp2, log, log2, sin, cos and
 // tanh are expanded here into arith ops on the element type (docs/language.md section 12, "f64 math"):
-// the range reductions and kernel polynomials of fdlibm (k_sin.c, k_cos.c, e_log.c), a Taylor
+// the range reductions and kernel polynomials of fdlibm (its sine, cosine and log kernels), a Taylor
 // polynomial for exp, and exponent-field arithmetic for the scaling by 2^n. Accuracy: a few ulp;
 // sin/cos reduce by a 212-bit pi/2 in fused multiply-adds, for |x| < 2^52 (NaN beyond).
 class F64Math {
@@ -246,7 +246,7 @@ private:
     std::string m = select(big, mul(m0, c(0.5)), m0, f_);
     std::string k = select(big, op("arith.addi", k0, ci(1), i_), k0, i_);
     std::string kf = cast("arith.sitofp", k, i_, f_);
-    // fdlibm e_log.c: log(1 + f) = f - hfsq + s (hfsq + R(s^2)), s = f / (2 + f).
+    // fdlibm's log: log(1 + f) = f - hfsq + s (hfsq + R(s^2)), s = f / (2 + f).
     std::string f = sub(m, c(1.0));
     std::string s = div(f, add(c(2.0), f));
     std::string z = mul(s, s), w = mul(z, z);
@@ -308,12 +308,12 @@ private:
     std::string r = subPio2(r1, n2);
     std::string n = op("arith.addi", mod4(n1), mod4(n2), i_);
     std::string z = mul(r, r);
-    // k_sin.c: sin(r) = r + r^3 (S1 + z P(z)).
+    // fdlibm's sine kernel: sin(r) = r + r^3 (S1 + z P(z)).
     std::string ps = horner(z, {8.33333333332248946124e-03, -1.98412698298579493134e-04,
                                 2.75573137070700676789e-06, -2.50507602534068634195e-08,
                                 1.58969099521155010221e-10});
     std::string sinR = add(r, mul(mul(z, r), add(c(-1.66666666666666324348e-01), mul(z, ps))));
-    // k_cos.c: cos(r) = w + (((1 - w) - z/2) + z^2 C(z)), w = 1 - z/2.
+    // fdlibm's cosine kernel: cos(r) = w + (((1 - w) - z/2) + z^2 C(z)), w = 1 - z/2.
     std::string pc = horner(z, {4.16666666666666019037e-02, -1.38888888888741095749e-03,
                                 2.48015872894767294178e-05, -2.75573143513906633035e-07,
                                 2.08757232129817482790e-09, -1.13596475577881948265e-11});
