@@ -228,6 +228,14 @@ private:
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                ScalarType inT, int64_t e);
+  // elementwiseClone's binary and math ops (into the clone's result `r`), and the call of an
+  // LLVM math intrinsic on `e` elements of `inT` (elementwise.cpp).
+  std::string binaryClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
+                          int64_t e, const std::string &r);
+  std::string mathClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
+                        int64_t e, const std::string &r);
+  void callIntrinsic(const std::string &res, const std::string &name, const std::string &arg,
+                     ScalarType inT, int64_t e);
   // One clone of apply_expr on integer elements `x`.
   std::string applyExprClone(const ir::Op &op, const std::string &x, ScalarType t, int64_t e);
   std::string lowerPred(const sym::Pred &p);
@@ -258,6 +266,18 @@ private:
   std::string shuffleXor(const std::string &v, ScalarType t, int64_t mask);
   // The reduction of a value held in registers; `masked`: apply the dim's row mask.
   bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
+  // reduceHeld's steps (reduce.cpp): the lane bits and wave axes that hold the rest of the
+  // reduced dim; the in-thread and butterfly steps per result clone; the cross-wave step.
+  bool reduceSpread(const ir::Op &op, const RegVal &x, const DimIndex &rowDi,
+                    const std::vector<std::vector<int64_t>> &groups,
+                    std::vector<int64_t> &laneMasks, std::vector<int> &waveAxes);
+  std::vector<std::vector<std::string>>
+  reduceInLanes(const RegVal &x, const std::string &dim, const Combiner &c, const DimIndex &rowDi,
+                bool masked, const std::vector<std::vector<int64_t>> &groups,
+                const std::vector<int64_t> &laneMasks, const std::vector<CloneAssign> &outClones);
+  void reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
+                         const std::vector<int> &waveAxes,
+                         std::vector<std::vector<std::string>> &parts);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
@@ -366,6 +386,17 @@ private:
   // a Promotion::wgmma tile).
   bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
   bool emitWgmma(const ir::Op &op);
+  // emitWgmma's pieces (mma.cpp): accumulators to and from the instruction's struct, the A
+  // fragments of a register operand, the register-A instruction (inline PTX).
+  std::string wgmmaPack(const std::string &v, int64_t n);
+  std::string wgmmaUnpack(const std::string &st, int64_t n);
+  const std::vector<std::string> &
+  wgmmaFragments(const RegVal &a, const CloneAssign &ab, int st, int steps, ScalarType in,
+                 const MmaKind &k, std::map<std::string, std::vector<std::string>> &cache);
+  void wgmmaRegisterA(const MmaKind &k, ScalarType in, const std::string &r,
+                      const std::string &acc,
+                      const std::function<const std::vector<std::string> &()> &fragments,
+                      const std::string &bDesc, bool bNMajor);
   int wgmmaSteps(const ir::Op &mma) const;
   // Whether the wgmma products of loop `iterate` may stay in flight into the next iteration:
   // their results only accumulate (yielded, and in the next iteration only the accumulator of
