@@ -334,64 +334,6 @@ private:
   std::string f_, i_, b_;
 };
 
-// LLVM intrinsics through llvm.call_intrinsic: the GPU-to-ROCDL/NVVM conversions mark the
-// llvm.intr.exp2/log2/sin/... ops illegal (they turn them into ocml/libdevice calls, which
-// we do not link), while the AMDGPU/NVPTX back ends lower these intrinsics themselves.
-// A call of the LLVM intrinsic `name` (exp2, log2, sin, cos, sqrt, fabs, floor) on `arg`, `e`
-// elements of type `inT`, defining `res`.
-void KernelEmitter::callIntrinsic(const std::string &res, const std::string &name,
-                                  const std::string &arg, ScalarType inT, int64_t e) {
-  const std::string ity = vecType(inT, e);
-  const std::string mangled = (e == 1 ? "" : "v" + std::to_string(e)) + mlirType(inT);
-  static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
-                                                              {"log2", "lg2.approx.f"},
-                                                              {"sin", "sin.approx.f"},
-                                                              {"cos", "cos.approx.f"}};
-  auto nv = nvApprox.find(name);
-  if (target_.vendor != Vendor::NVIDIA || nv == nvApprox.end()) {
-    line(res + " = llvm.call_intrinsic \"llvm." + name + "." + mangled + "\"(" + arg + ") : (" +
-         ity + ") -> " + ity);
-    return;
-  }
-  // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
-  // one element at a time.
-  const std::string ety = mlirType(inT);
-  const bool f32 = inT == ScalarType::F32;
-  std::string vec;
-  if (e > 1) {
-    vec = fresh();
-    line(vec + " = arith.constant dense<0.0> : " + ity);
-  }
-  for (int64_t k = 0; k < e; ++k) {
-    const bool last = k + 1 == e;
-    std::string x = arg;
-    if (e > 1) {
-      x = fresh();
-      line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
-           ity);
-    }
-    if (!f32) {
-      std::string w = fresh();
-      line(w + " = arith.extf " + x + " : " + ety + " to f32");
-      x = w;
-    }
-    std::string y = e == 1 && f32 ? res : fresh();
-    line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
-         ") : (f32) -> f32");
-    if (!f32) {
-      std::string n = e == 1 ? res : fresh();
-      line(n + " = arith.truncf " + y + " : f32 to " + ety);
-      y = n;
-    }
-    if (e > 1) {
-      std::string n = last ? res : fresh();
-      line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
-           " into " + ity);
-      vec = n;
-    }
-  }
-}
-
 // elementwiseClone of a binary op into `r`: `r`, or "%error" after reporting.
 std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::string> &x,
                                        ScalarType inT, int64_t e, const std::string &r) {
@@ -405,7 +347,7 @@ std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::
     line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
   };
   auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
-    callIntrinsic(res, name, arg, inT, e);
+    lower_->mathIntrinsic(res, name, arg, inT, e);
   };
   using B = ir::BinaryKind;
   // One row per binary kind: the float op, the signed and unsigned integer ops, or the
@@ -486,7 +428,7 @@ std::string KernelEmitter::mathClone(const ir::Op &op, const std::vector<std::st
     return c;
   };
   auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
-    callIntrinsic(res, name, arg, inT, e);
+    lower_->mathIntrinsic(res, name, arg, inT, e);
   };
   auto intr = [&](const std::string &name, const std::vector<std::string> &args) {
     callIntr(r, name, args[0]);

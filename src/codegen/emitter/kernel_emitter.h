@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codegen/mlir_emitter.h"
+#include "codegen/target_lowering.h"
 
 #include "passes/barrier_insertion.h"
 #include "passes/thread_layout.h"
@@ -121,13 +122,8 @@ private:
     return false;
   }
 
-  // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
-  // (only matrix instructions read them there).
-  std::string mlirType(ScalarType t) const {
-    if (t == ScalarType::BF16 && target_.vendor == Vendor::AMD)
-      return "i16";
-    return codegen::detail::mlirType(t);
-  }
+  // The element type as the target stores it (bf16 as i16 on AMD: TargetLowering).
+  std::string mlirType(ScalarType t) const { return lower_->storageType(t); }
   // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
   bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
   std::string zeroLit(ScalarType t) const { return isFloat(t) && !opaque(t) ? "0.0" : "0"; }
@@ -228,14 +224,11 @@ private:
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                ScalarType inT, int64_t e);
-  // elementwiseClone's binary and math ops (into the clone's result `r`), and the call of an
-  // LLVM math intrinsic on `e` elements of `inT` (elementwise.cpp).
+  // elementwiseClone's binary and math ops (into the clone's result `r`; elementwise.cpp).
   std::string binaryClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
                           int64_t e, const std::string &r);
   std::string mathClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
                         int64_t e, const std::string &r);
-  void callIntrinsic(const std::string &res, const std::string &name, const std::string &arg,
-                     ScalarType inT, int64_t e);
   // One clone of apply_expr on integer elements `x`.
   std::string applyExprClone(const ir::Op &op, const std::string &x, ScalarType t, int64_t e);
   std::string lowerPred(const sym::Pred &p);
@@ -308,8 +301,6 @@ private:
                          y.cloneSyms.end()) &&
            (y.elems == c.elems || y.elems == 1);
   }
-  std::string mmaInstr(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
-                       const std::string &c);
   int64_t expansionCount(const std::string &cloneSym) const {
     for (const auto &ex : d_.expansion)
       if ("$i_" + ex.dim.str() == cloneSym)
@@ -586,6 +577,20 @@ private:
   const ir::Kernel &k_;
   const Distribution &d_;
   const TargetInfo &target_;
+  // ---- target lowering (codegen/target_lowering.h): the vendor's MMA instructions, math
+  // intrinsics, storage types, buffer-access choice and shuffles, writing through host_ ----
+  struct Host final : LoweringHost {
+    KernelEmitter &e;
+    explicit Host(KernelEmitter &em) : e(em) {}
+    std::string fresh() override { return e.fresh(); }
+    void line(const std::string &s) override { e.line(s); }
+    bool unsupported(const std::string &what, SourceRange loc) override {
+      return e.unsupported(what, loc);
+    }
+    std::string elementType(ScalarType t) const override { return codegen::detail::mlirType(t); }
+  };
+  Host host_{*this};
+  std::unique_ptr<TargetLowering> lower_ = TargetLowering::create(target_, host_);
   DiagnosticEngine &diags_;
   sym::Facts facts_; // the distribution's, plus the emitter's own symbols
   bool insertBarriers_ = true;

@@ -1,128 +1,11 @@
-// Matrix instructions: MFMA / WMMA (ROCDL), mma.sync (NVVM) and wgmma (sm_90a).
+// Matrix instructions: the operands in the kind's layouts, then one instruction per clone and
+// K step (MFMA / WMMA / mma.sync: the target lowering, codegen/amd/ and codegen/nvidia/), and
+// wgmma (sm_90a).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
 
 // ---- mma ---------------------------------------------------------------------------------
-
-std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::string &a,
-                                    const std::string &b, const std::string &c) {
-  const std::string cty = vecType(k.acc, k.c.elements);
-  auto bitcast = [&](const std::string &x, const std::string &from, const std::string &to) {
-    if (from == to)
-      return x;
-    std::string r = fresh();
-    line(r + " = llvm.bitcast " + x + " : " + from + " to " + to);
-    return r;
-  };
-  auto half = [&](const std::string &x, int64_t n, int64_t part) {
-    std::string r = fresh(), mask;
-    for (int64_t j = 0; j < n / 2; ++j)
-      mask += (j ? ", " : "") + std::to_string(part * n / 2 + j);
-    const std::string ty = vecType(in, n);
-    line(r + " = vector.shuffle " + x + ", " + x + " [" + mask + "] : " + ty + ", " + ty);
-    return r;
-  };
-  if (k.family == MmaFamily::MFMA) {
-    if (k.isVirtual) {
-      // Two native instructions of half the K, each on half of the lane's elements
-      // (docs/hardware.md 3.2; legal by the K-permutation rule).
-      MmaKind native = k;
-      native.k = k.k / 2;
-      native.isVirtual = false;
-      native.a.elements = k.a.elements / 2;
-      native.b.elements = k.b.elements / 2;
-      std::string r = c;
-      for (int part = 0; part < 2; ++part)
-        r = mmaInstr(native, in, half(a, k.a.elements, part), half(b, k.b.elements, part), r);
-      return r;
-    }
-    const int64_t e = k.a.elements, bits = e * bitWidth(in);
-    const std::string shape = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
-                              std::to_string(k.k);
-    std::string name, oty;
-    const std::string vty = vecType(in, e);
-    switch (in) {
-    case ScalarType::F16: name = "rocdl.mfma.f32." + shape + "f16"; oty = vty; break;
-    case ScalarType::BF16:
-      name = "rocdl.mfma.f32." + shape + "bf16.1k";
-      oty = "vector<" + std::to_string(e) + "xi16>";
-      break;
-    case ScalarType::F8E4M3FNUZ:
-    case ScalarType::F8E5M2FNUZ: {
-      const char *t = in == ScalarType::F8E4M3FNUZ ? "fp8" : "bf8";
-      name = "rocdl.mfma.f32." + shape + "." + t + "." + t;
-      oty = "i" + std::to_string(bits);
-      break;
-    }
-    case ScalarType::I8:
-      name = bits == 64 ? "rocdl.mfma.i32." + shape + ".i8" : "rocdl.mfma.i32." + shape + "i8";
-      oty = "i" + std::to_string(bits);
-      break;
-    default: unsupported(std::string("mma on ") + scalarTypeName(in), {}); return c;
-    }
-    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty);
-    std::string z = fresh(), r = fresh();
-    line(z + " = arith.constant 0 : i32");
-    line(r + " = " + name + " " + x + ", " + y + ", " + c + ", " + z + ", " + z + ", " + z +
-         " : (" + oty + ", " + oty + ", " + cty + ", i32, i32, i32) -> " + cty);
-    return r;
-  }
-  if (k.family == MmaFamily::WMMA) {
-    const int64_t e = k.a.elements;
-    const std::string vty = vecType(in, e);
-    const bool bf = in == ScalarType::BF16;
-    const std::string oty = bf ? "vector<" + std::to_string(e) + "xi16>" : vty;
-    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty), r = fresh();
-    line(r + " = rocdl.wmma.f32.16x16x16." + (bf ? "bf16 " : "f16 ") + x + ", " + y + ", " + c +
-         " : (" + oty + ", " + oty + ", " + cty + ") -> " + cty);
-    return r;
-  }
-  // mma.sync through the NVVM intrinsic (MLIR 19's nvvm.mma.sync rejects bf16).
-  const bool bf = in == ScalarType::BF16;
-  auto regs = [&](const std::string &x, int64_t e) {
-    const int64_t words = e / 2;
-    std::string w = bitcast(x, vecType(in, e), "vector<" + std::to_string(words) + "xi32>");
-    std::vector<std::string> out;
-    for (int64_t j = 0; j < words; ++j) {
-      std::string r = fresh();
-      line(r + " = vector.extract " + w + "[" + std::to_string(j) + "] : i32 from vector<" +
-           std::to_string(words) + "xi32>");
-      out.push_back(bf ? r : bitcast(r, "i32", vecType(in, 2)));
-    }
-    return out;
-  };
-  std::vector<std::string> args = regs(a, k.a.elements), bs = regs(b, k.b.elements);
-  args.insert(args.end(), bs.begin(), bs.end());
-  std::string sig;
-  const std::string rty = bf ? "i32" : vecType(in, 2);
-  for (size_t j = 0; j < args.size(); ++j)
-    sig += (j ? ", " : "") + rty;
-  for (unsigned j = 0; j < k.c.elements; ++j) {
-    std::string x = fresh();
-    line(x + " = vector.extract " + c + "[" + std::to_string(j) + "] : f32 from " + cty);
-    args.push_back(x);
-    sig += ", f32";
-  }
-  std::string list;
-  for (size_t j = 0; j < args.size(); ++j)
-    list += (j ? ", " : "") + args[j];
-  const std::string shape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
-                            std::to_string(k.k);
-  std::string sty = "!llvm.struct<(f32, f32, f32, f32)>", s = fresh();
-  line(s + " = llvm.call_intrinsic \"llvm.nvvm.mma." + shape + ".row.col." +
-       (bf ? "bf16" : "f32.f32") + "\"(" + list + ") : (" + sig + ") -> " + sty);
-  std::string vec = fresh();
-  line(vec + " = llvm.mlir.undef : " + cty);
-  for (unsigned j = 0; j < k.c.elements; ++j) {
-    std::string x = fresh(), r = fresh();
-    line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
-    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
-         cty);
-    vec = r;
-  }
-  return vec;
-}
 
 bool KernelEmitter::emitMma(const ir::Op &op) {
   const MmaKind &k = *op.mma;
@@ -174,8 +57,8 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
       CloneAssign b = a;
       b[kSym] = kk;
       std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
-      c = mmaInstr(k, in, operandAt(*opnd[0], b, k.a.elements),
-                   operandAt(*opnd[1], b, k.b.elements), c);
+      c = lower_->mmaInstruction(k, in, operandAt(*opnd[0], b, k.a.elements),
+                                 operandAt(*opnd[1], b, k.b.elements), c);
     }
     if (afterKStep_)
       afterKStep_(kSym, kk, kCount);

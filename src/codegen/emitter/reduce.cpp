@@ -138,11 +138,7 @@ std::string KernelEmitter::shuffle(const char *mode, const std::string &v, Scala
                                    const std::string &offset) {
   const std::string ety = mlirType(t);
   auto move = [&](const std::string &x, const std::string &ty) {
-    std::string w = fresh(), r = fresh();
-    line(w + " = arith.constant " + std::to_string(d_.waveSize) + " : i32");
-    line(r + ", " + fresh() + " = gpu.shuffle " + mode + " " + x + ", " + offset + ", " + w +
-         " : " + ty);
-    return r;
+    return lower_->shuffle32(mode, x, ty, offset, d_.waveSize);
   };
   auto cast = [&](const char *op, const std::string &x, const std::string &from,
                   const std::string &to) {
