@@ -399,7 +399,16 @@ private:
   }
 
   void translateCall(const llvm::CallInst &call);
+  bool callControl(const llvm::CallInst &call, const std::string &name, const Layout &rl);
+  bool callMath(const llvm::CallInst &call, const std::string &name, const Layout &rl);
+  bool callMemory(const llvm::CallInst &call, const std::string &name, const Layout &rl);
+  bool callWave(const llvm::CallInst &call, const std::string &name, const Layout &rl);
+  bool callMma(const llvm::CallInst &call, const std::string &name, const Layout &rl);
   void translate(const llvm::Instruction &i);
+  bool translateArith(const llvm::Instruction &i);
+  bool translateMemory(const llvm::Instruction &i);
+  bool translateAggregate(const llvm::Instruction &i);
+  bool translateControl(const llvm::Instruction &i);
   void emitPhiCopies(const llvm::BasicBlock *from, const llvm::BasicBlock *to);
 };
 
@@ -419,16 +428,13 @@ void FunctionTranslator::emitPhiCopies(const llvm::BasicBlock *from, const llvm:
   emit(Op::ParCopy, Type::I8, 1, 0, 0, 0, 0, at);
 }
 
-void FunctionTranslator::translateCall(const llvm::CallInst &call) {
-  const llvm::Function *callee = call.getCalledFunction();
-  if (!callee || !callee->getName().starts_with("llvm."))
-    unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
-  std::string name = callee->getName().str();
+// translateCall of the calls the emulator ignores, special registers, barriers and traps.
+// False when `call` is none of them.
+bool FunctionTranslator::callControl(const llvm::CallInst &call, const std::string &name,
+                                     const Layout &rl) {
   auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
   auto arg = [&](unsigned i) { return call.getArgOperand(i); };
-  Layout rl = call.getType()->isVoidTy() ? Layout{} : layoutOf(call.getType());
   auto dst = [&] { return slot(&call); };
-
   // No-ops for the emulator.
   static const char *ignored[] = {"llvm.assume", "llvm.lifetime.", "llvm.dbg.",
                                   "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
@@ -438,7 +444,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
                                   "llvm.amdgcn.s.sleep", "llvm.nvvm.membar."};
   for (const char *p : ignored)
     if (starts(p))
-      return;
+      return true;
 
   // Special registers.
   static const std::pair<const char *, emu::Special> specials[] = {
@@ -466,20 +472,28 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   for (const auto &[n, s] : specials)
     if (name == n) {
       emit(Op::Special, rl.type, 1, dst(), 0, 0, 0, uint32_t(s));
-      return;
+      return true;
     }
 
   if (name == "llvm.amdgcn.s.barrier" || name == "llvm.nvvm.barrier0" ||
       (starts("llvm.nvvm.barrier.sync") && llvm::isa<llvm::ConstantInt>(arg(0)) &&
        llvm::cast<llvm::ConstantInt>(arg(0))->isZero() && call.arg_size() == 1)) {
     emit(Op::Barrier, Type::I8, 1);
-    return;
+    return true;
   }
   if (name == "llvm.trap" || name == "llvm.debugtrap") {
     emit(Op::Trap, Type::I8, 1);
-    return;
+    return true;
   }
+  return false;
+}
 
+// translateCall of element-wise math and vector reductions. False when `call` is neither.
+bool FunctionTranslator::callMath(const llvm::CallInst &call, const std::string &name,
+                                  const Layout &rl) {
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  auto arg = [&](unsigned i) { return call.getArgOperand(i); };
+  auto dst = [&] { return slot(&call); };
   // Elementwise math: the intrinsic's base name -> opcode (overload suffixes ignored).
   static const std::pair<const char *, Op> math[] = {
       {"llvm.smin.", Op::SMin}, {"llvm.smax.", Op::SMax}, {"llvm.umin.", Op::UMin},
@@ -518,15 +532,15 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
     } else {
       emit(op, rl.type, rl.lanes, dst(), slot(arg(0)));
     }
-    return;
+    return true;
   }
   if (starts("llvm.abs.")) {
     emit(Op::Abs, rl.type, rl.lanes, dst(), slot(arg(0)));
-    return;
+    return true;
   }
   if (starts("llvm.ctlz.") || starts("llvm.cttz.")) {
     emit(starts("llvm.ctlz.") ? Op::Ctlz : Op::Cttz, rl.type, rl.lanes, dst(), slot(arg(0)));
-    return;
+    return true;
   }
 
   // Vector reductions.
@@ -550,23 +564,32 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
           unsupported("a reduction of an i1 vector: " + name);
         emit(Op::Reduce, rl.type, 1, dst(), slot(vec), ordered ? slot(arg(0)) : 0, 0,
              uint32_t(kind), uint8_t(vl.lanes));
-        return;
+        return true;
       }
   }
+  return false;
+}
 
+// translateCall of masked loads and stores and AMD raw buffer accesses. False when `call` is
+// none of them.
+bool FunctionTranslator::callMemory(const llvm::CallInst &call, const std::string &name,
+                                    const Layout &rl) {
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  auto arg = [&](unsigned i) { return call.getArgOperand(i); };
+  auto dst = [&] { return slot(&call); };
   // Masked memory.
   if (starts("llvm.masked.load.")) {
     unsigned as = arg(0)->getType()->getPointerAddressSpace();
     emit(Op::MaskedLoad, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(2)), slot(arg(3)),
          space(as, call));
-    return;
+    return true;
   }
   if (starts("llvm.masked.store.")) {
     Layout vl = layoutOf(arg(0)->getType());
     unsigned as = arg(1)->getType()->getPointerAddressSpace();
     emit(Op::MaskedStore, vl.type, vl.lanes, 0, slot(arg(1)), slot(arg(0)), slot(arg(3)),
          space(as, call));
-    return;
+    return true;
   }
 
   // AMD raw buffer accesses through a <4 x i32> descriptor (the emulator models the raw,
@@ -589,19 +612,28 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
       emit(Op::BufferLoad, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(1)), slot(arg(2)), 0,
            bufferRules_);
     }
-    return;
+    return true;
   }
+  return false;
+}
 
+// translateCall of per-lane AMD helpers, wave-collective operations, cp.async and ldmatrix.
+// False when `call` is none of them.
+bool FunctionTranslator::callWave(const llvm::CallInst &call, const std::string &name,
+                                  const Layout &rl) {
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  auto arg = [&](unsigned i) { return call.getArgOperand(i); };
+  auto dst = [&] { return slot(&call); };
   // Per-lane AMD helpers.
   if (name == "llvm.amdgcn.mbcnt.lo" || name == "llvm.amdgcn.mbcnt.hi") {
     emit(Op::Mbcnt, Type::I32, 1, dst(), slot(arg(0)), slot(arg(1)), 0, 0,
          name == "llvm.amdgcn.mbcnt.hi");
-    return;
+    return true;
   }
   if (name == "llvm.amdgcn.cvt.f32.fp8" || name == "llvm.amdgcn.cvt.f32.bf8") {
     emit(Op::CvtFp8ToF32, Type::F32, 1, dst(), slot(arg(0)), slot(arg(1)), 0, 0,
          name == "llvm.amdgcn.cvt.f32.bf8");
-    return;
+    return true;
   }
   if (name == "llvm.amdgcn.cvt.pk.fp8.f32" || name == "llvm.amdgcn.cvt.pk.bf8.f32") {
     auto *word = llvm::dyn_cast<llvm::ConstantInt>(arg(3));
@@ -609,7 +641,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
       unsupported(name + " with a non-constant word select");
     emit(Op::CvtPkF32ToFp8, Type::I32, 1, dst(), slot(arg(0)), slot(arg(1)), slot(arg(2)),
          uint32_t(word->getZExtValue()), name == "llvm.amdgcn.cvt.pk.bf8.f32");
-    return;
+    return true;
   }
 
   // Wave-collective operations.
@@ -618,23 +650,23 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   };
   if (name == "llvm.amdgcn.ds.bpermute") {
     wave(emu::WaveOp::Bpermute, slot(arg(0)), slot(arg(1)), 0, 0);
-    return;
+    return true;
   }
   if (starts("llvm.amdgcn.readlane")) {
     wave(emu::WaveOp::Readlane, slot(arg(0)), slot(arg(1)), 0, 0);
-    return;
+    return true;
   }
   if (starts("llvm.amdgcn.readfirstlane")) {
     wave(emu::WaveOp::Readfirstlane, slot(arg(0)), 0, 0, 0);
-    return;
+    return true;
   }
   if (starts("llvm.amdgcn.ballot.")) {
     wave(emu::WaveOp::Ballot, slot(arg(0)), 0, 0, 0);
-    return;
+    return true;
   }
   if (name == "llvm.nvvm.vote.ballot.sync") {
     wave(emu::WaveOp::Ballot, slot(arg(1)), 0, 0, 0);
-    return;
+    return true;
   }
   if (starts("llvm.nvvm.shfl.sync.")) {
     static const std::pair<const char *, emu::WaveOp> kinds[] = {
@@ -648,7 +680,7 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
         Layout vl = layoutOf(arg(1)->getType());
         emit(Op::Wave, vl.type, 1, dst(), slot(arg(1)), slot(arg(2)), slot(arg(3)), pred,
              uint8_t(k));
-        return;
+        return true;
       }
   }
   // cp.async: an asynchronous copy of 16 bytes (the first `size` from global memory, zeros for
@@ -657,24 +689,24 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
   // while its buffer is read is reported by the emulator's race detector.
   if (name == "llvm.nvvm.cp.async.commit.group") {
     emit(Op::AsyncCommit, Type::I8, 1, 0, 0, 0, 0, 0);
-    return;
+    return true;
   }
   if (name == "llvm.nvvm.cp.async.wait.all") {
     emit(Op::AsyncCommit, Type::I8, 1, 0, 0, 0, 0, 0);
     emit(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, 0);
-    return;
+    return true;
   }
   if (name == "llvm.nvvm.cp.async.wait.group") {
     auto *n = llvm::dyn_cast<llvm::ConstantInt>(arg(0));
     if (!n || n->getZExtValue() > 0xffffffffu)
       unsupported(name + " with a non-constant group count");
     emit(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n->getZExtValue()));
-    return;
+    return true;
   }
   if (name == "llvm.nvvm.cp.async.cg.shared.global.16.s" ||
       name == "llvm.nvvm.cp.async.ca.shared.global.16.s") {
     emit(Op::AsyncCopy, Type::I8, 1, 0, slot(arg(0)), slot(arg(1)), slot(arg(2)), 16);
-    return;
+    return true;
   }
   if (starts("llvm.nvvm.ldmatrix.sync.aligned.m8n8.")) {
     uint32_t count = name.find(".x4.") != std::string::npos   ? 4
@@ -683,9 +715,17 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
     bool trans = name.find(".trans.") != std::string::npos;
     emit(Op::Wave, Type::I32, count, dst(), slot(arg(0)), 0, 0, count | (trans ? 8 : 0),
          uint8_t(emu::WaveOp::Ldmatrix));
-    return;
+    return true;
   }
+  return false;
+}
 
+// translateCall of the matrix instructions. False when `call` is none of them.
+bool FunctionTranslator::callMma(const llvm::CallInst &call, const std::string &name,
+                                 const Layout &rl) {
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  auto arg = [&](unsigned i) { return call.getArgOperand(i); };
+  auto dst = [&] { return slot(&call); };
   // Matrix instructions.
   static const std::pair<const char *, emu::Mma> mmas[] = {
       {"llvm.amdgcn.mfma.f32.16x16x16f16", emu::Mma::Mfma16x16x16F16},
@@ -738,8 +778,21 @@ void FunctionTranslator::translateCall(const llvm::CallInst &call) {
     if (rl.bytes != shape.cBytes)
       unsupported(name + " with an unexpected result type");
     emit(Op::Mma, Type::I8, 1, dst(), operand[0], operand[1], operand[2], uint32_t(kind));
-    return;
+    return true;
   }
+  return false;
+}
+
+void FunctionTranslator::translateCall(const llvm::CallInst &call) {
+  const llvm::Function *callee = call.getCalledFunction();
+  if (!callee || !callee->getName().starts_with("llvm."))
+    unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
+  std::string name = callee->getName().str();
+  auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
+  Layout rl = call.getType()->isVoidTy() ? Layout{} : layoutOf(call.getType());
+  if (callControl(call, name, rl) || callMath(call, name, rl) || callMemory(call, name, rl) ||
+      callWave(call, name, rl) || callMma(call, name, rl))
+    return;
   if (starts("llvm.amdgcn.") || starts("llvm.nvvm."))
     unsupported("the target intrinsic " + name);
   unsupported("the intrinsic " + name);
@@ -766,9 +819,10 @@ emu::Rmw rmwKind(llvm::AtomicRMWInst::BinOp op, const std::string &text) {
   }
 }
 
-void FunctionTranslator::translate(const llvm::Instruction &i) {
+// translate() of arithmetic: binary operators, casts, negation, freeze, comparisons and
+// selects. False when `i` is none of them.
+bool FunctionTranslator::translateArith(const llvm::Instruction &i) {
   using I = llvm::Instruction;
-  setLoc(i);
   unsigned opc = i.getOpcode();
   auto operand = [&](unsigned n) { return slot(i.getOperand(n)); };
   if (i.isBinaryOp()) {
@@ -780,7 +834,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
         {I::FDiv, Op::FDiv}, {I::FRem, Op::FRem}};
     Layout l = layoutOf(i.getType());
     emit(ops.at(opc), l.type, l.lanes, slot(&i), operand(0), operand(1));
-    return;
+    return true;
   }
   if (i.isCast()) {
     Layout to = layoutOf(i.getType()), from = layoutOf(i.getOperand(0)->getType());
@@ -793,7 +847,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       if (to.bytes != from.bytes || to.type == Type::I1 || from.type == Type::I1)
         unsupported("the bit cast " + describe(i));
       emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, to.bytes);
-      return;
+      return true;
     }
     if (opc == I::AddrSpaceCast) {
       unsigned fromAs = i.getOperand(0)->getType()->getPointerAddressSpace();
@@ -802,23 +856,23 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       if (!(global(fromAs) && global(toAs)))
         unsupported("an address-space cast between shared and generic memory: " + describe(i));
       emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, 8);
-      return;
+      return true;
     }
     auto it = ops.find(opc);
     if (it == ops.end())
       unsupported("the cast " + describe(i));
     emit(it->second, to.type, to.lanes, slot(&i), operand(0), 0, 0, 0, uint8_t(from.type));
-    return;
+    return true;
   }
   switch (opc) {
   case I::FNeg: {
     Layout l = layoutOf(i.getType());
     emit(Op::FNeg, l.type, l.lanes, slot(&i), operand(0));
-    return;
+    return true;
   }
   case I::Freeze: {
     emit(Op::Copy, Type::I8, 1, slot(&i), operand(0), 0, 0, layoutOf(i.getType()).bytes);
-    return;
+    return true;
   }
   case I::ICmp:
   case I::FCmp: {
@@ -826,7 +880,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
     Layout l = layoutOf(i.getOperand(0)->getType());
     emit(opc == I::ICmp ? Op::ICmp : Op::FCmp, Type::I1, l.lanes, slot(&i), operand(0),
          operand(1), 0, cmp.getPredicate(), uint8_t(l.type));
-    return;
+    return true;
   }
   case I::Select: {
     Layout l = layoutOf(i.getType());
@@ -835,8 +889,20 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("a select of a struct: " + describe(i));
     emit(Op::Select, l.type, l.lanes, slot(&i), operand(0), operand(1), operand(2), 0,
          scalarCond && l.lanes > 1);
-    return;
+    return true;
   }
+  default:
+    return false;
+  }
+}
+
+// translate() of address arithmetic and memory accesses (GEP, load, store, atomics, fences).
+// False when `i` is none of them.
+bool FunctionTranslator::translateMemory(const llvm::Instruction &i) {
+  using I = llvm::Instruction;
+  unsigned opc = i.getOpcode();
+  auto operand = [&](unsigned n) { return slot(i.getOperand(n)); };
+  switch (opc) {
   case I::GetElementPtr: {
     auto &gep = llvm::cast<llvm::GetElementPtrInst>(i);
     if (gep.getType()->isVectorTy())
@@ -874,7 +940,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       cur = out;
     }
     flush(true);
-    return;
+    return true;
   }
   case I::Load: {
     auto &ld = llvm::cast<llvm::LoadInst>(i);
@@ -883,7 +949,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("a load of a struct");
     emit(Op::Load, l.type, l.lanes, slot(&i), operand(0), 0, 0,
          space(ld.getPointerAddressSpace(), i));
-    return;
+    return true;
   }
   case I::Store: {
     auto &st = llvm::cast<llvm::StoreInst>(i);
@@ -892,7 +958,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("a store of a struct");
     emit(Op::Store, l.type, l.lanes, 0, operand(1), operand(0), 0,
          space(st.getPointerAddressSpace(), i));
-    return;
+    return true;
   }
   case I::AtomicRMW: {
     auto &rmw = llvm::cast<llvm::AtomicRMWInst>(i);
@@ -902,7 +968,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
     emit(Op::AtomicRmw, l.type, 1, slot(&i), operand(0), operand(1), 0,
          space(rmw.getPointerAddressSpace(), i),
          uint8_t(rmwKind(rmw.getOperation(), describe(i))));
-    return;
+    return true;
   }
   case I::AtomicCmpXchg: {
     auto &cx = llvm::cast<llvm::AtomicCmpXchgInst>(i);
@@ -911,22 +977,33 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       unsupported("the compare-exchange " + describe(i));
     emit(Op::CmpXchg, l.type, 1, slot(&i), operand(0), operand(1), operand(2),
          space(cx.getPointerAddressSpace(), i));
-    return;
+    return true;
   }
   case I::Fence:
-    return; // the emulator's memory is sequentially consistent within a workgroup
+    return true; // the emulator's memory is sequentially consistent within a workgroup
+  default:
+    return false;
+  }
+}
+
+// translate() of vector and struct element accesses. False when `i` is none of them.
+bool FunctionTranslator::translateAggregate(const llvm::Instruction &i) {
+  using I = llvm::Instruction;
+  unsigned opc = i.getOpcode();
+  auto operand = [&](unsigned n) { return slot(i.getOperand(n)); };
+  switch (opc) {
   case I::ExtractElement: {
     Layout l = layoutOf(i.getType());
     Layout src = layoutOf(i.getOperand(0)->getType());
     emit(Op::Extract, l.type, 1, slot(&i), operand(0), asI64(i.getOperand(1), false), 0, 0,
          uint8_t(src.lanes));
-    return;
+    return true;
   }
   case I::InsertElement: {
     Layout l = layoutOf(i.getType());
     emit(Op::Insert, l.type, l.lanes, slot(&i), operand(0), operand(1),
          asI64(i.getOperand(2), false));
-    return;
+    return true;
   }
   case I::ShuffleVector: {
     auto &sv = llvm::cast<llvm::ShuffleVectorInst>(i);
@@ -937,7 +1014,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
     for (int m : sv.getShuffleMask())
       extra.push_back(uint32_t(m));
     emit(Op::Shuffle, l.type, l.lanes, slot(&i), operand(0), operand(1), 0, at);
-    return;
+    return true;
   }
   case I::ExtractValue: {
     auto &ev = llvm::cast<llvm::ExtractValueInst>(i);
@@ -951,7 +1028,7 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       t = st->getElementType(idx);
     }
     emit(Op::Copy, Type::I8, 1, slot(&i), operand(0) + off, 0, 0, layoutOf(i.getType()).bytes);
-    return;
+    return true;
   }
   case I::InsertValue: {
     auto &iv = llvm::cast<llvm::InsertValueInst>(i);
@@ -967,31 +1044,42 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
     uint32_t out = slot(&i);
     emit(Op::Copy, Type::I8, 1, out, operand(0), 0, 0, layoutOf(iv.getType()).bytes);
     emit(Op::Copy, Type::I8, 1, out + off, operand(1), 0, 0, layoutOf(t).bytes);
-    return;
+    return true;
   }
+  default:
+    return false;
+  }
+}
+
+// translate() of phis, calls and terminators. False when `i` is none of them.
+bool FunctionTranslator::translateControl(const llvm::Instruction &i) {
+  using I = llvm::Instruction;
+  unsigned opc = i.getOpcode();
+  auto operand = [&](unsigned n) { return slot(i.getOperand(n)); };
+  switch (opc) {
   case I::PHI:
     slot(&i);
-    return;
+    return true;
   case I::Call:
     translateCall(llvm::cast<llvm::CallInst>(i));
-    return;
+    return true;
   case I::Ret:
     emit(Op::Ret, Type::I8, 1);
-    return;
+    return true;
   case I::Unreachable:
     emit(Op::Trap, Type::I8, 1);
-    return;
+    return true;
   case I::Br: {
     auto &br = llvm::cast<llvm::BranchInst>(i);
     if (br.isUnconditional()) {
       emitPhiCopies(br.getParent(), br.getSuccessor(0));
       branchTo(nullptr, br.getSuccessor(0), emit(Op::Br, Type::I8, 1), 0);
-      return;
+      return true;
     }
     size_t at = emit(Op::CondBr, Type::I8, 1, 0, operand(0));
     branchTo(br.getParent(), br.getSuccessor(0), at, 1);
     branchTo(br.getParent(), br.getSuccessor(1), at, 2);
-    return;
+    return true;
   }
   case I::Switch: {
     auto &sw = llvm::cast<llvm::SwitchInst>(i);
@@ -1010,11 +1098,17 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
       extraPcFixups_.push_back({extra.size() - 1, fixups_.size()});
       fixups_.push_back({inst, -1, c.getCaseSuccessor(), sw.getParent()});
     }
-    return;
+    return true;
   }
   default:
-    break;
+    return false;
   }
+}
+
+void FunctionTranslator::translate(const llvm::Instruction &i) {
+  setLoc(i);
+  if (translateArith(i) || translateMemory(i) || translateAggregate(i) || translateControl(i))
+    return;
   unsupported("the instruction " + describe(i));
 }
 

@@ -426,6 +426,161 @@ std::string emuObstacle(const std::vector<CodegenKernel> &kernels) {
   return "";
 }
 
+// Step 2 of lowerModule: the gpu.module to the LLVM dialect (the ROCDL or NVVM conversions).
+bool toLlvmDialect(mlir::ModuleOp module, mlir::MLIRContext &ctx, const TargetInfo &target,
+                   DiagnosticEngine &diags, const std::string &mlirErrors) {
+  const bool amd = target.vendor == Vendor::AMD;
+  mlir::PassManager pm(&ctx);
+  mlir::OpPassManager &g = pm.nest<mlir::gpu::GPUModuleOp>();
+  if (amd) {
+    g.addPass(mlir::arith::createArithExpandOpsPass());
+  } else {
+    // Only the index divisions: maximumf/minimumf stay llvm.maximum/minimum, which
+    // useNvptxNaNMinMax turns into one max.NaN/min.NaN each (arith-expand would make them
+    // compare-and-select chains first).
+    mlir::RewritePatternSet divisions(&ctx);
+    mlir::arith::populateCeilFloorDivExpandOpsPatterns(divisions);
+    if (mlir::failed(mlir::applyPatternsAndFoldGreedily(module, std::move(divisions))))
+      return fail(diags, target, "expanding index divisions failed");
+  }
+  g.addPass(mlir::createConvertSCFToCFPass());
+  g.addPass(mlir::createConvertVectorToLLVMPass());
+  if (amd) {
+    g.addPass(mlir::createLowerGpuOpsToROCDLOpsPass(target.llvmCpu, 64,
+                                                    /*useBarePtrCallConv=*/true));
+  } else {
+    mlir::ConvertGpuOpsToNVVMOpsOptions o;
+    o.indexBitwidth = 64;
+    o.useBarePtrCallConv = true;
+    g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
+    // NVVM ops that have no LLVM intrinsic (wgmma, fence.proxy) become inline PTX.
+    g.addPass(mlir::createConvertNVVMToLLVMPass());
+  }
+  g.addPass(mlir::createReconcileUnrealizedCastsPass());
+  // A DISubprogram on each llvm.func, so the `.wave` locations become DILocations.
+  pm.addPass(mlir::LLVM::createDIScopeForLLVMFuncOpPass());
+  if (mlir::failed(pm.run(module)))
+    return fail(diags, target, "lowering to the LLVM dialect failed:\n" + mlirErrors);
+  return true;
+}
+
+// Step 3 of lowerModule, after the translation: the target machine of `target`, set as the
+// module's triple and data layout (and, on AMD, the code object version and workgroup sizes
+// `blocks`). Null after reporting.
+std::unique_ptr<llvm::TargetMachine>
+targetMachineFor(llvm::Module &llvmModule, const std::vector<CodegenKernel> &kernels,
+                 const TargetInfo &target, const CodegenOptions &options,
+                 DiagnosticEngine &diags, const std::map<std::string, unsigned> &blocks) {
+  const bool amd = target.vendor == Vendor::AMD;
+  initTargets(target.vendor);
+  std::string error;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.llvmTriple, error);
+  if (!llvmTarget) {
+    fail(diags, target, error);
+    return nullptr;
+  }
+  static const llvm::CodeGenOptLevel levels[] = {
+      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less, llvm::CodeGenOptLevel::Default,
+      llvm::CodeGenOptLevel::Aggressive};
+  llvm::TargetOptions targetOptions;
+  std::string features = featuresFor(target, kernels, error);
+  if (!error.empty()) {
+    diags.report(DiagId::CodegenUnsupported, {}, {error});
+    return nullptr;
+  }
+  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
+      target.llvmTriple, target.llvmCpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      levels[std::min(options.optLevel, 3u)]));
+  if (!tm) {
+    fail(diags, target, "no LLVM target machine for " + std::string(target.llvmCpu));
+    return nullptr;
+  }
+  llvmModule.setTargetTriple(target.llvmTriple);
+  llvmModule.setDataLayout(tm->createDataLayout());
+  if (amd) {
+    llvmModule.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version",
+                             options.codeObjectVersion * 100);
+    for (llvm::Function &f : llvmModule) {
+      auto it = blocks.find(f.getName().str());
+      if (it == blocks.end() || f.getCallingConv() != llvm::CallingConv::AMDGPU_KERNEL)
+        continue;
+      std::string n = std::to_string(it->second);
+      f.addFnAttr("amdgpu-flat-work-group-size", n + "," + n);
+    }
+  }
+  return tm;
+}
+
+// Step 4 of lowerModule: LLVM's optimization pipeline at -O`optLevel`.
+void optimizeModule(llvm::Module &llvmModule, llvm::TargetMachine &tm, unsigned optLevel,
+                    StepTimer &timer) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  static const llvm::OptimizationLevel opt[] = {
+      llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
+      llvm::OptimizationLevel::O3};
+  unsigned level = std::min(optLevel, 3u);
+  llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(opt[0])
+                                           : pb.buildPerModuleDefaultPipeline(opt[level]);
+  timer.lap("target machine");
+  mpm.run(llvmModule, mam);
+}
+
+// Step 5 of lowerModule: the module's object file (`wantObject`) or assembly into `code`. False
+// when the target machine cannot emit that kind of file.
+bool machineCode(llvm::Module &llvmModule, llvm::TargetMachine &tm, bool wantObject,
+                 std::string &code) {
+  llvm::raw_string_ostream os(code);
+  llvm::buffer_ostream bos(os);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, bos, nullptr,
+                             wantObject ? llvm::CodeGenFileType::ObjectFile
+                                        : llvm::CodeGenFileType::AssemblyFile))
+    return false;
+  pm.run(llvmModule);
+  return true;
+}
+
+// Step 6 of lowerModule: the machine code `code` linked (HSACO) or assembled (cubin) into
+// `out` with an external tool, through temporary files.
+bool linkOrAssemble(const std::string &code, const TargetInfo &target,
+                    const CodegenOptions &options, DiagnosticEngine &diags, std::string &out) {
+  const bool amd = target.vendor == Vendor::AMD;
+  TempFile input, output;
+  if (!input.create(amd ? "o" : "ptx") || !output.create(amd ? "hsaco" : "cubin") ||
+      !writeFile(input.path, code))
+    return fail(diags, target, "cannot write a temporary file");
+  std::string message;
+  if (amd) {
+    if (!linkHsaco(std::string(input.path), std::string(output.path), message))
+      return fail(diags, target, message);
+  } else {
+    std::string ptxas = findPtxas();
+    if (ptxas.empty()) {
+      diags.report(DiagId::ToolNotFound, {}, {"a cubin", "ptxas (CUDA toolkit)"});
+      return false;
+    }
+    if (!runTool(ptxas,
+                 {"-arch=" + std::string(target.llvmCpu), std::string(input.path), "-o",
+                  std::string(output.path)},
+                 message))
+      return fail(diags, target, message);
+  }
+  if (!readFile(output.path, out))
+    return fail(diags, target, "cannot read the linked code object");
+  if (options.resources && amd)
+    readAmdgpuNotes(out, *options.resources);
+  return true;
+}
+
 } // namespace
 
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
@@ -488,39 +643,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     blocks[k.kernel->name] = k.dist->block[0] * k.dist->block[1] * k.dist->block[2];
 
   // 2. to the LLVM dialect.
-  {
-    mlir::PassManager pm(&ctx);
-    mlir::OpPassManager &g = pm.nest<mlir::gpu::GPUModuleOp>();
-    if (amd) {
-      g.addPass(mlir::arith::createArithExpandOpsPass());
-    } else {
-      // Only the index divisions: maximumf/minimumf stay llvm.maximum/minimum, which
-      // useNvptxNaNMinMax turns into one max.NaN/min.NaN each (arith-expand would make them
-      // compare-and-select chains first).
-      mlir::RewritePatternSet divisions(&ctx);
-      mlir::arith::populateCeilFloorDivExpandOpsPatterns(divisions);
-      if (mlir::failed(mlir::applyPatternsAndFoldGreedily(*module, std::move(divisions))))
-        return fail(diags, target, "expanding index divisions failed");
-    }
-    g.addPass(mlir::createConvertSCFToCFPass());
-    g.addPass(mlir::createConvertVectorToLLVMPass());
-    if (amd) {
-      g.addPass(mlir::createLowerGpuOpsToROCDLOpsPass(target.llvmCpu, 64,
-                                                      /*useBarePtrCallConv=*/true));
-    } else {
-      mlir::ConvertGpuOpsToNVVMOpsOptions o;
-      o.indexBitwidth = 64;
-      o.useBarePtrCallConv = true;
-      g.addPass(mlir::createConvertGpuOpsToNVVMOps(o));
-      // NVVM ops that have no LLVM intrinsic (wgmma, fence.proxy) become inline PTX.
-      g.addPass(mlir::createConvertNVVMToLLVMPass());
-    }
-    g.addPass(mlir::createReconcileUnrealizedCastsPass());
-    // A DISubprogram on each llvm.func, so the `.wave` locations become DILocations.
-    pm.addPass(mlir::LLVM::createDIScopeForLLVMFuncOpPass());
-    if (mlir::failed(pm.run(*module)))
-      return fail(diags, target, "lowering to the LLVM dialect failed:\n" + mlirErrors);
-  }
+  if (!toLlvmDialect(*module, ctx, target, diags, mlirErrors))
+    return false;
   timer.lap("lower to LLVM dialect");
   mlir::gpu::GPUModuleOp gpuModule;
   module->walk([&](mlir::gpu::GPUModuleOp m) { gpuModule = m; });
@@ -545,60 +669,13 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     return fail(diags, target, "translation to LLVM IR failed:\n" + mlirErrors);
 
   timer.lap("translate to LLVM IR");
-  initTargets(target.vendor);
-  std::string error;
-  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.llvmTriple, error);
-  if (!llvmTarget)
-    return fail(diags, target, error);
-  static const llvm::CodeGenOptLevel levels[] = {
-      llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less, llvm::CodeGenOptLevel::Default,
-      llvm::CodeGenOptLevel::Aggressive};
-  llvm::TargetOptions targetOptions;
-  std::string features = featuresFor(target, kernels, error);
-  if (!error.empty()) {
-    diags.report(DiagId::CodegenUnsupported, {}, {error});
-    return false;
-  }
-  std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
-      target.llvmTriple, target.llvmCpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
-      levels[std::min(options.optLevel, 3u)]));
+  std::unique_ptr<llvm::TargetMachine> tm =
+      targetMachineFor(*llvmModule, kernels, target, options, diags, blocks);
   if (!tm)
-    return fail(diags, target, "no LLVM target machine for " + std::string(target.llvmCpu));
-  llvmModule->setTargetTriple(target.llvmTriple);
-  llvmModule->setDataLayout(tm->createDataLayout());
-  if (amd) {
-    llvmModule->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version",
-                              options.codeObjectVersion * 100);
-    for (llvm::Function &f : *llvmModule) {
-      auto it = blocks.find(f.getName().str());
-      if (it == blocks.end() || f.getCallingConv() != llvm::CallingConv::AMDGPU_KERNEL)
-        continue;
-      std::string n = std::to_string(it->second);
-      f.addFnAttr("amdgpu-flat-work-group-size", n + "," + n);
-    }
-  }
+    return false;
 
   // 4. LLVM's optimization pipeline.
-  {
-    llvm::LoopAnalysisManager lam;
-    llvm::FunctionAnalysisManager fam;
-    llvm::CGSCCAnalysisManager cgam;
-    llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
-    pb.registerModuleAnalyses(mam);
-    pb.registerCGSCCAnalyses(cgam);
-    pb.registerFunctionAnalyses(fam);
-    pb.registerLoopAnalyses(lam);
-    pb.crossRegisterProxies(lam, fam, cgam, mam);
-    static const llvm::OptimizationLevel opt[] = {
-        llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1, llvm::OptimizationLevel::O2,
-        llvm::OptimizationLevel::O3};
-    unsigned level = std::min(options.optLevel, 3u);
-    llvm::ModulePassManager mpm = level == 0 ? pb.buildO0DefaultPipeline(opt[0])
-                                             : pb.buildPerModuleDefaultPipeline(opt[level]);
-    timer.lap("target machine");
-    mpm.run(*llvmModule, mam);
-  }
+  optimizeModule(*llvmModule, *tm, options.optLevel, timer);
   if (target.vendor == Vendor::NVIDIA)
     useNvptxNaNMinMax(*llvmModule);
   timer.lap("LLVM optimization");
@@ -636,18 +713,9 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
 
   // 5. machine code.
-  const bool wantObject = options.output == CodegenOutput::HSACO;
   std::string code;
-  {
-    llvm::raw_string_ostream os(code);
-    llvm::buffer_ostream bos(os);
-    llvm::legacy::PassManager pm;
-    if (tm->addPassesToEmitFile(pm, bos, nullptr,
-                                wantObject ? llvm::CodeGenFileType::ObjectFile
-                                           : llvm::CodeGenFileType::AssemblyFile))
-      return fail(diags, target, "the LLVM target cannot emit this file type");
-    pm.run(*llvmModule);
-  }
+  if (!machineCode(*llvmModule, *tm, options.output == CodegenOutput::HSACO, code))
+    return fail(diags, target, "the LLVM target cannot emit this file type");
   timer.lap("LLVM code generation");
   if (!llvmErrors.empty())
     return fail(diags, target, "the LLVM back end failed:\n" + llvmErrors);
@@ -659,30 +727,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
 
   // 6. link (HSACO) or assemble (cubin) with an external tool, through temporary files.
-  TempFile input, output;
-  if (!input.create(amd ? "o" : "ptx") || !output.create(amd ? "hsaco" : "cubin") ||
-      !writeFile(input.path, code))
-    return fail(diags, target, "cannot write a temporary file");
-  std::string message;
-  if (amd) {
-    if (!linkHsaco(std::string(input.path), std::string(output.path), message))
-      return fail(diags, target, message);
-  } else {
-    std::string ptxas = findPtxas();
-    if (ptxas.empty()) {
-      diags.report(DiagId::ToolNotFound, {}, {"a cubin", "ptxas (CUDA toolkit)"});
-      return false;
-    }
-    if (!runTool(ptxas,
-                 {"-arch=" + std::string(target.llvmCpu), std::string(input.path), "-o",
-                  std::string(output.path)},
-                 message))
-      return fail(diags, target, message);
-  }
-  if (!readFile(output.path, out))
-    return fail(diags, target, "cannot read the linked code object");
-  if (options.resources && amd)
-    readAmdgpuNotes(out, *options.resources);
+  if (!linkOrAssemble(code, target, options, diags, out))
+    return false;
   timer.lap(amd ? "link (lld)" : "assemble (ptxas)");
   return true;
 }

@@ -458,6 +458,87 @@ private:
   std::map<std::string, std::pair<const ir::Op *, ir::Dim>> laneUse_, rowUse_;
   bool collecting_ = false;
 
+  // visit's thread terms and element counts of an MMA operand or accumulator (`role`): the
+  // kind's lane layout over the product's row and column dims.
+  void mmaLayout(const ir::Op &op, const Role &role, const IndexExpr &lane, AccessIndex &acc,
+                 std::vector<std::pair<ir::Dim, IndexExpr>> &thread,
+                 std::vector<std::pair<ir::Dim, IndexExpr>> &elements) {
+    const MmaKind &k = *role.op->mma;
+    const LaneLayout &layout =
+        role.kind == Role::MmaLhs ? k.a : role.kind == Role::MmaRhs ? k.b : k.c;
+    const ir::Dim &rowDim = role.kind == Role::MmaRhs ? role.op->dims[1] : role.op->dims[0];
+    const ir::Dim &colDim = role.kind == Role::MmaAcc ? role.op->dims[1] : role.op->dims[2];
+    static const char *names[] = {"", "mma lhs", "mma rhs", "mma accumulator"};
+    acc.anchor = fmt::format("{} {}", names[role.kind], k.name);
+    thread.push_back({rowDim, layout.row(lane, kG)});
+    thread.push_back({colDim, layout.col(lane, kG)});
+    const int64_t per = mmaOperandElements(out, *role.op, static_cast<int>(role.kind) - 1);
+    elements.push_back({rowDim, per});
+    elements.push_back({colDim, per});
+    if (!collecting_ && op.ept && *op.ept != static_cast<int64_t>(layout.elements) &&
+        role.kind != Role::MmaAcc)
+      diags.report(DiagId::EptConflict, op.loc,
+                   {std::to_string(*op.ept),
+                    fmt::format("conflicts with the {} layout of {}, which holds {} elements "
+                                "per lane",
+                                names[role.kind], k.name, layout.elements)});
+  }
+
+  // visit's thread terms and element counts of a plain read or write of register shape `shape`
+  // (memory shape `memShape`): its lanes along one dim, ept elements each, or a streamed row.
+  // Returns the lane dim when its lanes overrun its vector tile (null otherwise).
+  const ir::Dim *plainLayout(const ir::Op &op, const ir::Shape &shape, const ir::Shape &memShape,
+                             const IndexExpr &lane,
+                             std::vector<std::pair<ir::Dim, IndexExpr>> &thread,
+                             std::vector<std::pair<ir::Dim, IndexExpr>> &elements,
+                             std::map<std::string, int64_t> &chunks) {
+    const ir::Dim *overrun = nullptr;
+    const ir::Dim *d = plainLaneDim(shape, memShape);
+    if (!d)
+      return nullptr;
+    // The lanes cover ept * W elements of each vector tile. More than the tile (a vector
+    // shape that is not a multiple of the wave size) reaches into the next clone: the
+    // overlapping clones read and write the same values, and only the end of the dim
+    // needs a mask, which isMasked does not see (it counts vector tiles, not lanes).
+    int64_t ept = op.ept ? *op.ept : plainElements(*d);
+    const ExpansionInfo *x = expansionOf(out, *d);
+    auto declared = kernel.vectorShapeFor(*d);
+    auto vs = x ? x->vectorShape.asInteger() : declared ? declared->asInteger() : std::nullopt;
+    if (!x && !split(*d)) {
+      // A dim no constraint splits and no clone walks (a reduced row, or a dynamic dim):
+      // the lanes cover what a reduction over it covers, the whole dim.
+      vs = reduceVectorShape(*d).asInteger();
+      if (vs && !op.ept)
+        ept = std::max<int64_t>((*vs + out.groupSize - 1) / out.groupSize, 1);
+    }
+    if (!x && !vs && !split(*d)) {
+      // A dynamic dim no constraint splits: the row is streamed, each consumer walking it
+      // in a loop of chunks (as a long reduced row is).
+      const int64_t u = streamChunk(*d);
+      thread.push_back({*d, floorDiv(kG, u) * (out.groupSize * u) + lane * u + mod(kG, u)});
+      elements.push_back({*d, IndexExpr(0)});
+      chunks[d->str()] = u;
+    } else {
+      // Lanes that reach past the vector tile, or a vector tile wider than the wave's
+      // span of the dim (a workgroup tile of 1 under 64 lanes), reach into the next
+      // workgroup's elements and past the end of the dim.
+      const int64_t cover = std::max<int64_t>(ept * out.groupSize, vs.value_or(0));
+      const auto span = waveSpan(*d);
+      if ((vs && ept * static_cast<int64_t>(out.groupSize) > *vs) ||
+          (span && cover * (x ? x->count : 1) > *span))
+        overrun = d;
+      if (!collecting_ && vs && ept * static_cast<int64_t>(out.groupSize) < *vs)
+        diags.report(DiagId::EptConflict, op.loc,
+                     {std::to_string(ept),
+                      fmt::format("leaves elements of '{}' to no thread: the {} lanes "
+                                  "cover {} of each vector tile of {}",
+                                  d->str(), out.groupSize, ept * out.groupSize, *vs)});
+      thread.push_back({*d, lane * ept + kG});
+      elements.push_back({*d, ept});
+    }
+    return overrun;
+  }
+
   void visit(const ir::Op &op) {
     bool isRead = op.kind == ir::OpKind::Read;
     bool isWrite = op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
@@ -479,71 +560,12 @@ private:
     IndexExpr lane = mod(S("$T0"), static_cast<int64_t>(out.groupSize));
     const ir::Shape &shape = reg->type.shape;
     if (role.kind == Role::MmaLhs || role.kind == Role::MmaRhs || role.kind == Role::MmaAcc) {
-      const MmaKind &k = *role.op->mma;
-      const LaneLayout &layout =
-          role.kind == Role::MmaLhs ? k.a : role.kind == Role::MmaRhs ? k.b : k.c;
-      const ir::Dim &rowDim = role.kind == Role::MmaRhs ? role.op->dims[1] : role.op->dims[0];
-      const ir::Dim &colDim = role.kind == Role::MmaAcc ? role.op->dims[1] : role.op->dims[2];
-      static const char *names[] = {"", "mma lhs", "mma rhs", "mma accumulator"};
-      acc.anchor = fmt::format("{} {}", names[role.kind], k.name);
-      thread.push_back({rowDim, layout.row(lane, kG)});
-      thread.push_back({colDim, layout.col(lane, kG)});
-      const int64_t per = mmaOperandElements(out, *role.op, static_cast<int>(role.kind) - 1);
-      elements.push_back({rowDim, per});
-      elements.push_back({colDim, per});
-      if (!collecting_ && op.ept && *op.ept != static_cast<int64_t>(layout.elements) &&
-          role.kind != Role::MmaAcc)
-        diags.report(DiagId::EptConflict, op.loc,
-                     {std::to_string(*op.ept),
-                      fmt::format("conflicts with the {} layout of {}, which holds {} elements "
-                                  "per lane",
-                                  names[role.kind], k.name, layout.elements)});
+      mmaLayout(op, role, lane, acc, thread, elements);
     } else if (role.kind == Role::Reduce && !shape.empty()) {
       reduceLayout(role.op->dims[0], lane, acc, thread, elements, chunks);
     } else if (!shape.empty()) {
       acc.anchor = "read/write";
-      if (const ir::Dim *d = plainLaneDim(shape, mem->type.shape)) {
-        // The lanes cover ept * W elements of each vector tile. More than the tile (a vector
-        // shape that is not a multiple of the wave size) reaches into the next clone: the
-        // overlapping clones read and write the same values, and only the end of the dim
-        // needs a mask, which isMasked does not see (it counts vector tiles, not lanes).
-        int64_t ept = op.ept ? *op.ept : plainElements(*d);
-        const ExpansionInfo *x = expansionOf(out, *d);
-        auto declared = kernel.vectorShapeFor(*d);
-        auto vs = x ? x->vectorShape.asInteger() : declared ? declared->asInteger() : std::nullopt;
-        if (!x && !split(*d)) {
-          // A dim no constraint splits and no clone walks (a reduced row, or a dynamic dim):
-          // the lanes cover what a reduction over it covers, the whole dim.
-          vs = reduceVectorShape(*d).asInteger();
-          if (vs && !op.ept)
-            ept = std::max<int64_t>((*vs + out.groupSize - 1) / out.groupSize, 1);
-        }
-        if (!x && !vs && !split(*d)) {
-          // A dynamic dim no constraint splits: the row is streamed, each consumer walking it
-          // in a loop of chunks (as a long reduced row is).
-          const int64_t u = streamChunk(*d);
-          thread.push_back({*d, floorDiv(kG, u) * (out.groupSize * u) + lane * u + mod(kG, u)});
-          elements.push_back({*d, IndexExpr(0)});
-          chunks[d->str()] = u;
-        } else {
-          // Lanes that reach past the vector tile, or a vector tile wider than the wave's
-          // span of the dim (a workgroup tile of 1 under 64 lanes), reach into the next
-          // workgroup's elements and past the end of the dim.
-          const int64_t cover = std::max<int64_t>(ept * out.groupSize, vs.value_or(0));
-          const auto span = waveSpan(*d);
-          if ((vs && ept * static_cast<int64_t>(out.groupSize) > *vs) ||
-              (span && cover * (x ? x->count : 1) > *span))
-            overrun = d;
-          if (!collecting_ && vs && ept * static_cast<int64_t>(out.groupSize) < *vs)
-            diags.report(DiagId::EptConflict, op.loc,
-                         {std::to_string(ept),
-                          fmt::format("leaves elements of '{}' to no thread: the {} lanes "
-                                      "cover {} of each vector tile of {}",
-                                      d->str(), out.groupSize, ept * out.groupSize, *vs)});
-          thread.push_back({*d, lane * ept + kG});
-          elements.push_back({*d, ept});
-        }
-      }
+      overrun = plainLayout(op, shape, mem->type.shape, lane, thread, elements, chunks);
     } else {
       acc.anchor = "scalar";
     }

@@ -93,24 +93,10 @@ struct Hit {
   }
 };
 
-} // namespace
-
-RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
-                          const LayoutMachine &machine, const sym::Facts &facts) {
-  RelayoutPlan plan;
-  plan.dstClones = machine.clones(dst.cloneSyms);
-  plan.srcClones = machine.clones(src.cloneSyms);
-  for (const auto &[dim, e] : src.index)
-    if (!dst.index.count(dim)) {
-      plan.why = "the destination layout has no dim " + dim;
-      return plan;
-    }
-  if (sameLayout(src, dst, facts)) {
-    plan.kind = RelayoutPlan::Same;
-    return plan;
-  }
-
-  // Slots: the lane's thread id, the element, every clone symbol, then every other symbol.
+// planRelayout's evaluation slots: the lane's thread id, the element, every clone symbol of
+// either layout, then every other symbol (from `firstOther` on).
+std::vector<std::string> relayoutSlots(const ThreadLayout &src, const ThreadLayout &dst,
+                                       size_t &firstOther) {
   std::vector<std::string> slots = {"$T0", "$g"};
   std::set<std::string> others;
   auto collect = [&](const ThreadLayout &l) {
@@ -127,27 +113,24 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
   };
   collect(src);
   collect(dst);
-  const size_t firstOther = slots.size();
+  firstOther = slots.size();
   slots.insert(slots.end(), others.begin(), others.end());
+  return slots;
+}
 
-  sym::ExprPool pool;
-  std::vector<const sym::CompiledExpr *> srcExpr, dstExpr; // over src's dims, in map order
-  for (const auto &[dim, e] : src.index) {
-    srcExpr.push_back(pool.compile(e, slots));
-    dstExpr.push_back(pool.compile(dst.index.at(dim), slots));
-    if (!srcExpr.back() || !dstExpr.back()) {
-      plan.why = "an index of dim " + dim + " that cannot be evaluated";
-      return plan;
-    }
-  }
-
+// For each element e of each destination clone d and each lane, the source element it takes
+// (choice[d][e][lane]), evaluated at two samples of the other symbols and in the first and last
+// wave along axis 0, which must all agree. False (with plan.why) when some element has no
+// holder in the lane's wave or the samples disagree.
+bool chooseSources(const ThreadLayout &src, const ThreadLayout &dst, const LayoutMachine &machine,
+                   const std::vector<std::string> &slots, size_t firstOther,
+                   const std::vector<const sym::CompiledExpr *> &srcExpr,
+                   const std::vector<const sym::CompiledExpr *> &dstExpr, RelayoutPlan &plan,
+                   std::vector<std::vector<std::vector<Hit>>> &choice) {
   const int64_t w = machine.waveSize;
   const int64_t sw = machine.shuffleWidth > 0 ? machine.shuffleWidth : w;
   const int64_t waves0 = std::max<int64_t>(machine.block[0] / w, 1);
   const size_t nd = plan.dstClones.size(), ns = plan.srcClones.size();
-  // choice[d][e][lane], filled by the first (sample, wave) and compared with the others.
-  std::vector<std::vector<std::vector<Hit>>> choice(
-      nd, std::vector<std::vector<Hit>>(dst.elems, std::vector<Hit>(w)));
   bool first = true;
   std::vector<int64_t> vals(slots.size(), 0);
   auto setClone = [&](const CloneAssign &a) {
@@ -200,7 +183,7 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
               plan.why = fmt::format("the element at ({}) that lane {} of wave {} needs is held "
                                      "by no lane of that wave",
                                      at, l, wave);
-              return plan;
+              return false;
             }
             // Prefer the lane's own element, then the lowest lane a shuffle reaches.
             Hit h = it->second.front();
@@ -218,27 +201,36 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
               plan.why = fmt::format("the element that lane {} of wave {} needs is held only "
                                      "by another hardware wave of its group of {} lanes",
                                      l, wave, w);
-              return plan;
+              return false;
             }
             if (first)
               choice[c][e][l] = h;
             else if (!(choice[c][e][l] == h)) {
               plan.why = "a layout whose lanes are not arranged alike in every wave";
-              return plan;
+              return false;
             }
           }
       }
       if (!ok) {
         plan.why = "an index that divides by zero";
-        return plan;
+        return false;
       }
       first = false;
     }
   }
 
+  return true;
+}
+
+// The plan from the chosen sources (`elems` elements per destination clone, `w` lanes): in
+// the lane when every lane takes the same element of its own, else a bit-linear shuffle.
+RelayoutPlan classifyRelayout(RelayoutPlan plan,
+                              const std::vector<std::vector<std::vector<Hit>>> &choice,
+                              int64_t elems, int64_t w) {
+  const size_t nd = plan.dstClones.size();
   bool ownLane = true, fixed = true;
   for (size_t c = 0; c < nd; ++c)
-    for (int64_t e = 0; e < dst.elems; ++e)
+    for (int64_t e = 0; e < elems; ++e)
       for (int64_t l = 0; l < w; ++l) {
         const Hit &h = choice[c][e][l];
         ownLane &= h.lane == l;
@@ -246,16 +238,16 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
       }
   if (ownLane && fixed) {
     plan.kind = RelayoutPlan::InLane;
-    plan.inLane.assign(nd, std::vector<RelayoutPlan::Pick>(dst.elems));
+    plan.inLane.assign(nd, std::vector<RelayoutPlan::Pick>(elems));
     for (size_t c = 0; c < nd; ++c)
-      for (int64_t e = 0; e < dst.elems; ++e)
+      for (int64_t e = 0; e < elems; ++e)
         plan.inLane[c][e] = {choice[c][e][0].clone, choice[c][e][0].elem};
     return plan;
   }
   plan.kind = RelayoutPlan::CrossLane;
-  plan.crossLane.assign(nd, std::vector<RelayoutPlan::LanePick>(dst.elems));
+  plan.crossLane.assign(nd, std::vector<RelayoutPlan::LanePick>(elems));
   for (size_t c = 0; c < nd; ++c)
-    for (int64_t e = 0; e < dst.elems; ++e) {
+    for (int64_t e = 0; e < elems; ++e) {
       RelayoutPlan::LanePick &p = plan.crossLane[c][e];
       std::vector<int64_t> lanes(w), which(w);
       for (int64_t l = 0; l < w; ++l) {
@@ -275,6 +267,46 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
       }
     }
   return plan;
+}
+
+} // namespace
+
+RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
+                          const LayoutMachine &machine, const sym::Facts &facts) {
+  RelayoutPlan plan;
+  plan.dstClones = machine.clones(dst.cloneSyms);
+  plan.srcClones = machine.clones(src.cloneSyms);
+  for (const auto &[dim, e] : src.index)
+    if (!dst.index.count(dim)) {
+      plan.why = "the destination layout has no dim " + dim;
+      return plan;
+    }
+  if (sameLayout(src, dst, facts)) {
+    plan.kind = RelayoutPlan::Same;
+    return plan;
+  }
+
+  size_t firstOther = 0;
+  const std::vector<std::string> slots = relayoutSlots(src, dst, firstOther);
+
+  sym::ExprPool pool;
+  std::vector<const sym::CompiledExpr *> srcExpr, dstExpr; // over src's dims, in map order
+  for (const auto &[dim, e] : src.index) {
+    srcExpr.push_back(pool.compile(e, slots));
+    dstExpr.push_back(pool.compile(dst.index.at(dim), slots));
+    if (!srcExpr.back() || !dstExpr.back()) {
+      plan.why = "an index of dim " + dim + " that cannot be evaluated";
+      return plan;
+    }
+  }
+
+  const int64_t w = machine.waveSize;
+  // choice[d][e][lane], filled by the first (sample, wave) and compared with the others.
+  std::vector<std::vector<std::vector<Hit>>> choice(
+      plan.dstClones.size(), std::vector<std::vector<Hit>>(dst.elems, std::vector<Hit>(w)));
+  if (!chooseSources(src, dst, machine, slots, firstOther, srcExpr, dstExpr, plan, choice))
+    return plan;
+  return classifyRelayout(std::move(plan), choice, dst.elems, w);
 }
 
 } // namespace wave

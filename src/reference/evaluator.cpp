@@ -349,6 +349,99 @@ double fminimum(double a, double b) {
   return a < b ? a : b;
 }
 
+// One element of a binary op of kind k on elements x and y of type `t` (`fl`: float, `sg`:
+// signed); an integer division by zero sets `divZero` (and gives 0).
+Num binaryElement(ir::BinaryKind k, ScalarType t, bool fl, bool sg, Num x, Num y, bool &divZero) {
+  using B = ir::BinaryKind;
+  bool cmp = false, r = false;
+  switch (k) {
+  case B::Eq: cmp = true, r = fl ? x.f == y.f : x.i == y.i; break;
+  case B::Ne: cmp = true, r = fl ? !(x.f == y.f) : x.i != y.i; break;
+  case B::Lt: cmp = true, r = fl ? x.f < y.f : x.i < y.i; break;
+  case B::Le: cmp = true, r = fl ? x.f <= y.f : x.i <= y.i; break;
+  case B::Gt: cmp = true, r = fl ? x.f > y.f : x.i > y.i; break;
+  case B::Ge: cmp = true, r = fl ? x.f >= y.f : x.i >= y.i; break;
+  default: break;
+  }
+  if (cmp)
+    return Num{0, r ? 1 : 0};
+  if (fl) {
+    double v = 0;
+    switch (k) {
+    case B::Add: v = x.f + y.f; break;
+    case B::Sub: v = x.f - y.f; break;
+    case B::Mul: v = x.f * y.f; break;
+    case B::Div: v = x.f / y.f; break;
+    case B::FloorDiv: v = std::floor(roundToFloat(t, x.f / y.f)); break;
+    case B::Mod: v = std::fmod(x.f, y.f); break;
+    default: break;
+    }
+    return fromFloat(t, v);
+  }
+  int64_t v = 0;
+  switch (k) {
+  case B::Add: v = wrapAdd(x.i, y.i); break;
+  case B::Sub: v = wrapSub(x.i, y.i); break;
+  case B::Mul: v = wrapMul(x.i, y.i); break;
+  case B::And: v = x.i & y.i; break;
+  case B::Or: v = x.i | y.i; break;
+  case B::Xor: v = x.i ^ y.i; break;
+  case B::Div:
+  case B::FloorDiv:
+  case B::Mod:
+    if (y.i == 0) {
+      divZero = true;
+      break;
+    }
+    if (y.i == -1 && sg) { // no overflow trap: x / -1 = -x (wrapped), x % -1 = 0
+      v = k == B::Mod ? 0 : wrapSub(0, x.i);
+      break;
+    }
+    if (k == B::Div)
+      v = x.i / y.i;
+    else if (k == B::FloorDiv)
+      v = floorDivInt(x.i, y.i);
+    else
+      v = x.i - y.i * floorDivInt(x.i, y.i); // the sign of the divisor (Python's %)
+    break;
+  default: break;
+  }
+  return fromInt(t, v);
+}
+
+// One element of a math op of kind m on element x (and y, the second operand of maximum and
+// minimum) of type `t` (`fl`: float, `sg`: signed).
+Num mathElement(ir::MathKind m, ScalarType t, bool fl, bool sg, Num x, Num y) {
+  using M = ir::MathKind;
+  if (!fl) {
+    int64_t v = x.i;
+    if (m == M::Abs)
+      v = sg && v < 0 ? wrapSub(0, v) : v;
+    else if (m == M::Maximum)
+      v = std::max(v, y.i);
+    else if (m == M::Minimum)
+      v = std::min(v, y.i);
+    return fromInt(t, v);
+  }
+  double v = 0;
+  switch (m) {
+  case M::Exp: v = std::exp(x.f); break;
+  case M::Exp2: v = std::exp2(x.f); break;
+  case M::Log: v = std::log(x.f); break;
+  case M::Log2: v = std::log2(x.f); break;
+  case M::Sqrt: v = std::sqrt(x.f); break;
+  case M::Rsqrt: v = 1.0 / std::sqrt(x.f); break;
+  case M::Reciprocal: v = 1.0 / x.f; break;
+  case M::Abs: v = std::fabs(x.f); break;
+  case M::Tanh: v = std::tanh(x.f); break;
+  case M::Sin: v = std::sin(x.f); break;
+  case M::Cos: v = std::cos(x.f); break;
+  case M::Maximum: v = fmaximum(x.f, y.f); break;
+  case M::Minimum: v = fminimum(x.f, y.f); break;
+  }
+  return fromFloat(t, v);
+}
+
 // ---- ops ---------------------------------------------------------------------------------------
 
 bool Evaluator::elementwise(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out) {
@@ -367,8 +460,6 @@ bool Evaluator::elementwise(const ir::Op &op, const std::vector<TensorPtr> &in, 
   const Num *b = in.size() > 1 ? in[1]->data.data() : nullptr;
   const Num *c = in.size() > 2 ? in[2]->data.data() : nullptr;
   bool divZero = false;
-  using B = ir::BinaryKind;
-  using M = ir::MathKind;
   switch (op.kind) {
   case ir::OpKind::Unary:
     forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *) {
@@ -381,99 +472,14 @@ bool Evaluator::elementwise(const ir::Op &op, const std::vector<TensorPtr> &in, 
     return true;
   case ir::OpKind::Binary:
     forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *) {
-      Num x = a[s[0]], y = b[s[1]];
-      bool cmp = false, r = false;
-      switch (op.binary) {
-      case B::Eq: cmp = true, r = fl ? x.f == y.f : x.i == y.i; break;
-      case B::Ne: cmp = true, r = fl ? !(x.f == y.f) : x.i != y.i; break;
-      case B::Lt: cmp = true, r = fl ? x.f < y.f : x.i < y.i; break;
-      case B::Le: cmp = true, r = fl ? x.f <= y.f : x.i <= y.i; break;
-      case B::Gt: cmp = true, r = fl ? x.f > y.f : x.i > y.i; break;
-      case B::Ge: cmp = true, r = fl ? x.f >= y.f : x.i >= y.i; break;
-      default: break;
-      }
-      if (cmp) {
-        o[e] = Num{0, r ? 1 : 0};
-        return;
-      }
-      if (fl) {
-        double v = 0;
-        switch (op.binary) {
-        case B::Add: v = x.f + y.f; break;
-        case B::Sub: v = x.f - y.f; break;
-        case B::Mul: v = x.f * y.f; break;
-        case B::Div: v = x.f / y.f; break;
-        case B::FloorDiv: v = std::floor(roundToFloat(t, x.f / y.f)); break;
-        case B::Mod: v = std::fmod(x.f, y.f); break;
-        default: break;
-        }
-        o[e] = fromFloat(t, v);
-        return;
-      }
-      int64_t v = 0;
-      switch (op.binary) {
-      case B::Add: v = wrapAdd(x.i, y.i); break;
-      case B::Sub: v = wrapSub(x.i, y.i); break;
-      case B::Mul: v = wrapMul(x.i, y.i); break;
-      case B::And: v = x.i & y.i; break;
-      case B::Or: v = x.i | y.i; break;
-      case B::Xor: v = x.i ^ y.i; break;
-      case B::Div:
-      case B::FloorDiv:
-      case B::Mod:
-        if (y.i == 0) {
-          divZero = true;
-          break;
-        }
-        if (y.i == -1 && sg) { // no overflow trap: x / -1 = -x (wrapped), x % -1 = 0
-          v = op.binary == B::Mod ? 0 : wrapSub(0, x.i);
-          break;
-        }
-        if (op.binary == B::Div)
-          v = x.i / y.i;
-        else if (op.binary == B::FloorDiv)
-          v = floorDivInt(x.i, y.i);
-        else
-          v = x.i - y.i * floorDivInt(x.i, y.i); // the sign of the divisor (Python's %)
-        break;
-      default: break;
-      }
-      o[e] = fromInt(t, v);
+      o[e] = binaryElement(op.binary, t, fl, sg, a[s[0]], b[s[1]], divZero);
     });
     if (divZero)
       return fail("integer division by zero");
     return true;
   case ir::OpKind::Math:
     forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *) {
-      Num x = a[s[0]];
-      if (!fl) {
-        int64_t v = x.i;
-        if (op.math == M::Abs)
-          v = sg && v < 0 ? wrapSub(0, v) : v;
-        else if (op.math == M::Maximum)
-          v = std::max(v, b[s[1]].i);
-        else if (op.math == M::Minimum)
-          v = std::min(v, b[s[1]].i);
-        o[e] = fromInt(t, v);
-        return;
-      }
-      double v = 0;
-      switch (op.math) {
-      case M::Exp: v = std::exp(x.f); break;
-      case M::Exp2: v = std::exp2(x.f); break;
-      case M::Log: v = std::log(x.f); break;
-      case M::Log2: v = std::log2(x.f); break;
-      case M::Sqrt: v = std::sqrt(x.f); break;
-      case M::Rsqrt: v = 1.0 / std::sqrt(x.f); break;
-      case M::Reciprocal: v = 1.0 / x.f; break;
-      case M::Abs: v = std::fabs(x.f); break;
-      case M::Tanh: v = std::tanh(x.f); break;
-      case M::Sin: v = std::sin(x.f); break;
-      case M::Cos: v = std::cos(x.f); break;
-      case M::Maximum: v = fmaximum(x.f, b[s[1]].f); break;
-      case M::Minimum: v = fminimum(x.f, b[s[1]].f); break;
-      }
-      o[e] = fromFloat(t, v);
+      o[e] = mathElement(op.math, t, fl, sg, a[s[0]], b ? b[s[1]] : Num{});
     });
     return true;
   case ir::OpKind::Select:

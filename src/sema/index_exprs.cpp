@@ -32,44 +32,103 @@ bool isNamedCall(const ast::Call &c, const char *name, size_t arity) {
 }
 } // namespace
 
+// toIndex of a name: an iterator or local, else an integer symbol's value (or the symbol
+// itself with ctx.keepSymbols).
+std::optional<IndexExpr> Sema::nameToIndex(const ast::Expr &e, IndexContext &ctx) {
+  using namespace ast;
+  const std::string &name = static_cast<const NameRef &>(e).name;
+  auto local = ctx.locals.find(name);
+  if (local != ctx.locals.end())
+    return local->second;
+  size_t i = symbolIndex(name);
+  if (i == SIZE_MAX) {
+    for (const auto &p : ctx.scalarParams)
+      if (p == name) {
+        diags.report(DiagId::ScalarParamInShape, e.range, {name});
+        return std::nullopt;
+      }
+    std::vector<std::string> candidates = symbolNames();
+    for (const auto &[n, v] : ctx.locals)
+      candidates.push_back(n);
+    diags.report(DiagId::UnknownName, e.range, {name, didYouMean(name, candidates)});
+    return std::nullopt;
+  }
+  if (!resolveSymbol(i))
+    return std::nullopt;
+  const SymbolInfo &s = symbols[i];
+  if (ctx.used)
+    ctx.used->insert(name);
+  if (s.kind != SymbolKind::Int) {
+    static const char *kinds[] = {"is an integer", "names an address space",
+                                  "names a matrix kind", "is a float constant"};
+    diags.report(DiagId::SymbolKindMismatch, e.range,
+                 {name, kinds[static_cast<int>(s.kind)], "an integer"});
+    diags.note(DiagId::NoteDeclaredHere, s.loc, {name});
+    return std::nullopt;
+  }
+  return ctx.keepSymbols ? IndexExpr::symbol(name) : s.value;
+}
+
+// toIndex of a call: mma_m/mma_n/mma_k of a matrix kind, ceildiv, min and max.
+std::optional<IndexExpr> Sema::callToIndex(const ast::Expr &e, IndexContext &ctx) {
+  using namespace ast;
+  auto &c = static_cast<const Call &>(e);
+  for (const auto &a : c.args)
+    if (a.isNamed()) {
+      diags.report(DiagId::NotIndexExpr, a.name.range, {"a named argument"});
+      return std::nullopt;
+    }
+  if (c.callee.name == "mma_m" || c.callee.name == "mma_n" || c.callee.name == "mma_k") {
+    if (c.args.size() != 1) {
+      diags.report(DiagId::WrongArity, c.range,
+                   {c.callee.name, "1 argument", std::to_string(c.args.size())});
+      return std::nullopt;
+    }
+    auto kind = mmaKindName(*c.args[0].value);
+    if (!kind)
+      return std::nullopt;
+    for (const auto &k : allMmaKinds())
+      if (*kind == k.name) {
+        const MmaKind *onTarget = findMmaKind(*target, *kind);
+        const MmaKind &row = onTarget ? *onTarget : k;
+        unsigned v = c.callee.name == "mma_m" ? row.m : c.callee.name == "mma_n" ? row.n : row.k;
+        return IndexExpr(static_cast<int64_t>(v));
+      }
+    return std::nullopt;
+  }
+  bool two = isNamedCall(c, "ceildiv", 2) || isNamedCall(c, "min", 2) || isNamedCall(c, "max", 2);
+  if (!two) {
+    if (c.callee.name == "ceildiv" || c.callee.name == "min" || c.callee.name == "max") {
+      diags.report(DiagId::WrongArity, c.range,
+                   {c.callee.name, "2 arguments", std::to_string(c.args.size())});
+      return std::nullopt;
+    }
+    diags.report(DiagId::NotIndexExpr, c.callee.range,
+                 {"a call of '" + c.callee.name + "'" +
+                  didYouMean(c.callee.name, {"ceildiv", "min", "max", "mma_m", "mma_n", "mma_k"})});
+    return std::nullopt;
+  }
+  auto a = toIndex(*c.args[0].value, ctx);
+  auto b = a ? toIndex(*c.args[1].value, ctx) : std::nullopt;
+  if (!a || !b)
+    return std::nullopt;
+  if (c.callee.name == "ceildiv") {
+    if (auto z = (ctx.keepSymbols ? resolveValues(*b) : *b).asInteger(); z && *z == 0) {
+      diags.report(DiagId::DivisionByZero, e.range, {exprText(e)});
+      return std::nullopt;
+    }
+    return ceilDiv(*a, *b);
+  }
+  return c.callee.name == "min" ? min(*a, *b) : max(*a, *b);
+}
+
 std::optional<IndexExpr> Sema::toIndex(const ast::Expr &e, IndexContext &ctx) {
   using namespace ast;
   switch (e.kind) {
   case ExprKind::Int:
     return IndexExpr(static_cast<const IntLit &>(e).value);
-  case ExprKind::Name: {
-    const std::string &name = static_cast<const NameRef &>(e).name;
-    auto local = ctx.locals.find(name);
-    if (local != ctx.locals.end())
-      return local->second;
-    size_t i = symbolIndex(name);
-    if (i == SIZE_MAX) {
-      for (const auto &p : ctx.scalarParams)
-        if (p == name) {
-          diags.report(DiagId::ScalarParamInShape, e.range, {name});
-          return std::nullopt;
-        }
-      std::vector<std::string> candidates = symbolNames();
-      for (const auto &[n, v] : ctx.locals)
-        candidates.push_back(n);
-      diags.report(DiagId::UnknownName, e.range, {name, didYouMean(name, candidates)});
-      return std::nullopt;
-    }
-    if (!resolveSymbol(i))
-      return std::nullopt;
-    const SymbolInfo &s = symbols[i];
-    if (ctx.used)
-      ctx.used->insert(name);
-    if (s.kind != SymbolKind::Int) {
-      static const char *kinds[] = {"is an integer", "names an address space",
-                                    "names a matrix kind", "is a float constant"};
-      diags.report(DiagId::SymbolKindMismatch, e.range,
-                   {name, kinds[static_cast<int>(s.kind)], "an integer"});
-      diags.note(DiagId::NoteDeclaredHere, s.loc, {name});
-      return std::nullopt;
-    }
-    return ctx.keepSymbols ? IndexExpr::symbol(name) : s.value;
-  }
+  case ExprKind::Name:
+    return nameToIndex(e, ctx);
   case ExprKind::Unary: {
     auto &u = static_cast<const Unary &>(e);
     if (u.op != UnaryOp::Neg)
@@ -121,56 +180,8 @@ std::optional<IndexExpr> Sema::toIndex(const ast::Expr &e, IndexContext &ctx) {
     }
     break;
   }
-  case ExprKind::Call: {
-    auto &c = static_cast<const Call &>(e);
-    for (const auto &a : c.args)
-      if (a.isNamed()) {
-        diags.report(DiagId::NotIndexExpr, a.name.range, {"a named argument"});
-        return std::nullopt;
-      }
-    if (c.callee.name == "mma_m" || c.callee.name == "mma_n" || c.callee.name == "mma_k") {
-      if (c.args.size() != 1) {
-        diags.report(DiagId::WrongArity, c.range,
-                     {c.callee.name, "1 argument", std::to_string(c.args.size())});
-        return std::nullopt;
-      }
-      auto kind = mmaKindName(*c.args[0].value);
-      if (!kind)
-        return std::nullopt;
-      for (const auto &k : allMmaKinds())
-        if (*kind == k.name) {
-          const MmaKind *onTarget = findMmaKind(*target, *kind);
-          const MmaKind &row = onTarget ? *onTarget : k;
-          unsigned v = c.callee.name == "mma_m" ? row.m : c.callee.name == "mma_n" ? row.n : row.k;
-          return IndexExpr(static_cast<int64_t>(v));
-        }
-      return std::nullopt;
-    }
-    bool two = isNamedCall(c, "ceildiv", 2) || isNamedCall(c, "min", 2) || isNamedCall(c, "max", 2);
-    if (!two) {
-      if (c.callee.name == "ceildiv" || c.callee.name == "min" || c.callee.name == "max") {
-        diags.report(DiagId::WrongArity, c.range,
-                     {c.callee.name, "2 arguments", std::to_string(c.args.size())});
-        return std::nullopt;
-      }
-      diags.report(DiagId::NotIndexExpr, c.callee.range,
-                   {"a call of '" + c.callee.name + "'" +
-                    didYouMean(c.callee.name, {"ceildiv", "min", "max", "mma_m", "mma_n", "mma_k"})});
-      return std::nullopt;
-    }
-    auto a = toIndex(*c.args[0].value, ctx);
-    auto b = a ? toIndex(*c.args[1].value, ctx) : std::nullopt;
-    if (!a || !b)
-      return std::nullopt;
-    if (c.callee.name == "ceildiv") {
-      if (auto z = (ctx.keepSymbols ? resolveValues(*b) : *b).asInteger(); z && *z == 0) {
-        diags.report(DiagId::DivisionByZero, e.range, {exprText(e)});
-        return std::nullopt;
-      }
-      return ceilDiv(*a, *b);
-    }
-    return c.callee.name == "min" ? min(*a, *b) : max(*a, *b);
-  }
+  case ExprKind::Call:
+    return callToIndex(e, ctx);
   default:
     break;
   }

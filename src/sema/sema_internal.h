@@ -50,6 +50,8 @@ public:
 
   // ---- index expressions (index_exprs.cpp)
   std::optional<sym::IndexExpr> toIndex(const ast::Expr &e, IndexContext &ctx);
+  std::optional<sym::IndexExpr> nameToIndex(const ast::Expr &e, IndexContext &ctx);
+  std::optional<sym::IndexExpr> callToIndex(const ast::Expr &e, IndexContext &ctx);
   std::optional<sym::Pred> toPred(const ast::Expr &e, IndexContext &ctx);
   // A dimension: a symbol or an expression of one symbol; size resolved through bindings.
   std::optional<ir::Dim> toDim(const ast::Expr &e, IndexContext &ctx, const char *what);

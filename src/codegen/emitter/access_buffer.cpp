@@ -24,7 +24,7 @@ std::string KernelEmitter::constI32(int64_t v) {
 }
 
 bool KernelEmitter::bufferEligible(const Access &acc, const CloneAssign &a, IndexExpr &uniform) {
-  if (!target_.bufferRsrcWord3 || acc.ptr != "!llvm.ptr<1>" || acc.swizzle)
+  if (!lower_->bufferAccesses() || acc.ptr != "!llvm.ptr<1>" || acc.swizzle)
     return false;
   bool masked = false;
   for (const auto &d : acc.dims)

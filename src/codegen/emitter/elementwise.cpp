@@ -334,17 +334,91 @@ private:
   std::string f_, i_, b_;
 };
 
-std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
-                                            ScalarType inT, int64_t e) {
-  const ScalarType outT = op.results[0]->type.dtype;
+// elementwiseClone of a binary op into `r`: `r`, or "%error" after reporting.
+std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::string> &x,
+                                       ScalarType inT, int64_t e, const std::string &r) {
   auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
     unsupported(what, loc);
     return std::string("%error");
   };
-  const std::string rty = vecType(outT, e), ity = vecType(inT, e);
+  const std::string ity = vecType(inT, e);
   const bool fl = isFloat(inT), sg = isSigned(inT);
-  std::string r = fresh();
-  auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
+  auto bin = [&](const std::string &o) {
+    line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
+  };
+  auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
+    lower_->mathIntrinsic(res, name, arg, inT, e);
+  };
+  using B = ir::BinaryKind;
+  // One row per binary kind: the float op, the signed and unsigned integer ops, or the
+  // float and signed/unsigned integer predicates of a comparison (null: no such form).
+  struct BinaryForm {
+    B kind;
+    const char *f, *si, *ui;     // arith ops
+    const char *cf, *csi, *cui;  // cmpf / cmpi predicates
+  };
+  static const BinaryForm forms[] = {
+      {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
+      {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
+      {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
+      {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
+      {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
+      {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
+      {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
+      {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
+      {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
+      {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
+      {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
+      {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
+      {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
+      {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
+      {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
+  };
+  const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
+  for (const BinaryForm &form : forms)
+    if (form.kind == op.binary) {
+      pf = form.f;
+      pi = sg ? form.si : form.ui;
+      cf = form.cf;
+      ci = sg ? form.csi : form.cui;
+    }
+  if (cf) {
+    line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
+         x[0] + ", " + x[1] + " : " + ity);
+  } else if (op.binary == B::FloorDiv && fl) {
+    std::string q = fresh();
+    line(q + " = arith.divf " + x[0] + ", " + x[1] + " : " + ity);
+    callIntr(r, "floor", q);
+  } else if (op.binary == B::Mod && !fl && sg) {
+    // Python modulo (the sign of the divisor), as the language's `%`.
+    std::string q = fresh(), m = fresh();
+    line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
+    line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
+    line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
+  } else if (fl && (op.binary == B::Add || op.binary == B::Sub || op.binary == B::Mul)) {
+    // Contractible (a * b + c may become one fused multiply-add), as nvcc and hipcc compile
+    // by default (docs/language.md section 13).
+    line(r + " = " + pf + " " + x[0] + ", " + x[1] + " fastmath<contract> : " + ity);
+  } else if (fl ? pf != nullptr : pi != nullptr) {
+    bin(fl ? pf : pi);
+  } else {
+    return unsupportedIn(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
+                           scalarTypeName(inT),
+                       op.loc);
+  }
+  return r;
+}
+
+// elementwiseClone of a math op into `r` (f64 math: F64Math's own result): the result, or
+// "%error" after reporting.
+std::string KernelEmitter::mathClone(const ir::Op &op, const std::vector<std::string> &x,
+                                     ScalarType inT, int64_t e, const std::string &r) {
+  auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
+    unsupported(what, loc);
+    return std::string("%error");
+  };
+  const std::string ity = vecType(inT, e);
+  const bool fl = isFloat(inT), sg = isSigned(inT);
   auto bin = [&](const std::string &o) {
     line(r + " = " + o + " " + x[0] + ", " + x[1] + " : " + ity);
   };
@@ -353,61 +427,87 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
     line(c + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
     return c;
   };
-  // LLVM intrinsics through llvm.call_intrinsic: the GPU-to-ROCDL/NVVM conversions mark the
-  // llvm.intr.exp2/log2/sin/... ops illegal (they turn them into ocml/libdevice calls, which
-  // we do not link), while the AMDGPU/NVPTX back ends lower these intrinsics themselves.
-  const std::string mangled = (e == 1 ? "" : "v" + std::to_string(e)) + mlirType(inT);
   auto callIntr = [&](const std::string &res, const std::string &name, const std::string &arg) {
-    static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
-                                                                {"log2", "lg2.approx.f"},
-                                                                {"sin", "sin.approx.f"},
-                                                                {"cos", "cos.approx.f"}};
-    auto nv = nvApprox.find(name);
-    if (target_.vendor != Vendor::NVIDIA || nv == nvApprox.end()) {
-      line(res + " = llvm.call_intrinsic \"llvm." + name + "." + mangled + "\"(" + arg + ") : (" +
-           ity + ") -> " + ity);
-      return;
-    }
-    // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
-    // one element at a time.
-    const std::string ety = mlirType(inT);
-    const bool f32 = inT == ScalarType::F32;
-    std::string vec;
-    if (e > 1) {
-      vec = fresh();
-      line(vec + " = arith.constant dense<0.0> : " + ity);
-    }
-    for (int64_t k = 0; k < e; ++k) {
-      const bool last = k + 1 == e;
-      std::string x = arg;
-      if (e > 1) {
-        x = fresh();
-        line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
-             ity);
-      }
-      if (!f32) {
-        std::string w = fresh();
-        line(w + " = arith.extf " + x + " : " + ety + " to f32");
-        x = w;
-      }
-      std::string y = e == 1 && f32 ? res : fresh();
-      line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
-           ") : (f32) -> f32");
-      if (!f32) {
-        std::string n = e == 1 ? res : fresh();
-        line(n + " = arith.truncf " + y + " : f32 to " + ety);
-        y = n;
-      }
-      if (e > 1) {
-        std::string n = last ? res : fresh();
-        line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
-             " into " + ity);
-        vec = n;
-      }
-    }
+    lower_->mathIntrinsic(res, name, arg, inT, e);
   };
   auto intr = [&](const std::string &name, const std::vector<std::string> &args) {
     callIntr(r, name, args[0]);
+  };
+  using M = ir::MathKind;
+  if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
+    return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
+                       op.loc);
+  if (inT == ScalarType::F64) {
+    F64Math m([&] { return fresh(); }, [&](const std::string &l) { line(l); }, e);
+    std::string v = m.emit(op.math, x[0]);
+    if (!v.empty())
+      return v;
+  }
+  auto one = [&]() { return splatConst("1.0", ity); };
+  auto scaled = [&](const char *name, const char *scale, bool before) {
+    std::string c = splatConst(scale, ity), t = fresh();
+    if (before) { // name(x * scale)
+      line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+      callIntr(r, name, t);
+    } else { // name(x) * scale
+      callIntr(t, name, x[0]);
+      line(r + " = arith.mulf " + t + ", " + c + " : " + ity);
+    }
+  };
+  switch (op.math) {
+  case M::Exp: scaled("exp2", "1.4426950408889634", true); break;
+  case M::Exp2: intr("exp2", {x[0]}); break;
+  case M::Log: scaled("log2", "0.69314718055994531", false); break;
+  case M::Log2: intr("log2", {x[0]}); break;
+  case M::Sqrt: intr("sqrt", {x[0]}); break;
+  case M::Rsqrt: {
+    std::string s = fresh();
+    callIntr(s, "sqrt", x[0]);
+    line(r + " = arith.divf " + one() + ", " + s + " : " + ity);
+    break;
+  }
+  case M::Reciprocal: line(r + " = arith.divf " + one() + ", " + x[0] + " : " + ity); break;
+  case M::Abs:
+    if (fl)
+      intr("fabs", {x[0]});
+    else {
+      std::string n = fresh(), c = fresh(), z = splatConst("0", ity);
+      line(n + " = arith.subi " + z + ", " + x[0] + " : " + ity);
+      line(c + " = arith.cmpi slt, " + x[0] + ", " + z + " : " + ity);
+      line(r + " = arith.select " + c + ", " + n + ", " + x[0] + " : " +
+           vecType(ScalarType::I1, e) + ", " + ity);
+    }
+    break;
+  case M::Tanh: {
+    // tanh(x) = 1 - 2 / (exp(2x) + 1): exact at both tails, no libm call.
+    std::string c = splatConst("2.8853900817779268", ity), t = fresh(), ex = fresh(),
+                den = fresh(), q = fresh(), two = splatConst("2.0", ity), o = one();
+    line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
+    callIntr(ex, "exp2", t);
+    line(den + " = arith.addf " + ex + ", " + o + " : " + ity);
+    line(q + " = arith.divf " + two + ", " + den + " : " + ity);
+    line(r + " = arith.subf " + o + ", " + q + " : " + ity);
+    break;
+  }
+  case M::Sin: intr("sin", {x[0]}); break;
+  case M::Cos: intr("cos", {x[0]}); break;
+  case M::Maximum: bin(fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui"); break;
+  case M::Minimum: bin(fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui"); break;
+  }
+  return r;
+}
+
+std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
+                                            ScalarType inT, int64_t e) {
+  const ScalarType outT = op.results[0]->type.dtype;
+  const std::string rty = vecType(outT, e), ity = vecType(inT, e);
+  const bool fl = isFloat(inT), sg = isSigned(inT);
+  std::string r = fresh();
+  auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
+  auto splatConst = [&](const std::string &lit, const std::string &ty) {
+    std::string c = fresh();
+    line(c + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ty);
+    return c;
   };
   switch (op.kind) {
   case ir::OpKind::Unary:
@@ -420,130 +520,8 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
       line(r + " = arith.xori " + x[0] + ", " + splatConst("-1", ity) + " : " + ity);
     }
     break;
-  case ir::OpKind::Binary: {
-    using B = ir::BinaryKind;
-    // One row per binary kind: the float op, the signed and unsigned integer ops, or the
-    // float and signed/unsigned integer predicates of a comparison (null: no such form).
-    struct BinaryForm {
-      B kind;
-      const char *f, *si, *ui;     // arith ops
-      const char *cf, *csi, *cui;  // cmpf / cmpi predicates
-    };
-    static const BinaryForm forms[] = {
-        {B::Add, "arith.addf", "arith.addi", "arith.addi", nullptr, nullptr, nullptr},
-        {B::Sub, "arith.subf", "arith.subi", "arith.subi", nullptr, nullptr, nullptr},
-        {B::Mul, "arith.mulf", "arith.muli", "arith.muli", nullptr, nullptr, nullptr},
-        {B::Div, "arith.divf", "arith.divsi", "arith.divui", nullptr, nullptr, nullptr},
-        {B::Mod, "arith.remf", "arith.remsi", "arith.remui", nullptr, nullptr, nullptr},
-        {B::FloorDiv, nullptr, "arith.floordivsi", "arith.divui", nullptr, nullptr, nullptr},
-        {B::And, nullptr, "arith.andi", "arith.andi", nullptr, nullptr, nullptr},
-        {B::Or, nullptr, "arith.ori", "arith.ori", nullptr, nullptr, nullptr},
-        {B::Xor, nullptr, "arith.xori", "arith.xori", nullptr, nullptr, nullptr},
-        {B::Eq, nullptr, nullptr, nullptr, "oeq", "eq", "eq"},
-        {B::Ne, nullptr, nullptr, nullptr, "une", "ne", "ne"},
-        {B::Lt, nullptr, nullptr, nullptr, "olt", "slt", "ult"},
-        {B::Le, nullptr, nullptr, nullptr, "ole", "sle", "ule"},
-        {B::Gt, nullptr, nullptr, nullptr, "ogt", "sgt", "ugt"},
-        {B::Ge, nullptr, nullptr, nullptr, "oge", "sge", "uge"},
-    };
-    const char *pf = nullptr, *pi = nullptr, *cf = nullptr, *ci = nullptr;
-    for (const BinaryForm &form : forms)
-      if (form.kind == op.binary) {
-        pf = form.f;
-        pi = sg ? form.si : form.ui;
-        cf = form.cf;
-        ci = sg ? form.csi : form.cui;
-      }
-    if (cf) {
-      line(r + " = arith." + (fl ? std::string("cmpf ") + cf : std::string("cmpi ") + ci) + ", " +
-           x[0] + ", " + x[1] + " : " + ity);
-    } else if (op.binary == B::FloorDiv && fl) {
-      std::string q = fresh();
-      line(q + " = arith.divf " + x[0] + ", " + x[1] + " : " + ity);
-      callIntr(r, "floor", q);
-    } else if (op.binary == B::Mod && !fl && sg) {
-      // Python modulo (the sign of the divisor), as the language's `%`.
-      std::string q = fresh(), m = fresh();
-      line(q + " = arith.floordivsi " + x[0] + ", " + x[1] + " : " + ity);
-      line(m + " = arith.muli " + q + ", " + x[1] + " : " + ity);
-      line(r + " = arith.subi " + x[0] + ", " + m + " : " + ity);
-    } else if (fl && (op.binary == B::Add || op.binary == B::Sub || op.binary == B::Mul)) {
-      // Contractible (a * b + c may become one fused multiply-add), as nvcc and hipcc compile
-      // by default (docs/language.md section 13).
-      line(r + " = " + pf + " " + x[0] + ", " + x[1] + " fastmath<contract> : " + ity);
-    } else if (fl ? pf != nullptr : pi != nullptr) {
-      bin(fl ? pf : pi);
-    } else {
-      return unsupportedIn(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
-                             scalarTypeName(inT),
-                         op.loc);
-    }
-    break;
-  }
-  case ir::OpKind::Math: {
-    using M = ir::MathKind;
-    if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
-      return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
-                         op.loc);
-    if (inT == ScalarType::F64) {
-      F64Math m([&] { return fresh(); }, [&](const std::string &l) { line(l); }, e);
-      std::string v = m.emit(op.math, x[0]);
-      if (!v.empty())
-        return v;
-    }
-    auto one = [&]() { return splatConst("1.0", ity); };
-    auto scaled = [&](const char *name, const char *scale, bool before) {
-      std::string c = splatConst(scale, ity), t = fresh();
-      if (before) { // name(x * scale)
-        line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
-        callIntr(r, name, t);
-      } else { // name(x) * scale
-        callIntr(t, name, x[0]);
-        line(r + " = arith.mulf " + t + ", " + c + " : " + ity);
-      }
-    };
-    switch (op.math) {
-    case M::Exp: scaled("exp2", "1.4426950408889634", true); break;
-    case M::Exp2: intr("exp2", {x[0]}); break;
-    case M::Log: scaled("log2", "0.69314718055994531", false); break;
-    case M::Log2: intr("log2", {x[0]}); break;
-    case M::Sqrt: intr("sqrt", {x[0]}); break;
-    case M::Rsqrt: {
-      std::string s = fresh();
-      callIntr(s, "sqrt", x[0]);
-      line(r + " = arith.divf " + one() + ", " + s + " : " + ity);
-      break;
-    }
-    case M::Reciprocal: line(r + " = arith.divf " + one() + ", " + x[0] + " : " + ity); break;
-    case M::Abs:
-      if (fl)
-        intr("fabs", {x[0]});
-      else {
-        std::string n = fresh(), c = fresh(), z = splatConst("0", ity);
-        line(n + " = arith.subi " + z + ", " + x[0] + " : " + ity);
-        line(c + " = arith.cmpi slt, " + x[0] + ", " + z + " : " + ity);
-        line(r + " = arith.select " + c + ", " + n + ", " + x[0] + " : " +
-             vecType(ScalarType::I1, e) + ", " + ity);
-      }
-      break;
-    case M::Tanh: {
-      // tanh(x) = 1 - 2 / (exp(2x) + 1): exact at both tails, no libm call.
-      std::string c = splatConst("2.8853900817779268", ity), t = fresh(), ex = fresh(),
-                  den = fresh(), q = fresh(), two = splatConst("2.0", ity), o = one();
-      line(t + " = arith.mulf " + x[0] + ", " + c + " : " + ity);
-      callIntr(ex, "exp2", t);
-      line(den + " = arith.addf " + ex + ", " + o + " : " + ity);
-      line(q + " = arith.divf " + two + ", " + den + " : " + ity);
-      line(r + " = arith.subf " + o + ", " + q + " : " + ity);
-      break;
-    }
-    case M::Sin: intr("sin", {x[0]}); break;
-    case M::Cos: intr("cos", {x[0]}); break;
-    case M::Maximum: bin(fl ? "arith.maximumf" : sg ? "arith.maxsi" : "arith.maxui"); break;
-    case M::Minimum: bin(fl ? "arith.minimumf" : sg ? "arith.minsi" : "arith.minui"); break;
-    }
-    break;
-  }
+  case ir::OpKind::Binary: return binaryClone(op, x, inT, e, r);
+  case ir::OpKind::Math: return mathClone(op, x, inT, e, r);
   case ir::OpKind::Select:
     line(r + " = arith.select " + x[0] + ", " + x[1] + ", " + x[2] + " : " +
          vecType(ScalarType::I1, e) + ", " + rty);

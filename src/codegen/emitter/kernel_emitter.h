@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codegen/mlir_emitter.h"
+#include "codegen/target_lowering.h"
 
 #include "passes/barrier_insertion.h"
 #include "passes/kernel_plan.h"
@@ -137,13 +138,8 @@ private:
     return false;
   }
 
-  // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
-  // (only matrix instructions read them there).
-  std::string mlirType(ScalarType t) const {
-    if (t == ScalarType::BF16 && target_.vendor == Vendor::AMD)
-      return "i16";
-    return codegen::detail::mlirType(t);
-  }
+  // The element type as the target stores it (bf16 as i16 on AMD: TargetLowering).
+  std::string mlirType(ScalarType t) const { return lower_->storageType(t); }
   // A float type moved as integers (bf16 on AMD, fp8): no float arithmetic or literals.
   bool opaque(ScalarType t) const { return isFloat(t) && mlirType(t)[0] == 'i'; }
   std::string zeroLit(ScalarType t) const { return isFloat(t) && !opaque(t) ? "0.0" : "0"; }
@@ -244,6 +240,11 @@ private:
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                ScalarType inT, int64_t e);
+  // elementwiseClone's binary and math ops (into the clone's result `r`; elementwise.cpp).
+  std::string binaryClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
+                          int64_t e, const std::string &r);
+  std::string mathClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
+                        int64_t e, const std::string &r);
   // One clone of apply_expr on integer elements `x`.
   std::string applyExprClone(const ir::Op &op, const std::string &x, ScalarType t, int64_t e);
   std::string lowerPred(const sym::Pred &p);
@@ -274,6 +275,18 @@ private:
   std::string shuffleXor(const std::string &v, ScalarType t, int64_t mask);
   // The reduction of a value held in registers; `masked`: apply the dim's row mask.
   bool reduceHeld(const ir::Op &op, const RegVal &x, bool masked);
+  // reduceHeld's steps (reduce.cpp): the lane bits and wave axes that hold the rest of the
+  // reduced dim; the in-thread and butterfly steps per result clone; the cross-wave step.
+  bool reduceSpread(const ir::Op &op, const RegVal &x, const DimIndex &rowDi,
+                    const std::vector<std::vector<int64_t>> &groups,
+                    std::vector<int64_t> &laneMasks, std::vector<int> &waveAxes);
+  std::vector<std::vector<std::string>>
+  reduceInLanes(const RegVal &x, const std::string &dim, const Combiner &c, const DimIndex &rowDi,
+                bool masked, const std::vector<std::vector<int64_t>> &groups,
+                const std::vector<int64_t> &laneMasks, const std::vector<CloneAssign> &outClones);
+  void reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
+                         const std::vector<int> &waveAxes,
+                         std::vector<std::vector<std::string>> &parts);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
@@ -311,8 +324,6 @@ private:
                          y.cloneSyms.end()) &&
            (y.elems == c.elems || y.elems == 1);
   }
-  std::string mmaInstr(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
-                       const std::string &c);
   int64_t expansionCount(const std::string &cloneSym) const {
     for (const auto &ex : d_.expansion)
       if ("$i_" + ex.dim.str() == cloneSym)
@@ -351,6 +362,17 @@ private:
   // a Promotion::wgmma tile).
   bool wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVal &v, const CloneFilter &keep);
   bool emitWgmma(const ir::Op &op);
+  // emitWgmma's pieces (mma.cpp): accumulators to and from the instruction's struct, the A
+  // fragments of a register operand, the register-A instruction (inline PTX).
+  std::string wgmmaPack(const std::string &v, int64_t n);
+  std::string wgmmaUnpack(const std::string &st, int64_t n);
+  const std::vector<std::string> &
+  wgmmaFragments(const RegVal &a, const CloneAssign &ab, int st, int steps, ScalarType in,
+                 const MmaKind &k, std::map<std::string, std::vector<std::string>> &cache);
+  void wgmmaRegisterA(const MmaKind &k, ScalarType in, const std::string &r,
+                      const std::string &acc,
+                      const std::function<const std::vector<std::string> &()> &fragments,
+                      const std::string &bDesc, bool bNMajor);
   int wgmmaSteps(const ir::Op &mma) const;
   // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
   // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's
@@ -536,6 +558,20 @@ private:
   const ir::Kernel &k_;
   const Distribution &d_;
   const TargetInfo &target_;
+  // ---- target lowering (codegen/target_lowering.h): the vendor's MMA instructions, math
+  // intrinsics, storage types, buffer-access choice and shuffles, writing through host_ ----
+  struct Host final : LoweringHost {
+    KernelEmitter &e;
+    explicit Host(KernelEmitter &em) : e(em) {}
+    std::string fresh() override { return e.fresh(); }
+    void line(const std::string &s) override { e.line(s); }
+    bool unsupported(const std::string &what, SourceRange loc) override {
+      return e.unsupported(what, loc);
+    }
+    std::string elementType(ScalarType t) const override { return codegen::detail::mlirType(t); }
+  };
+  Host host_{*this};
+  std::unique_ptr<TargetLowering> lower_ = TargetLowering::create(target_, host_);
   DiagnosticEngine &diags_;
   sym::Facts facts_; // the distribution's, plus the emitter's own symbols
   bool insertBarriers_ = true;

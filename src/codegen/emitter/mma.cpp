@@ -1,128 +1,11 @@
-// Matrix instructions: MFMA / WMMA (ROCDL), mma.sync (NVVM) and wgmma (sm_90a).
+// Matrix instructions: the operands in the kind's layouts, then one instruction per clone and
+// K step (MFMA / WMMA / mma.sync: the target lowering, codegen/amd/ and codegen/nvidia/), and
+// wgmma (sm_90a).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
 
 // ---- mma ---------------------------------------------------------------------------------
-
-std::string KernelEmitter::mmaInstr(const MmaKind &k, ScalarType in, const std::string &a,
-                                    const std::string &b, const std::string &c) {
-  const std::string cty = vecType(k.acc, k.c.elements);
-  auto bitcast = [&](const std::string &x, const std::string &from, const std::string &to) {
-    if (from == to)
-      return x;
-    std::string r = fresh();
-    line(r + " = llvm.bitcast " + x + " : " + from + " to " + to);
-    return r;
-  };
-  auto half = [&](const std::string &x, int64_t n, int64_t part) {
-    std::string r = fresh(), mask;
-    for (int64_t j = 0; j < n / 2; ++j)
-      mask += (j ? ", " : "") + std::to_string(part * n / 2 + j);
-    const std::string ty = vecType(in, n);
-    line(r + " = vector.shuffle " + x + ", " + x + " [" + mask + "] : " + ty + ", " + ty);
-    return r;
-  };
-  if (k.family == MmaFamily::MFMA) {
-    if (k.isVirtual) {
-      // Two native instructions of half the K, each on half of the lane's elements
-      // (docs/hardware.md 3.2; legal by the K-permutation rule).
-      MmaKind native = k;
-      native.k = k.k / 2;
-      native.isVirtual = false;
-      native.a.elements = k.a.elements / 2;
-      native.b.elements = k.b.elements / 2;
-      std::string r = c;
-      for (int part = 0; part < 2; ++part)
-        r = mmaInstr(native, in, half(a, k.a.elements, part), half(b, k.b.elements, part), r);
-      return r;
-    }
-    const int64_t e = k.a.elements, bits = e * bitWidth(in);
-    const std::string shape = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
-                              std::to_string(k.k);
-    std::string name, oty;
-    const std::string vty = vecType(in, e);
-    switch (in) {
-    case ScalarType::F16: name = "rocdl.mfma.f32." + shape + "f16"; oty = vty; break;
-    case ScalarType::BF16:
-      name = "rocdl.mfma.f32." + shape + "bf16.1k";
-      oty = "vector<" + std::to_string(e) + "xi16>";
-      break;
-    case ScalarType::F8E4M3FNUZ:
-    case ScalarType::F8E5M2FNUZ: {
-      const char *t = in == ScalarType::F8E4M3FNUZ ? "fp8" : "bf8";
-      name = "rocdl.mfma.f32." + shape + "." + t + "." + t;
-      oty = "i" + std::to_string(bits);
-      break;
-    }
-    case ScalarType::I8:
-      name = bits == 64 ? "rocdl.mfma.i32." + shape + ".i8" : "rocdl.mfma.i32." + shape + "i8";
-      oty = "i" + std::to_string(bits);
-      break;
-    default: unsupported(std::string("mma on ") + scalarTypeName(in), {}); return c;
-    }
-    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty);
-    std::string z = fresh(), r = fresh();
-    line(z + " = arith.constant 0 : i32");
-    line(r + " = " + name + " " + x + ", " + y + ", " + c + ", " + z + ", " + z + ", " + z +
-         " : (" + oty + ", " + oty + ", " + cty + ", i32, i32, i32) -> " + cty);
-    return r;
-  }
-  if (k.family == MmaFamily::WMMA) {
-    const int64_t e = k.a.elements;
-    const std::string vty = vecType(in, e);
-    const bool bf = in == ScalarType::BF16;
-    const std::string oty = bf ? "vector<" + std::to_string(e) + "xi16>" : vty;
-    std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty), r = fresh();
-    line(r + " = rocdl.wmma.f32.16x16x16." + (bf ? "bf16 " : "f16 ") + x + ", " + y + ", " + c +
-         " : (" + oty + ", " + oty + ", " + cty + ") -> " + cty);
-    return r;
-  }
-  // mma.sync through the NVVM intrinsic (MLIR 19's nvvm.mma.sync rejects bf16).
-  const bool bf = in == ScalarType::BF16;
-  auto regs = [&](const std::string &x, int64_t e) {
-    const int64_t words = e / 2;
-    std::string w = bitcast(x, vecType(in, e), "vector<" + std::to_string(words) + "xi32>");
-    std::vector<std::string> out;
-    for (int64_t j = 0; j < words; ++j) {
-      std::string r = fresh();
-      line(r + " = vector.extract " + w + "[" + std::to_string(j) + "] : i32 from vector<" +
-           std::to_string(words) + "xi32>");
-      out.push_back(bf ? r : bitcast(r, "i32", vecType(in, 2)));
-    }
-    return out;
-  };
-  std::vector<std::string> args = regs(a, k.a.elements), bs = regs(b, k.b.elements);
-  args.insert(args.end(), bs.begin(), bs.end());
-  std::string sig;
-  const std::string rty = bf ? "i32" : vecType(in, 2);
-  for (size_t j = 0; j < args.size(); ++j)
-    sig += (j ? ", " : "") + rty;
-  for (unsigned j = 0; j < k.c.elements; ++j) {
-    std::string x = fresh();
-    line(x + " = vector.extract " + c + "[" + std::to_string(j) + "] : f32 from " + cty);
-    args.push_back(x);
-    sig += ", f32";
-  }
-  std::string list;
-  for (size_t j = 0; j < args.size(); ++j)
-    list += (j ? ", " : "") + args[j];
-  const std::string shape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
-                            std::to_string(k.k);
-  std::string sty = "!llvm.struct<(f32, f32, f32, f32)>", s = fresh();
-  line(s + " = llvm.call_intrinsic \"llvm.nvvm.mma." + shape + ".row.col." +
-       (bf ? "bf16" : "f32.f32") + "\"(" + list + ") : (" + sig + ") -> " + sty);
-  std::string vec = fresh();
-  line(vec + " = llvm.mlir.undef : " + cty);
-  for (unsigned j = 0; j < k.c.elements; ++j) {
-    std::string x = fresh(), r = fresh();
-    line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
-    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
-         cty);
-    vec = r;
-  }
-  return vec;
-}
 
 bool KernelEmitter::emitMma(const ir::Op &op) {
   const MmaKind &k = *op.mma;
@@ -174,14 +57,124 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
       CloneAssign b = a;
       b[kSym] = kk;
       std::string &c = out.clones[cloneKey(a, out.cloneSyms)];
-      c = mmaInstr(k, in, operandAt(*opnd[0], b, k.a.elements),
-                   operandAt(*opnd[1], b, k.b.elements), c);
+      c = lower_->mmaInstruction(k, in, operandAt(*opnd[0], b, k.a.elements),
+                                 operandAt(*opnd[1], b, k.b.elements), c);
     }
     if (afterKStep_)
       afterKStep_(kSym, kk, kCount);
   }
   values_[op.results[0]] = std::move(out);
   return !failed_;
+}
+
+// "!llvm.struct<(f32, ...)>" of n f32: the accumulator registers of a wgmma.
+static std::string wgmmaStructType(int64_t n) {
+  std::string sty = "!llvm.struct<(";
+  for (int64_t j = 0; j < n; ++j)
+    sty += j ? ", f32" : "f32";
+  return sty + ")>";
+}
+
+// The vector<n x f32> `v` as the struct of a wgmma's accumulators.
+std::string KernelEmitter::wgmmaPack(const std::string &v, int64_t n) {
+  const std::string vty = vecType(ScalarType::F32, n), sty = wgmmaStructType(n);
+  std::string st = fresh();
+  line(st + " = llvm.mlir.undef : " + sty);
+  for (int64_t j = 0; j < n; ++j) {
+    std::string x = fresh(), r = fresh();
+    line(x + " = vector.extract " + v + "[" + std::to_string(j) + "] : f32 from " + vty);
+    line(r + " = llvm.insertvalue " + x + ", " + st + "[" + std::to_string(j) + "] : " + sty);
+    st = r;
+  }
+  return st;
+}
+
+// The struct `st` of a wgmma's n accumulators as a vector<n x f32>.
+std::string KernelEmitter::wgmmaUnpack(const std::string &st, int64_t n) {
+  const std::string vty = vecType(ScalarType::F32, n), sty = wgmmaStructType(n);
+  std::string vec = fresh();
+  line(vec + " = llvm.mlir.undef : " + vty);
+  for (int64_t j = 0; j < n; ++j) {
+    std::string x = fresh(), r = fresh();
+    line(x + " = llvm.extractvalue " + st + "[" + std::to_string(j) + "] : " + sty);
+    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+         vty);
+    vec = r;
+  }
+  return vec;
+}
+
+// The A fragments of a register operand `a` of a wgmma: per clone and K step, elements
+// 8 st .. 8 st + 7 as four 32-bit registers of two 16-bit values each (emitted once per clone
+// and step: `cache`).
+const std::vector<std::string> &
+KernelEmitter::wgmmaFragments(const RegVal &a, const CloneAssign &ab, int st, int steps,
+                              ScalarType in, const MmaKind &k,
+                              std::map<std::string, std::vector<std::string>> &cache) {
+  const std::string key = cloneKey(ab, a.cloneSyms) + "#" + std::to_string(st);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  const std::string whole = operandAt(a, ab, k.a.elements * steps);
+  const std::string wty = vecType(in, k.a.elements * steps);
+  std::vector<std::string> words;
+  for (int j = 0; j < 4; ++j) {
+    std::string pair = fresh();
+    line(pair + " = vector.extract_strided_slice " + whole + " {offsets = [" +
+         std::to_string(8 * st + 2 * j) + "], sizes = [2], strides = [1]} : " + wty + " to " +
+         vecType(in, 2));
+    std::string word = fresh();
+    line(word + " = vector.bitcast " + pair + " : " + vecType(in, 2) + " to vector<1xi32>");
+    std::string x = fresh();
+    line(x + " = vector.extract " + word + "[0] : i32 from vector<1xi32>");
+    words.push_back(x);
+  }
+  return cache[key] = words;
+}
+
+// One wgmma with A in registers (the four words `fragments` emits, after the accumulators'
+// extraction), B through descriptor `bDesc`, accumulators in the struct `acc`; defines `r`.
+void KernelEmitter::wgmmaRegisterA(
+    const MmaKind &k, ScalarType in, const std::string &r, const std::string &acc,
+    const std::function<const std::vector<std::string> &()> &fragments, const std::string &bDesc,
+    bool bNMajor) {
+  const int64_t n = k.c.elements;
+  const std::string sty = wgmmaStructType(n);
+  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                               std::to_string(k.k);
+  // MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register
+  // form as inline PTX, the accumulators tied to the results.
+  std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
+                     ptxShape + ".f32." + ty + "." + ty + " {";
+  std::string cons, args, types;
+  for (int64_t j = 0; j < n; ++j) {
+    text += (j ? ", $" : "$") + std::to_string(j);
+    cons += "=f,";
+  }
+  text += "}, {";
+  for (int j = 0; j < 4; ++j)
+    text += (j ? ", $" : "$") + std::to_string(2 * n + j);
+  text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " +
+          (bNMajor ? "1" : "0") + ";\\0A}";
+  std::string accs = fresh();
+  for (int64_t j = 0; j < n; ++j) {
+    std::string x = fresh();
+    line(x + " = llvm.extractvalue " + acc + "[" + std::to_string(j) + "] : " + sty);
+    args += (j ? ", " : "") + x;
+    types += j ? ", f32" : "f32";
+    cons += std::to_string(j) + ",";
+  }
+  for (const std::string &wd : fragments()) {
+    args += ", " + wd;
+    types += ", i32";
+    cons += "r,";
+  }
+  args += ", " + bDesc;
+  types += ", i64";
+  cons += "l";
+  line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
+       cons + "\" " + args + " : (" + types + ") -> " + sty);
 }
 
 // wgmma (sm_90a): per accumulator clone and K step one `wgmma.mma_async` of the warpgroup,
@@ -227,49 +220,12 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const int64_t kCount =
       a.cloneSyms.count(kSym) || b.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
   const int64_t n = k.c.elements;
-  const std::string vty = vecType(ScalarType::F32, n);
-  std::string sty = "!llvm.struct<(";
-  for (int64_t j = 0; j < n; ++j)
-    sty += j ? ", f32" : "f32";
-  sty += ")>";
+  const std::string sty = wgmmaStructType(n);
   const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
   std::vector<std::string> regs;
-  for (const auto &ca : assigns) {
-    const std::string v = operandAt(acc, ca, n);
-    std::string st = fresh();
-    line(st + " = llvm.mlir.undef : " + sty);
-    for (int64_t j = 0; j < n; ++j) {
-      std::string x = fresh(), r = fresh();
-      line(x + " = vector.extract " + v + "[" + std::to_string(j) + "] : f32 from " + vty);
-      line(r + " = llvm.insertvalue " + x + ", " + st + "[" + std::to_string(j) + "] : " + sty);
-      st = r;
-    }
-    regs.push_back(st);
-  }
-  // The A fragments of a register operand: per clone and K step, elements 8 st .. 8 st + 7 as
-  // four 32-bit registers of two 16-bit values each.
-  std::map<std::string, std::vector<std::string>> fragments;
-  auto fragmentsOf = [&](const CloneAssign &ab, int st) -> const std::vector<std::string> & {
-    const std::string key = cloneKey(ab, a.cloneSyms) + "#" + std::to_string(st);
-    auto it = fragments.find(key);
-    if (it != fragments.end())
-      return it->second;
-    const std::string whole = operandAt(a, ab, k.a.elements * steps);
-    const std::string wty = vecType(in, k.a.elements * steps);
-    std::vector<std::string> words;
-    for (int j = 0; j < 4; ++j) {
-      std::string pair = fresh();
-      line(pair + " = vector.extract_strided_slice " + whole + " {offsets = [" +
-           std::to_string(8 * st + 2 * j) + "], sizes = [2], strides = [1]} : " + wty + " to " +
-           vecType(in, 2));
-      std::string word = fresh();
-      line(word + " = vector.bitcast " + pair + " : " + vecType(in, 2) + " to vector<1xi32>");
-      std::string x = fresh();
-      line(x + " = vector.extract " + word + "[0] : i32 from vector<1xi32>");
-      words.push_back(x);
-    }
-    return fragments[key] = words;
-  };
+  for (const auto &ca : assigns)
+    regs.push_back(wgmmaPack(operandAt(acc, ca, n), n));
+  std::map<std::string, std::vector<std::string>> fragments; // wgmmaFragments' cache
   auto descAt = [&](const RegVal &v, const CloneAssign &ab, int st) {
     const std::string key = cloneKey(ab, v.cloneSyms);
     return v.clones.at(st ? key + "#" + std::to_string(st) : key);
@@ -289,8 +245,6 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
   const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
                             ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
-  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
-                               std::to_string(k.k);
   for (int64_t kk = 0; kk < kCount; ++kk)
     for (int st = 0; st < steps; ++st)
       for (size_t i = 0; i < assigns.size(); ++i) {
@@ -304,38 +258,11 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
                ">, #nvvm.wgmma_scale_in<one>, <" + (b.descNMajor ? "row" : "col") + ">] : " +
                sty + " -> " + sty);
         } else {
-          // MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register
-          // form as inline PTX, the accumulators tied to the results.
-          std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
-                             ptxShape + ".f32." + ty + "." + ty + " {";
-          std::string cons, args, types;
-          for (int64_t j = 0; j < n; ++j) {
-            text += (j ? ", $" : "$") + std::to_string(j);
-            cons += "=f,";
-          }
-          text += "}, {";
-          for (int j = 0; j < 4; ++j)
-            text += (j ? ", $" : "$") + std::to_string(2 * n + j);
-          text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " +
-                  (b.descNMajor ? "1" : "0") + ";\\0A}";
-          std::string accs = fresh();
-          for (int64_t j = 0; j < n; ++j) {
-            std::string x = fresh();
-            line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
-            args += (j ? ", " : "") + x;
-            types += j ? ", f32" : "f32";
-            cons += std::to_string(j) + ",";
-          }
-          for (const std::string &wd : fragmentsOf(ab, st)) {
-            args += ", " + wd;
-            types += ", i32";
-            cons += "r,";
-          }
-          args += ", " + descAt(b, ab, st);
-          types += ", i64";
-          cons += "l";
-          line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
-               cons + "\" " + args + " : (" + types + ") -> " + sty);
+          wgmmaRegisterA(k, in, r, regs[i],
+                         [&]() -> const std::vector<std::string> & {
+                           return wgmmaFragments(a, ab, st, steps, in, k, fragments);
+                         },
+                         descAt(b, ab, st), b.descNMajor);
         }
         regs[i] = r;
       }
@@ -352,18 +279,8 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
         return st < 0 || stagesN <= 0 ? st : ((st - keep) % stagesN + stagesN) % stagesN;
       },
       false);
-  for (size_t i = 0; i < assigns.size(); ++i) {
-    std::string vec = fresh();
-    line(vec + " = llvm.mlir.undef : " + vty);
-    for (int64_t j = 0; j < n; ++j) {
-      std::string x = fresh(), r = fresh();
-      line(x + " = llvm.extractvalue " + regs[i] + "[" + std::to_string(j) + "] : " + sty);
-      line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
-           vty);
-      vec = r;
-    }
-    out.clones[cloneKey(assigns[i], out.cloneSyms)] = vec;
-  }
+  for (size_t i = 0; i < assigns.size(); ++i)
+    out.clones[cloneKey(assigns[i], out.cloneSyms)] = wgmmaUnpack(regs[i], n);
   values_[op.results[0]] = std::move(out);
   return !failed_;
 }

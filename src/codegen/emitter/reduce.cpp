@@ -138,11 +138,7 @@ std::string KernelEmitter::shuffle(const char *mode, const std::string &v, Scala
                                    const std::string &offset) {
   const std::string ety = mlirType(t);
   auto move = [&](const std::string &x, const std::string &ty) {
-    std::string w = fresh(), r = fresh();
-    line(w + " = arith.constant " + std::to_string(d_.waveSize) + " : i32");
-    line(r + ", " + fresh() + " = gpu.shuffle " + mode + " " + x + ", " + offset + ", " + w +
-         " : " + ty);
-    return r;
+    return lower_->shuffle32(mode, x, ty, offset, d_.waveSize);
   };
   auto cast = [&](const char *op, const std::string &x, const std::string &from,
                   const std::string &to) {
@@ -203,79 +199,14 @@ struct LayoutProbe {
 };
 } // namespace
 
-bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
+// Steps 3 and 4 of reduceHeld, planned: the lane bits (butterfly steps) and the workgroup axes
+// whose waves hold the other elements of D. False (after reporting) for a layout they cannot
+// combine.
+bool KernelEmitter::reduceSpread(const ir::Op &op, const RegVal &x, const DimIndex &rowDi,
+                                 const std::vector<std::vector<int64_t>> &groups,
+                                 std::vector<int64_t> &laneMasks, std::vector<int> &waveAxes) {
   const std::string dim = op.dims[0].str();
-  const ScalarType t = x.dtype;
-  auto cmb = combinerFor(op.reduce, t);
-  if (!cmb)
-    return unsupported(std::string("a reduction of ") + scalarTypeName(t) + " values on " +
-                           target_.name,
-                       op.loc);
-  const Combiner &c = *cmb;
-  const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
-  if (init && init->lazy)
-    return unsupported("a reduction init that is a streamed row", op.loc);
-  if (x.deferred)
-    return unsupported("a reduction of a value computed from thread indices only", op.loc);
-  auto lay = x.layout.find(dim);
-  if (lay == x.layout.end()) {
-    // Uniform along D: max and min of copies are the value itself (combined with init below).
-    if (op.reduce == ir::ReduceKind::Sum)
-      return unsupported("a sum over " + dim + " of a value uniform along it", op.loc);
-  }
-  const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
-  const int64_t e = std::max<int64_t>(x.elems, 1);
-  const std::string cloneSym = "$i_" + dim;
-
-  // Element groups: the lane's elements with equal coordinates on the other dims.
-  sym::Facts gf = facts_;
-  gf.setRange("$g", 0, e - 1);
-  auto others = [&](int64_t g) {
-    std::string key;
-    for (const auto &[name, di] : x.layout)
-      if (name != dim)
-        key += gf.simplify(di.start.subs({{"$g", IndexExpr(g)}})).str() + ";";
-    return key;
-  };
-  std::vector<std::vector<int64_t>> groups;
-  {
-    std::map<std::string, size_t> byKey;
-    for (int64_t g = 0; g < e; ++g) {
-      auto [it, added] = byKey.emplace(others(g), groups.size());
-      if (added)
-        groups.emplace_back();
-      groups[it->second].push_back(g);
-    }
-  }
   const int64_t eo = static_cast<int64_t>(groups.size());
-  const int64_t step = eo > 1 ? groups[1][0] : 1;
-  for (int64_t j = 0; j < eo; ++j)
-    if (groups[j][0] != j * step || groups[j].size() != groups[0].size())
-      return unsupported("a reduction over " + dim +
-                             " of a value whose other coordinates are not spread evenly over "
-                             "the lane's elements",
-                         op.loc);
-  RegVal out;
-  out.dtype = t;
-  out.elems = eo;
-  out.cloneSyms = x.cloneSyms;
-  out.cloneSyms.erase(cloneSym);
-  {
-    sym::Facts of = facts_;
-    of.setRange("$g", 0, eo - 1);
-    for (const auto &[name, di] : x.layout) {
-      if (name == dim)
-        continue;
-      DimIndex d = di;
-      d.start = of.simplify(di.start.subs({{"$g", IndexExpr::symbol("$g") * step}}));
-      d.elements = d.start.dependsOn("$g") ? eo : 1;
-      if (d.start.dependsOn("$g"))
-        out.vecDim = name;
-      out.layout[name] = d;
-    }
-  }
-
-  // The lanes and waves that hold the other elements of D (step 3 and 4).
   LayoutProbe probe;
   probe.dims.push_back({dim, rowDi.start});
   for (const auto &[name, di] : x.layout)
@@ -286,8 +217,6 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
       if (s != "$T0" && s != "$T1" && s != "$T2" && s != "$g")
         probe.syms.insert(s);
   const int64_t w = d_.groupSize; // lanes of one wave of the constraints (a warpgroup: 4 waves)
-  std::vector<int64_t> laneMasks;
-  std::vector<int> waveAxes; // workgroup axes whose wave id moves along D
   if (rowDi.start.dependsOn("$T0") || rowDi.start.dependsOn("$T1") ||
       rowDi.start.dependsOn("$T2")) {
     auto sameOther = [](const std::vector<int64_t> &a, const std::vector<int64_t> &b) {
@@ -374,9 +303,22 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
         waveAxes.push_back(a);
     }
   }
+  return true;
+}
 
-  // Steps 1 and 2, then 3, per result clone.
-  const std::vector<CloneAssign> outClones = clonesOver(out.cloneSyms);
+// Steps 1 to 3 of reduceHeld for each clone of the result: the clones along D combined, the
+// lane's elements of each group combined, then the butterfly over `laneMasks`. `masked`: the
+// row mask of `rowDi` applies. Returns [clone][element].
+std::vector<std::vector<std::string>>
+KernelEmitter::reduceInLanes(const RegVal &x, const std::string &dim, const Combiner &c,
+                             const DimIndex &rowDi, bool masked,
+                             const std::vector<std::vector<int64_t>> &groups,
+                             const std::vector<int64_t> &laneMasks,
+                             const std::vector<CloneAssign> &outClones) {
+  const std::string cloneSym = "$i_" + dim;
+  const ScalarType t = x.dtype;
+  const int64_t e = std::max<int64_t>(x.elems, 1);
+  const int64_t eo = static_cast<int64_t>(groups.size());
   std::vector<std::vector<std::string>> parts; // [clone][element]
   for (const auto &a : outClones) {
     std::vector<CloneAssign> along(1, a);
@@ -391,7 +333,7 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
     std::string acc;
     for (const auto &cl : along) {
       std::string v = operandAt(x, cl, e);
-      if (masked && lay != x.layout.end())
+      if (masked)
         v = maskToIdentity(c, rowDi, cl, v, e);
       acc = acc.empty() ? v : combine(c, acc, v, e);
     }
@@ -422,76 +364,171 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
         v = combine(c, v, shuffleXor(v, t, m));
     parts.push_back(elems);
   }
+  return parts;
+}
+
+// Step 4 of reduceHeld: the partial results `parts` ([clone][element], `eo` elements) of the
+// waves along the axes `waveAxes`, combined through a shared-memory scratch (one per reduction).
+void KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
+                                      const std::vector<int> &waveAxes,
+                                      std::vector<std::vector<std::string>> &parts) {
+  const int64_t waves =
+      int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t nc = static_cast<int64_t>(parts.size());
+  const ScalarType t = c.t;
+  const int64_t w = d_.groupSize;
+  const int64_t slots = waves * nc * eo * w;
+  auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
+  if (added) {
+    LdsAlloc al; // a scratch tile, which the shared-memory plan places with the others
+    al.op = &op;
+    al.scratch = true;
+    al.dtype = t;
+    al.tile = {slots};
+    al.strides = {IndexExpr(1)};
+    al.bytes = slots * byteSize(t);
+    allocs_.push_back(al);
+  }
+  const int alloc = it->second;
+  const IndexExpr t0 = IndexExpr::symbol("$T0");
+  using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
+  const WaveIds ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"), IndexExpr::symbol("$T2")};
+  auto linear = [&](const WaveIds &id) {
+    return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
+  };
+  const IndexExpr lane = mod(t0, w);
+  auto slot = [&](const IndexExpr &wave, int64_t ci, int64_t j) {
+    return facts_.simplify((wave * (nc * eo) + ci * eo + j) * w + lane);
+  };
+  auto addr = [&](const IndexExpr &off) {
+    std::string i64 = fresh(), p = fresh();
+    line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
+    line(p + " = llvm.getelementptr " + ldsBase(alloc) + "[" + i64 +
+         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + c.ety);
+    return p;
+  };
+  const std::string align = std::to_string(byteSize(t));
+  {
+    LdsScope scope(*this, alloc, /*write=*/true);
+    for (int64_t ci = 0; ci < nc; ++ci)
+      for (int64_t j = 0; j < eo; ++j)
+        line("llvm.store " + parts[ci][j] + ", " + addr(slot(linear(ids), ci, j)) +
+             " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
+  }
+  // The waves of this thread's group, in the same order for every thread: its own wave ids
+  // except along the axes of D, which take every value.
+  std::vector<WaveIds> group(1, ids);
+  for (int a : waveAxes) {
+    std::vector<WaveIds> next;
+    for (const auto &g : group)
+      for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
+        WaveIds n = g;
+        n[a] = IndexExpr(k);
+        next.push_back(n);
+      }
+    group = std::move(next);
+  }
+  LdsScope scope(*this, alloc, /*write=*/false);
+  for (int64_t ci = 0; ci < nc; ++ci)
+    for (int64_t j = 0; j < eo; ++j) {
+      std::string acc;
+      for (const auto &wave : group) {
+        std::string v = fresh();
+        line(v + " = llvm.load " + addr(slot(linear(wave), ci, j)) + " {alignment = " + align +
+             " : i64} : !llvm.ptr<3> -> " + c.ety);
+        acc = acc.empty() ? v : combine(c, acc, v);
+      }
+      parts[ci][j] = acc;
+    }
+}
+
+bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
+  const std::string dim = op.dims[0].str();
+  const ScalarType t = x.dtype;
+  auto cmb = combinerFor(op.reduce, t);
+  if (!cmb)
+    return unsupported(std::string("a reduction of ") + scalarTypeName(t) + " values on " +
+                           target_.name,
+                       op.loc);
+  const Combiner &c = *cmb;
+  const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
+  if (init && init->lazy)
+    return unsupported("a reduction init that is a streamed row", op.loc);
+  if (x.deferred)
+    return unsupported("a reduction of a value computed from thread indices only", op.loc);
+  auto lay = x.layout.find(dim);
+  if (lay == x.layout.end()) {
+    // Uniform along D: max and min of copies are the value itself (combined with init below).
+    if (op.reduce == ir::ReduceKind::Sum)
+      return unsupported("a sum over " + dim + " of a value uniform along it", op.loc);
+  }
+  const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
+  const int64_t e = std::max<int64_t>(x.elems, 1);
+  const std::string cloneSym = "$i_" + dim;
+
+  // Element groups: the lane's elements with equal coordinates on the other dims.
+  sym::Facts gf = facts_;
+  gf.setRange("$g", 0, e - 1);
+  auto others = [&](int64_t g) {
+    std::string key;
+    for (const auto &[name, di] : x.layout)
+      if (name != dim)
+        key += gf.simplify(di.start.subs({{"$g", IndexExpr(g)}})).str() + ";";
+    return key;
+  };
+  std::vector<std::vector<int64_t>> groups;
+  {
+    std::map<std::string, size_t> byKey;
+    for (int64_t g = 0; g < e; ++g) {
+      auto [it, added] = byKey.emplace(others(g), groups.size());
+      if (added)
+        groups.emplace_back();
+      groups[it->second].push_back(g);
+    }
+  }
+  const int64_t eo = static_cast<int64_t>(groups.size());
+  const int64_t step = eo > 1 ? groups[1][0] : 1;
+  for (int64_t j = 0; j < eo; ++j)
+    if (groups[j][0] != j * step || groups[j].size() != groups[0].size())
+      return unsupported("a reduction over " + dim +
+                             " of a value whose other coordinates are not spread evenly over "
+                             "the lane's elements",
+                         op.loc);
+  RegVal out;
+  out.dtype = t;
+  out.elems = eo;
+  out.cloneSyms = x.cloneSyms;
+  out.cloneSyms.erase(cloneSym);
+  {
+    sym::Facts of = facts_;
+    of.setRange("$g", 0, eo - 1);
+    for (const auto &[name, di] : x.layout) {
+      if (name == dim)
+        continue;
+      DimIndex d = di;
+      d.start = of.simplify(di.start.subs({{"$g", IndexExpr::symbol("$g") * step}}));
+      d.elements = d.start.dependsOn("$g") ? eo : 1;
+      if (d.start.dependsOn("$g"))
+        out.vecDim = name;
+      out.layout[name] = d;
+    }
+  }
+
+  // The lanes and waves that hold the other elements of D (step 3 and 4).
+  std::vector<int64_t> laneMasks;
+  std::vector<int> waveAxes; // workgroup axes whose wave id moves along D
+  if (!reduceSpread(op, x, rowDi, groups, laneMasks, waveAxes))
+    return false;
+
+  // Steps 1 and 2, then 3, per result clone.
+  const std::vector<CloneAssign> outClones = clonesOver(out.cloneSyms);
+  std::vector<std::vector<std::string>> parts = // [clone][element]
+      reduceInLanes(x, dim, c, rowDi, masked && lay != x.layout.end(), groups, laneMasks,
+                    outClones);
 
   // Step 4: across the waves along D, through a shared-memory scratch.
-  if (!waveAxes.empty()) {
-    const int64_t waves =
-        int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
-    const int64_t nc = static_cast<int64_t>(outClones.size());
-    const int64_t slots = waves * nc * eo * w;
-    auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
-    if (added) {
-      LdsAlloc al; // a scratch tile, which the shared-memory plan places with the others
-      al.op = &op;
-      al.scratch = true;
-      al.dtype = t;
-      al.tile = {slots};
-      al.strides = {IndexExpr(1)};
-      al.bytes = slots * byteSize(t);
-      allocs_.push_back(al);
-    }
-    const int alloc = it->second;
-    const IndexExpr t0 = IndexExpr::symbol("$T0");
-    using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
-    const WaveIds ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"), IndexExpr::symbol("$T2")};
-    auto linear = [&](const WaveIds &id) {
-      return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
-    };
-    const IndexExpr lane = mod(t0, w);
-    auto slot = [&](const IndexExpr &wave, int64_t ci, int64_t j) {
-      return facts_.simplify((wave * (nc * eo) + ci * eo + j) * w + lane);
-    };
-    auto addr = [&](const IndexExpr &off) {
-      std::string i64 = fresh(), p = fresh();
-      line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
-      line(p + " = llvm.getelementptr " + ldsBase(alloc) + "[" + i64 +
-           "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + c.ety);
-      return p;
-    };
-    const std::string align = std::to_string(byteSize(t));
-    {
-      LdsScope scope(*this, alloc, /*write=*/true);
-      for (int64_t ci = 0; ci < nc; ++ci)
-        for (int64_t j = 0; j < eo; ++j)
-          line("llvm.store " + parts[ci][j] + ", " + addr(slot(linear(ids), ci, j)) +
-               " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
-    }
-    // The waves of this thread's group, in the same order for every thread: its own wave ids
-    // except along the axes of D, which take every value.
-    std::vector<WaveIds> group(1, ids);
-    for (int a : waveAxes) {
-      std::vector<WaveIds> next;
-      for (const auto &g : group)
-        for (int64_t k = 0; k < d_.wavesPerBlock[a]; ++k) {
-          WaveIds n = g;
-          n[a] = IndexExpr(k);
-          next.push_back(n);
-        }
-      group = std::move(next);
-    }
-    LdsScope scope(*this, alloc, /*write=*/false);
-    for (int64_t ci = 0; ci < nc; ++ci)
-      for (int64_t j = 0; j < eo; ++j) {
-        std::string acc;
-        for (const auto &wave : group) {
-          std::string v = fresh();
-          line(v + " = llvm.load " + addr(slot(linear(wave), ci, j)) + " {alignment = " + align +
-               " : i64} : !llvm.ptr<3> -> " + c.ety);
-          acc = acc.empty() ? v : combine(c, acc, v);
-        }
-        parts[ci][j] = acc;
-      }
-  }
+  if (!waveAxes.empty())
+    reduceAcrossWaves(op, c, eo, waveAxes, parts);
 
   // Step 5: the vector of the lane's results, then init (in the result's layout).
   RegVal initIn;

@@ -1,0 +1,90 @@
+// AMD's target lowering (amd_lowering.h).
+#include "codegen/amd/amd_lowering.h"
+
+namespace wave::codegen {
+
+// MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
+// (only matrix instructions read them there).
+std::string AmdLowering::storageType(ScalarType t) const {
+  if (t == ScalarType::BF16)
+    return "i16";
+  return TargetLowering::storageType(t);
+}
+
+std::string AmdLowering::mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
+                                        const std::string &b, const std::string &c) {
+  if (k.family == MmaFamily::MFMA)
+    return mfma(k, in, a, b, c);
+  return wmma(k, in, a, b, c);
+}
+
+std::string AmdLowering::mfma(const MmaKind &k, ScalarType in, const std::string &a,
+                              const std::string &b, const std::string &c) {
+  const std::string cty = vecType(k.acc, k.c.elements);
+  auto half = [&](const std::string &x, int64_t n, int64_t part) {
+    std::string r = fresh(), mask;
+    for (int64_t j = 0; j < n / 2; ++j)
+      mask += (j ? ", " : "") + std::to_string(part * n / 2 + j);
+    const std::string ty = vecType(in, n);
+    line(r + " = vector.shuffle " + x + ", " + x + " [" + mask + "] : " + ty + ", " + ty);
+    return r;
+  };
+  if (k.isVirtual) {
+    // Two native instructions of half the K, each on half of the lane's elements
+    // (docs/hardware.md 3.2; legal by the K-permutation rule).
+    MmaKind native = k;
+    native.k = k.k / 2;
+    native.isVirtual = false;
+    native.a.elements = k.a.elements / 2;
+    native.b.elements = k.b.elements / 2;
+    std::string r = c;
+    for (int part = 0; part < 2; ++part)
+      r = mfma(native, in, half(a, k.a.elements, part), half(b, k.b.elements, part), r);
+    return r;
+  }
+  const int64_t e = k.a.elements, bits = e * bitWidth(in);
+  const std::string shape = std::to_string(k.m) + "x" + std::to_string(k.n) + "x" +
+                            std::to_string(k.k);
+  std::string name, oty;
+  const std::string vty = vecType(in, e);
+  switch (in) {
+  case ScalarType::F16: name = "rocdl.mfma.f32." + shape + "f16"; oty = vty; break;
+  case ScalarType::BF16:
+    name = "rocdl.mfma.f32." + shape + "bf16.1k";
+    oty = "vector<" + std::to_string(e) + "xi16>";
+    break;
+  case ScalarType::F8E4M3FNUZ:
+  case ScalarType::F8E5M2FNUZ: {
+    const char *t = in == ScalarType::F8E4M3FNUZ ? "fp8" : "bf8";
+    name = "rocdl.mfma.f32." + shape + "." + t + "." + t;
+    oty = "i" + std::to_string(bits);
+    break;
+  }
+  case ScalarType::I8:
+    name = bits == 64 ? "rocdl.mfma.i32." + shape + ".i8" : "rocdl.mfma.i32." + shape + "i8";
+    oty = "i" + std::to_string(bits);
+    break;
+  default: unsupported(std::string("mma on ") + scalarTypeName(in), {}); return c;
+  }
+  std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty);
+  std::string z = fresh(), r = fresh();
+  line(z + " = arith.constant 0 : i32");
+  line(r + " = " + name + " " + x + ", " + y + ", " + c + ", " + z + ", " + z + ", " + z +
+       " : (" + oty + ", " + oty + ", " + cty + ", i32, i32, i32) -> " + cty);
+  return r;
+}
+
+std::string AmdLowering::wmma(const MmaKind &k, ScalarType in, const std::string &a,
+                              const std::string &b, const std::string &c) {
+  const std::string cty = vecType(k.acc, k.c.elements);
+  const int64_t e = k.a.elements;
+  const std::string vty = vecType(in, e);
+  const bool bf = in == ScalarType::BF16;
+  const std::string oty = bf ? "vector<" + std::to_string(e) + "xi16>" : vty;
+  std::string x = bitcast(a, vty, oty), y = bitcast(b, vty, oty), r = fresh();
+  line(r + " = rocdl.wmma.f32.16x16x16." + (bf ? "bf16 " : "f16 ") + x + ", " + y + ", " + c +
+       " : (" + oty + ", " + oty + ", " + cty + ") -> " + cty);
+  return r;
+}
+
+} // namespace wave::codegen

@@ -1,0 +1,25 @@
+// AMD's target lowering (codegen/target_lowering.h): MFMA and WMMA through the ROCDL dialect,
+// bf16 stored as i16, and buffer instructions for checked global accesses where the target
+// table gives a buffer descriptor (codegen/emitter/access_buffer.cpp).
+#pragma once
+
+#include "codegen/target_lowering.h"
+
+namespace wave::codegen {
+
+class AmdLowering final : public TargetLowering {
+public:
+  using TargetLowering::TargetLowering;
+  std::string storageType(ScalarType t) const override;
+  std::string mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
+                             const std::string &b, const std::string &c) override;
+  bool bufferAccesses() const override { return target_.bufferRsrcWord3 != 0; }
+
+private:
+  std::string mfma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
+                   const std::string &c);
+  std::string wmma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
+                   const std::string &c);
+};
+
+} // namespace wave::codegen

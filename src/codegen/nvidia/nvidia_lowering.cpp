@@ -1,0 +1,109 @@
+// NVIDIA's target lowering (nvidia_lowering.h).
+#include "codegen/nvidia/nvidia_lowering.h"
+
+#include <map>
+#include <vector>
+
+namespace wave::codegen {
+
+void NvidiaLowering::mathIntrinsic(const std::string &res, const std::string &name,
+                                   const std::string &arg, ScalarType inT, int64_t e) {
+  static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
+                                                              {"log2", "lg2.approx.f"},
+                                                              {"sin", "sin.approx.f"},
+                                                              {"cos", "cos.approx.f"}};
+  auto nv = nvApprox.find(name);
+  if (nv == nvApprox.end()) {
+    TargetLowering::mathIntrinsic(res, name, arg, inT, e);
+    return;
+  }
+  // NVPTX has no lowering for llvm.exp2/log2/sin/cos: the PTX approximations, in f32,
+  // one element at a time.
+  const std::string ity = vecType(inT, e);
+  const std::string ety = mlirType(inT);
+  const bool f32 = inT == ScalarType::F32;
+  std::string vec;
+  if (e > 1) {
+    vec = fresh();
+    line(vec + " = arith.constant dense<0.0> : " + ity);
+  }
+  for (int64_t k = 0; k < e; ++k) {
+    const bool last = k + 1 == e;
+    std::string x = arg;
+    if (e > 1) {
+      x = fresh();
+      line(x + " = vector.extract " + arg + "[" + std::to_string(k) + "] : " + ety + " from " +
+           ity);
+    }
+    if (!f32) {
+      std::string w = fresh();
+      line(w + " = arith.extf " + x + " : " + ety + " to f32");
+      x = w;
+    }
+    std::string y = e == 1 && f32 ? res : fresh();
+    line(y + " = llvm.call_intrinsic \"llvm.nvvm." + nv->second + "\"(" + x +
+         ") : (f32) -> f32");
+    if (!f32) {
+      std::string n = e == 1 ? res : fresh();
+      line(n + " = arith.truncf " + y + " : f32 to " + ety);
+      y = n;
+    }
+    if (e > 1) {
+      std::string n = last ? res : fresh();
+      line(n + " = vector.insert " + y + ", " + vec + " [" + std::to_string(k) + "] : " + ety +
+           " into " + ity);
+      vec = n;
+    }
+  }
+}
+
+// mma.sync through the NVVM intrinsic (MLIR 19's nvvm.mma.sync rejects bf16).
+std::string NvidiaLowering::mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
+                                           const std::string &b, const std::string &c) {
+  const std::string cty = vecType(k.acc, k.c.elements);
+  const bool bf = in == ScalarType::BF16;
+  auto regs = [&](const std::string &x, int64_t e) {
+    const int64_t words = e / 2;
+    std::string w = bitcast(x, vecType(in, e), "vector<" + std::to_string(words) + "xi32>");
+    std::vector<std::string> out;
+    for (int64_t j = 0; j < words; ++j) {
+      std::string r = fresh();
+      line(r + " = vector.extract " + w + "[" + std::to_string(j) + "] : i32 from vector<" +
+           std::to_string(words) + "xi32>");
+      out.push_back(bf ? r : bitcast(r, "i32", vecType(in, 2)));
+    }
+    return out;
+  };
+  std::vector<std::string> args = regs(a, k.a.elements), bs = regs(b, k.b.elements);
+  args.insert(args.end(), bs.begin(), bs.end());
+  std::string sig;
+  const std::string rty = bf ? "i32" : vecType(in, 2);
+  for (size_t j = 0; j < args.size(); ++j)
+    sig += (j ? ", " : "") + rty;
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh();
+    line(x + " = vector.extract " + c + "[" + std::to_string(j) + "] : f32 from " + cty);
+    args.push_back(x);
+    sig += ", f32";
+  }
+  std::string list;
+  for (size_t j = 0; j < args.size(); ++j)
+    list += (j ? ", " : "") + args[j];
+  const std::string shape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                            std::to_string(k.k);
+  std::string sty = "!llvm.struct<(f32, f32, f32, f32)>", s = fresh();
+  line(s + " = llvm.call_intrinsic \"llvm.nvvm.mma." + shape + ".row.col." +
+       (bf ? "bf16" : "f32.f32") + "\"(" + list + ") : (" + sig + ") -> " + sty);
+  std::string vec = fresh();
+  line(vec + " = llvm.mlir.undef : " + cty);
+  for (unsigned j = 0; j < k.c.elements; ++j) {
+    std::string x = fresh(), r = fresh();
+    line(x + " = llvm.extractvalue " + s + "[" + std::to_string(j) + "] : " + sty);
+    line(r + " = vector.insert " + x + ", " + vec + " [" + std::to_string(j) + "] : f32 into " +
+         cty);
+    vec = r;
+  }
+  return vec;
+}
+
+} // namespace wave::codegen

@@ -1,0 +1,84 @@
+// Target lowering: the parts of MLIR emission that differ by vendor, behind one interface, so
+// the emitter's generic files (codegen/emitter/) never test a vendor for them. The emitter
+// (KernelEmitter, emitter/kernel_emitter.h) owns one TargetLowering, made by `create` from the
+// target's vendor: AmdLowering (codegen/amd/) or NvidiaLowering (codegen/nvidia/).
+//
+// A lowering writes MLIR text through its host (the emitter): fresh SSA names, lines at the
+// current indentation with the current `.wave` location, and the one "unsupported" report of a
+// kernel. It keeps no state of its own between calls. docs/internals.md ("Target lowering")
+// lists what each implementation does.
+#pragma once
+
+#include "frontend/diagnostics.h"
+#include "target/target_table.h"
+
+#include <memory>
+#include <string>
+
+namespace wave::codegen {
+
+// What the emitter offers a target lowering.
+class LoweringHost {
+public:
+  virtual std::string fresh() = 0;                 // a new SSA name
+  virtual void line(const std::string &text) = 0;  // one line of the kernel body
+  virtual bool unsupported(const std::string &what, SourceRange loc) = 0; // reports; false
+  virtual std::string elementType(ScalarType t) const = 0; // MLIR type, before storageType's rule
+
+protected:
+  ~LoweringHost() = default;
+};
+
+class TargetLowering {
+public:
+  TargetLowering(LoweringHost &host, const TargetInfo &target) : host_(host), target_(target) {}
+  virtual ~TargetLowering() = default;
+  // The lowering of `target`'s vendor, writing through `host`.
+  static std::unique_ptr<TargetLowering> create(const TargetInfo &target, LoweringHost &host);
+
+  // ---- storage type ----
+  // The MLIR type that holds elements of type t in registers and memory ("" when none).
+  virtual std::string storageType(ScalarType t) const { return host_.elementType(t); }
+
+  // ---- math intrinsic ----
+  // `res` = the LLVM math intrinsic `name` (exp2, log2, sin, cos, sqrt, fabs, floor) of `arg`,
+  // `e` elements of type `inT`. By default `llvm.call_intrinsic "llvm.<name>.<type>"`.
+  virtual void mathIntrinsic(const std::string &res, const std::string &name,
+                             const std::string &arg, ScalarType inT, int64_t e);
+
+  // ---- MMA instruction ----
+  // One matrix instruction of kind k (not a warpgroup kind) on the lane's fragments: `a` and
+  // `b` (vectors of the kind's A and B elements of type `in`) and the accumulator `c` (a vector
+  // of the kind's C elements of k.acc). Returns the new accumulator.
+  virtual std::string mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
+                                     const std::string &b, const std::string &c) = 0;
+
+  // ---- masked global access ----
+  // Whether a masked or possibly misaligned global access may use the target's buffer
+  // instructions (emitter/access_buffer.cpp decides per access; else the generic global path).
+  virtual bool bufferAccesses() const { return false; }
+
+  // ---- shuffle ----
+  // `res`'s lane's value of `x` (a 32-bit type `ty`) from the lane that `mode` (xor or idx) and
+  // the i32 `offset` name, within groups of `width` lanes. By default `gpu.shuffle`.
+  virtual std::string shuffle32(const char *mode, const std::string &x, const std::string &ty,
+                                const std::string &offset, int64_t width);
+
+protected:
+  std::string fresh() { return host_.fresh(); }
+  void line(const std::string &s) { host_.line(s); }
+  bool unsupported(const std::string &what, SourceRange loc) {
+    return host_.unsupported(what, loc);
+  }
+  std::string mlirType(ScalarType t) const { return storageType(t); }
+  std::string vecType(ScalarType t, int64_t e) const {
+    return e == 1 ? mlirType(t) : "vector<" + std::to_string(e) + "x" + mlirType(t) + ">";
+  }
+  // `x` of type `from` as type `to` (llvm.bitcast; `x` itself when the types are the same).
+  std::string bitcast(const std::string &x, const std::string &from, const std::string &to);
+
+  LoweringHost &host_;
+  const TargetInfo &target_;
+};
+
+} // namespace wave::codegen
