@@ -51,8 +51,29 @@ std::string symbolName(const IndexExpr &e) { return GiNaC::ex_to<GiNaC::symbol>(
 
 std::vector<IndexExpr> operands(const IndexExpr &e) {
   std::vector<IndexExpr> ops;
-  for (size_t i = 0; i < e.ex().nops(); ++i)
-    ops.push_back(IndexExpr(e.ex().op(i)));
+  // In a product, a sum factor and its negation differ only in the coefficient's sign, and
+  // which of the two GiNaC keeps depends on its run-to-run operand order: every sum factor is
+  // taken as the one whose printed form does not start with '-', the sign going to the numeric
+  // factor (as the MLIR emitter's index lowering does, codegen/emitter/index.cpp).
+  bool negate = false;
+  for (size_t i = 0; i < e.ex().nops(); ++i) {
+    ex f = e.ex().op(i);
+    if (is_a<GiNaC::mul>(e.ex()) && is_a<GiNaC::add>(f) && IndexExpr(f).str().rfind('-', 0) == 0) {
+      f = (-f).expand();
+      negate = !negate;
+    }
+    ops.push_back(IndexExpr(f));
+  }
+  if (negate) {
+    auto num = std::find_if(ops.begin(), ops.end(),
+                            [](const IndexExpr &o) { return is_a<GiNaC::numeric>(o.ex()); });
+    if (num == ops.end())
+      ops.push_back(IndexExpr(ex(-1)));
+    else if (num->ex().is_equal(ex(-1)))
+      ops.erase(num); // -1 * -1: no factor left, as when GiNaC kept the other signs
+    else
+      *num = IndexExpr(-num->ex());
+  }
   if (is_a<GiNaC::add>(e.ex()) || is_a<GiNaC::mul>(e.ex()))
     std::stable_sort(ops.begin(), ops.end(),
                      [](const IndexExpr &a, const IndexExpr &b) { return a.str() < b.str(); });

@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 
 RUNS = 12
 
@@ -45,6 +46,28 @@ def main():
             failed += not ok
             print(f"{'ok' if ok else 'FAIL'}: {len(digests)} distinct output(s) in {RUNS} runs: "
                   + " ".join(os.path.basename(a) if a.endswith('.wave') else a for a in case))
+    # The generated host code too: the stub checks tensor shapes with C expressions of the
+    # convolution's output size, a product of sum factors (symbolic/lowering.cpp).
+    im2col = os.path.join(root, "tests", "ir", "conv_im2col.wave")
+    digests = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(RUNS):
+            p = subprocess.run([wavec, im2col, "--target=sm_80", "--no-cache", "-o", "k.ptx",
+                                "--header", "k.h", "--stub", "k.c"], cwd=tmp,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if p.returncode != 0:
+                print("FAIL: conv_im2col.wave --header/--stub: " + p.stderr.decode(errors="replace"))
+                failed += 1
+                break
+            h = hashlib.sha256()
+            for name in ("k.h", "k.c"):
+                h.update(open(os.path.join(tmp, name), "rb").read())
+            digests[h.hexdigest()] = digests.get(h.hexdigest(), 0) + 1
+        else:
+            ok = len(digests) == 1
+            failed += not ok
+            print(f"{'ok' if ok else 'FAIL'}: {len(digests)} distinct header+stub pair(s) in {RUNS} "
+                  "runs: conv_im2col.wave --target=sm_80 --header --stub")
     sys.exit(1 if failed else 0)
 
 
