@@ -54,8 +54,9 @@
 // elements whose offsets are provably consecutive. A promoted mapped read stages a tile of the
 // register side, gathered through the mapping.
 //
-// Not supported yet (reported as `codegen-unsupported`): if, atomics, allocate, arithmetic on
-// fp8 types, values that would have to cross waves to change layout.
+// Not supported yet (refused before emission by the legalize pass, passes/legalize.h, each with
+// its own `unsupported-*` id): if, atomics, allocate, arithmetic on fp8 types. Values that would
+// have to cross waves to change layout are refused here (`unsupported-layout-change`).
 //
 // Files: this one holds the dispatch over ops (emitOp), the kernel's frame (emit: parameters,
 // ids, shared memory, barriers) and emitMlir; codegen/emitter/kernel_emitter.h declares
@@ -100,7 +101,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     case ir::OpKind::Reduce: break;
     default:
       if (streamedIn)
-        return unsupported(std::string("a streamed row (a dynamic or long reduced row) used by ") +
+        return unsupported(DiagId::UnsupportedStreamedRow, std::string("a streamed row (a dynamic or long reduced row) used by ") +
                                opKindName(op.kind),
                            op.loc);
     }
@@ -228,11 +229,13 @@ bool KernelEmitter::emit(std::ostream &os) {
   for (const auto &al : allocs_)
     align = std::max(align, al.align);
   if (ldsBytes_ > 0) {
-    if (ldsBytes_ > target_.ldsOptInBytes)
-      return unsupported("a kernel needing " + std::to_string(ldsBytes_) +
-                             " bytes of shared memory (" + target_.name + " has " +
-                             std::to_string(target_.ldsOptInBytes) + " per workgroup)",
-                         k_.loc);
+    if (ldsBytes_ > target_.ldsOptInBytes) {
+      // An emitter-side check: the arena's size follows the buffers and padding it chose.
+      diags_.report(DiagId::AllocateTooLarge, k_.loc,
+                    {k_.name, std::to_string(ldsBytes_), target_.name,
+                     std::to_string(target_.ldsOptInBytes)});
+      return false;
+    }
     if (align > 16) {
       // The arena's base rounded up to `align` (placeAllocs left room): the declared alignment
       // of dynamic shared memory is not something to count on.

@@ -342,8 +342,8 @@ std::string defaultCacheDir() {
 
 namespace wave {
 const std::vector<std::string> &stageNames() {
-  static const std::vector<std::string> names{"parse", "sema", "distribute", "mlir", "llvm",
-                                              "asm"};
+  static const std::vector<std::string> names{"parse",     "sema", "distribute", "legalize",
+                                              "mlir",      "llvm", "asm"};
   return names;
 }
 } // namespace wave
@@ -462,7 +462,7 @@ int runWavec(int argc, char **argv) {
       const auto &stages = stageNames();
       if (std::find(stages.begin(), stages.end(), value) == stages.end())
         return usageError("--print-ir-after=" + value +
-                          ": expected parse, sema, distribute, mlir, llvm or asm" +
+                          ": expected parse, sema, distribute, legalize, mlir, llvm or asm" +
                           didYouMean(value, stages));
       opts.printAfter.push_back(value);
       break;

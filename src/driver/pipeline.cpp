@@ -24,11 +24,13 @@
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
+#include "passes/legalize.h"
 #include "passes/size_limits.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -456,27 +458,44 @@ int compile(const DriverOptions &opts) {
       c.irText += ir::print(*kernel);
     if (primary)
       dumps.after("sema", c.irText, ".ir.txt");
+    std::string legalText;
     for (const auto &kernel : c.program->kernels) {
       auto dist = std::make_unique<Distribution>();
       if (!checkStaticSizes(*kernel, diags) ||
           !distribute(*kernel, *c.program->target, diags, *dist) ||
           !checkUnroll(*kernel, *dist, diags))
         continue;
+      if (primary && dumps.wants("legalize"))
+        legalText += printLegalize(*kernel, *dist, *c.program->target);
+      if (!legalize(*kernel, *dist, *c.program->target, diags))
+        continue;
       c.distText += printDistribution(*kernel, *c.program->target, *dist);
       c.kernels.push_back({kernel.get(), dist.get()});
       c.dists.push_back(std::move(dist));
     }
+    std::vector<std::pair<const ir::Kernel *, const Distribution *>> together;
+    for (const CodegenKernel &k : c.kernels)
+      together.push_back({k.kernel, k.dist});
+    legalizeTogether(together, *c.program->target, diags);
     timer.lap("distribute");
-    if (diags.hasErrors())
+    if (diags.hasErrors()) {
+      if (primary && !legalText.empty())
+        dumps.after("legalize", legalText, ".legalize.txt");
       return finish(1);
-    if (primary)
+    }
+    if (primary) {
       dumps.after("distribute", c.distText, ".distribution.txt");
+      dumps.after("legalize", legalText, ".legalize.txt");
+    }
     // --check asks the code generator too, when it is installed: a kernel it cannot generate
     // for this target is refused here, at its .wave location, not later by a build. Only the
-    // MLIR is produced (parsed and verified), not the code object.
+    // MLIR is produced (parsed and verified), not the code object. WAVEC_CHECK_NO_CODEGEN=1
+    // leaves legalize alone to decide (tests/cli/check_matches_compile.py).
     if (opts.check) {
+      const char *noCodegen = std::getenv("WAVEC_CHECK_NO_CODEGEN");
       std::string mlir;
-      if (!codegenBackendPath().empty() &&
+      if (!(noCodegen && *noCodegen && std::strcmp(noCodegen, "0") != 0) &&
+          !codegenBackendPath().empty() &&
           !generateCode(opts, *c.program, c.kernels, CodegenOutput::MLIR, diags, timer, mlir,
                         nullptr))
         return finish(1);

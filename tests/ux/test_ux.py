@@ -240,13 +240,13 @@ p = run([COPY, "--target=sm_90", "-o", os.path.join(tmp, "d.ptx"), "--dump-dir",
 names = sorted(os.listdir(dd)) if os.path.isdir(dd) else []
 expect("--dump-dir writes every stage of a code compilation",
        names == ["copy.1-parse.ast.txt", "copy.2-sema.ir.txt", "copy.3-distribute.distribution.txt",
-                 "copy.4-mlir.mlir", "copy.5-llvm.ll", "copy.6-asm.s"], p)
+                 "copy.4-legalize.legalize.txt", "copy.5-mlir.mlir", "copy.6-llvm.ll", "copy.7-asm.s"], p)
 if names:
-    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.6-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
-    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.4-mlir.mlir")).read())
+    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.7-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
+    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.5-mlir.mlir")).read())
 p = run([COPY, "--print-ir-after-all", "--emit=mlir", "--no-cache"])
 expect("--print-ir-after-all stops at the requested output",
-       all(f"after {s} -----" in p.stderr for s in ("parse", "sema", "distribute", "mlir")) and "after llvm" not in p.stderr, p)
+       all(f"after {s} -----" in p.stderr for s in ("parse", "sema", "distribute", "legalize", "mlir")) and "after llvm" not in p.stderr, p)
 p = run([COPY, "--target=sm_90", "-o", os.path.join(tmp, "t.ptx"), "--time-passes", "--no-cache"])
 expect("--time-passes reports the stages and the code generator's steps",
        p.returncode == 0 and all(s in p.stderr for s in ("parse", "distribute", "code generation", "LLVM optimization", "total")), p)

@@ -114,9 +114,16 @@ public:
 
 private:
   // ---- diagnostics ----
+  // A construct the legalize pass (passes/legalize.h) refuses before code generation: reaching
+  // it here is a wavec bug (`codegen-unsupported` says so).
   bool unsupported(const std::string &what, SourceRange loc) {
+    return unsupported(DiagId::CodegenUnsupported, what, loc);
+  }
+  // A check only the emitter can make (it depends on layouts or loops it decides while
+  // emitting), with its own id (docs/internals.md, "Legalize", lists them).
+  bool unsupported(DiagId id, const std::string &what, SourceRange loc) {
     if (!failed_)
-      diags_.report(DiagId::CodegenUnsupported, loc, {what});
+      diags_.report(id, loc, {what});
     failed_ = true;
     return false;
   }
