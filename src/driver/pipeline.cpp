@@ -3,7 +3,9 @@
 //   1. read      the .wave file
 //   2. parse     text -> AST (syntax errors located, several per run)
 //   3. sema      names, -D bindings, types and shapes, constraints -> kernel graph IR
-//   4. distribute constraints -> grid, block, per-access index expressions
+//   4. distribute constraints -> grid, block, per-access index expressions; then legalize
+//                (passes/legalize.h): what the code generator cannot generate for the target
+//                is refused here, at --check too
 //   5. emit      the requested dump, or the code object (MLIR, LLVM IR, ISA, HSACO, PTX, cubin)
 //                through the code generator library, loaded on demand (codegen/codegen_api.h)
 //   6. host API  the generated C header and stub around the code objects (--header, --stub):

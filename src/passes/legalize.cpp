@@ -29,6 +29,7 @@ std::string opName(const ir::Op &op) {
   case ir::OpKind::Binary: return std::string("binary ") + ir::binaryKindName(op.binary);
   case ir::OpKind::Math: return std::string("math ") + ir::mathKindName(op.math);
   case ir::OpKind::Unary: return op.unary == ir::UnaryKind::Neg ? "negation" : "bitwise not";
+  case ir::OpKind::Cast: return std::string("cast to ") + scalarTypeName(op.results[0]->type.dtype);
   default: return opKindName(op.kind);
   }
 }

@@ -112,8 +112,10 @@ def main():
     start = time.time()
     results = []
     with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-        for r in ex.map(lambda c: one(wavec, objects, c), todo):
+        for i, r in enumerate(ex.map(lambda c: one(wavec, objects, c), todo), 1):
             results.append(r)
+            if i % 250 == 0:
+                print(f"  {i} cases done, {time.time() - start:.0f} s", flush=True)
     bad = 0
     refused_by = collections.Counter()
     stats = collections.Counter()
