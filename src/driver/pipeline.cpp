@@ -461,6 +461,8 @@ int compile(const DriverOptions &opts) {
     if (primary)
       dumps.after("sema", c.irText, ".ir.txt");
     std::string legalText;
+    // Legalize refuses what code generation cannot do: for code and --check, not for dumps.
+    const bool needsCode = opts.check || isCodeOutput(opts.emit) || opts.emit == EmitKind::Metadata;
     for (const auto &kernel : c.program->kernels) {
       auto dist = std::make_unique<Distribution>();
       if (!checkStaticSizes(*kernel, diags) ||
@@ -469,7 +471,7 @@ int compile(const DriverOptions &opts) {
         continue;
       if (primary && dumps.wants("legalize"))
         legalText += printLegalize(*kernel, *dist, *c.program->target);
-      if (!legalize(*kernel, *dist, *c.program->target, diags))
+      if (needsCode && !legalize(*kernel, *dist, *c.program->target, diags))
         continue;
       c.distText += printDistribution(*kernel, *c.program->target, *dist);
       c.kernels.push_back({kernel.get(), dist.get()});
@@ -478,7 +480,8 @@ int compile(const DriverOptions &opts) {
     std::vector<std::pair<const ir::Kernel *, const Distribution *>> together;
     for (const CodegenKernel &k : c.kernels)
       together.push_back({k.kernel, k.dist});
-    legalizeTogether(together, *c.program->target, diags);
+    if (needsCode)
+      legalizeTogether(together, *c.program->target, diags);
     timer.lap("distribute");
     if (diags.hasErrors()) {
       if (primary && !legalText.empty())

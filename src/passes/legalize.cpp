@@ -63,8 +63,7 @@ struct Legalizer {
   // Element types that only move (elementwise.cpp, emitElementwise; mlir_emitter.cpp, Constant).
   bool arithmeticType(const ir::Op &op, ScalarType ty, const std::string &what) {
     if (isFp8(ty)) {
-      refuse(&op, op.loc, DiagId::UnsupportedFp8Arithmetic, {what, tn(ty)},
-             what + " on " + tn(ty));
+      refuse(&op, op.loc, DiagId::UnsupportedFp8Arithmetic, {what, tn(ty)}, what + " on " + tn(ty));
       return false;
     }
     if (isOpaqueFloat(ty, t)) {
@@ -101,8 +100,8 @@ struct Legalizer {
   void access(const ir::Op &op, const ir::Value *mem) {
     // access.cpp, prepareAccess: LLVM packs vector<N x i1> into bits in memory.
     if (mem->type.dtype == ScalarType::I1) {
-      refuse(&op, op.loc, DiagId::UnsupportedElementType,
-             {"a tensor of element type i1 (use i8)"}, "a tensor of i1");
+      refuse(&op, op.loc, DiagId::UnsupportedElementType, {"a tensor of element type i1 (use i8)"},
+             "a tensor of i1");
       return;
     }
     const AccessIndex *ai = accessOf(d, op);
@@ -110,8 +109,8 @@ struct Legalizer {
          (ai ? ", anchor " + ai->anchor : ""));
     if (op.kind == ir::OpKind::Write && op.operands[0]->type.dtype != mem->type.dtype)
       refuse(&op, op.loc, DiagId::UnsupportedElementType,
-             {std::string("writing ") + tn(op.operands[0]->type.dtype) +
-              " values to a tensor of " + tn(mem->type.dtype)},
+             {std::string("writing ") + tn(op.operands[0]->type.dtype) + " values to a tensor of " +
+              tn(mem->type.dtype)},
              "a write of another element type");
   }
 
@@ -170,10 +169,10 @@ struct Legalizer {
       return;
     }
     if (in != ScalarType::F16 && in != ScalarType::BF16) {
-      refuse(&op, op.loc, DiagId::UnsupportedWgmmaOperand,
-             {std::string("wgmma on ") + tn(in) +
-              " operands is not supported yet (f16 and bf16 are)"},
-             std::string("wgmma on ") + tn(in));
+      refuse(
+          &op, op.loc, DiagId::UnsupportedWgmmaOperand,
+          {std::string("wgmma on ") + tn(in) + " operands is not supported yet (f16 and bf16 are)"},
+          std::string("wgmma on ") + tn(in));
       return;
     }
     const ir::Op *a = op.operands[0]->def;
@@ -207,14 +206,14 @@ struct Legalizer {
     if (op.kind == ir::OpKind::Binary && isFloat(in) &&
         (op.binary == ir::BinaryKind::And || op.binary == ir::BinaryKind::Or ||
          op.binary == ir::BinaryKind::Xor)) {
-      refuse(&op, op.loc, DiagId::UnsupportedOperation,
-             {what + " on " + tn(in) + " values"}, what + " on floats");
+      refuse(&op, op.loc, DiagId::UnsupportedOperation, {what + " on " + tn(in) + " values"},
+             what + " on floats");
       return;
     }
     if (op.kind == ir::OpKind::Math && !isFloat(in) && op.math != ir::MathKind::Abs &&
         op.math != ir::MathKind::Maximum && op.math != ir::MathKind::Minimum) {
-      refuse(&op, op.loc, DiagId::UnsupportedOperation,
-             {what + " on " + tn(in) + " values"}, what + " on integers");
+      refuse(&op, op.loc, DiagId::UnsupportedOperation, {what + " on " + tn(in) + " values"},
+             what + " on integers");
       return;
     }
     note(what + " on " + tn(in));
@@ -268,7 +267,9 @@ struct Legalizer {
               "'"},
              "atomics");
       return;
-    case ir::OpKind::Allocate: refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate"); return;
+    case ir::OpKind::Allocate:
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
+      return;
     }
     for (const auto &r : op.regions)
       region(*r);
@@ -393,9 +394,8 @@ bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir:
     out.nMajor = shape && !lhs && out.dims[n - 2] == kDim && out.dims[n - 1] == rowDim;
     if (!out.kMajor && !out.nMajor) {
       id = DiagId::UnsupportedWgmmaTile;
-      why = "a wgmma operand whose shared-memory tile is not [" + rowDim.str() + ", " +
-            kDim.str() + "] (or, for B, [" + kDim.str() + ", " + rowDim.str() +
-            "]) of 16-bit elements";
+      why = "a wgmma operand whose shared-memory tile is not [" + rowDim.str() + ", " + kDim.str() +
+            "] (or, for B, [" + kDim.str() + ", " + rowDim.str() + "]) of 16-bit elements";
       return false;
     }
     const int64_t rows = out.tile[n - 2], rowBytes = out.tile[n - 1] * bytes;
@@ -422,8 +422,9 @@ bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetIn
   return l.ok;
 }
 
-bool legalizeTogether(const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
-                      const TargetInfo &target, DiagnosticEngine &diags) {
+bool legalizeTogether(
+    const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
+    const TargetInfo &target, DiagnosticEngine &diags) {
   // codegen/lowering.cpp, featuresFor: one +wavefrontsize feature per code object.
   if (target.vendor != Vendor::AMD || kernels.empty())
     return true;

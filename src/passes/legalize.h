@@ -33,8 +33,9 @@ bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetIn
 
 // What holds between the kernels of one code object: on AMD they share one wave size (the
 // code object's wavefront-size feature); reported at the first kernel that differs.
-bool legalizeTogether(const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
-                      const TargetInfo &target, DiagnosticEngine &diags);
+bool legalizeTogether(
+    const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
+    const TargetInfo &target, DiagnosticEngine &diags);
 
 // `--print-ir-after=legalize`: per op, what legalize checked and decided (or why it refused).
 std::string printLegalize(const ir::Kernel &kernel, const Distribution &dist,
