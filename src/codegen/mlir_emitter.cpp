@@ -101,7 +101,8 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     case ir::OpKind::Reduce: break;
     default:
       if (streamedIn)
-        return unsupported(DiagId::UnsupportedStreamedRow, std::string("a streamed row (a dynamic or long reduced row) used by ") +
+        return unsupported(DiagId::UnsupportedStreamedRow,
+                           std::string("a streamed row (a dynamic or long reduced row) used by ") +
                                opKindName(op.kind),
                            op.loc);
     }
