@@ -58,8 +58,9 @@
 // elements whose offsets are provably consecutive. A promoted mapped read stages a tile of the
 // register side, gathered through the mapping.
 //
-// Not supported yet (reported as `codegen-unsupported`): if, atomics, allocate, arithmetic on
-// fp8 types, values that would have to cross waves to change layout.
+// Not supported yet (refused before emission by the legalize pass, passes/legalize.h, each with
+// its own `unsupported-*` id): if, atomics, allocate, arithmetic on fp8 types. Values that would
+// have to cross waves to change layout are refused here (`unsupported-layout-change`).
 //
 // Files: this one holds the dispatch over ops (emitOp), the kernel's frame (emit: parameters,
 // ids, shared memory, barriers) and emitMlir; codegen/emitter/kernel_emitter.h declares
@@ -105,7 +106,8 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     case ir::OpKind::Reduce: break;
     default:
       if (streamedIn)
-        return unsupported(std::string("a streamed row (a dynamic or long reduced row) used by ") +
+        return unsupported(DiagId::UnsupportedStreamedRow,
+                           std::string("a streamed row (a dynamic or long reduced row) used by ") +
                                opKindName(op.kind),
                            op.loc);
     }

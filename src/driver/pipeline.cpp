@@ -3,7 +3,9 @@
 //   1. read      the .wave file
 //   2. parse     text -> AST (syntax errors located, several per run)
 //   3. sema      names, -D bindings, types and shapes, constraints -> kernel graph IR
-//   4. distribute constraints -> grid, block, per-access index expressions
+//   4. distribute constraints -> grid, block, per-access index expressions; then legalize
+//                (passes/legalize.h): what the code generator cannot generate for the target
+//                is refused here, at --check too
 //   5. emit      the requested dump, or the code object (MLIR, LLVM IR, ISA, HSACO, PTX, cubin)
 //                through the code generator library, loaded on demand (codegen/codegen_api.h)
 //   6. host API  the generated C header and stub around the code objects (--header, --stub):
@@ -24,12 +26,14 @@
 #include "driver/options.h"
 #include "frontend/parser.h"
 #include "passes/distribution.h"
+#include "passes/legalize.h"
 #include "passes/pass_list.h"
 #include "passes/size_limits.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -399,6 +403,7 @@ struct DriverPass {
   const char *name;
   bool (*run)(const DriverOptions &, TargetRun &, DiagnosticEngine &);
   std::string (*print)(const TargetRun &);
+  bool dumpOnFailure = false; // its dump shows why it failed (safe to print after a failure)
 };
 
 bool runSema(const DriverOptions &opts, TargetRun &c, DiagnosticEngine &diags) {
@@ -451,12 +456,36 @@ std::string printUnrollLimits(const TargetRun &c) {
   return out;
 }
 
+// Legalize refuses what code generation cannot do: for code outputs, metadata and --check, not
+// for the dumps (--emit=ir/distribution of a kernel code generation refuses still prints).
+bool runLegalize(const DriverOptions &opts, TargetRun &c, DiagnosticEngine &diags) {
+  if (!opts.check && !isCodeOutput(opts.emit) && opts.emit != EmitKind::Metadata)
+    return true;
+  bool ok = true;
+  std::vector<std::pair<const ir::Kernel *, const Distribution *>> together;
+  for (const auto &k : c.kernels) {
+    const bool legal = legalize(*k.kernel, *k.dist, *c.target, diags);
+    ok &= legal;
+    if (legal)
+      together.push_back({k.kernel, k.dist.get()});
+  }
+  return legalizeTogether(together, *c.target, diags) && ok;
+}
+
+std::string printLegalizeAll(const TargetRun &c) {
+  std::string out;
+  for (const auto &k : c.kernels)
+    out += printLegalize(*k.kernel, *k.dist, *c.target);
+  return out;
+}
+
 const std::vector<DriverPass> &driverPasses() {
   static const std::vector<DriverPass> passes{
       {"sema", runSema, irText},
       {"size-limits", runSizeLimits, printSizeLimits},
       {"distribute", runDistribute, distributionText},
       {"unroll-limits", runUnrollLimits, printUnrollLimits},
+      {"legalize", runLegalize, printLegalizeAll, /*dumpOnFailure=*/true},
   };
   return passes;
 }
@@ -502,12 +531,12 @@ bool prepareOutputs(const DriverOptions &opts, const std::string &outPath,
 bool runDriverPasses(const DriverOptions &opts, TargetRun &c, bool primary,
                      DiagnosticEngine &diags, StageTimer &timer, StageDumps &dumps) {
   for (const DriverPass &pass : driverPasses()) {
-    const bool ok = pass.run(opts, c, diags);
+    const bool ok = pass.run(opts, c, diags) && !diags.hasErrors();
     timer.lap(pass.name);
-    if (!ok || diags.hasErrors())
-      return false;
-    if (primary && dumps.wants(pass.name))
+    if (primary && dumps.wants(pass.name) && (ok || pass.dumpOnFailure))
       dumps.after(pass.name, pass.print(c), findPass(pass.name)->dumpExt);
+    if (!ok)
+      return false;
   }
   return true;
 }
@@ -521,10 +550,13 @@ bool runCodeGenerator(const DriverOptions &opts, TargetRun &c, bool primary,
     c.codegenKernels.push_back({k.kernel, k.dist.get()});
   // --check asks the code generator too, when it is installed: a kernel it cannot generate
   // for this target is refused here, at its .wave location, not later by a build. Only the
-  // MLIR is produced (parsed and verified), not the code object.
+  // MLIR is produced (parsed and verified), not the code object. WAVEC_CHECK_NO_CODEGEN=1
+  // leaves legalize alone to decide (tests/cli/check_matches_compile.py).
   if (opts.check) {
+    const char *noCodegen = std::getenv("WAVEC_CHECK_NO_CODEGEN");
     std::string mlir;
-    if (!codegenBackendPath().empty() &&
+    if (!(noCodegen && *noCodegen && std::strcmp(noCodegen, "0") != 0) &&
+        !codegenBackendPath().empty() &&
         !generateCode(opts, *c.program, c.codegenKernels, CodegenOutput::MLIR, diags, timer,
                       mlir, nullptr, nullptr, primary ? &dumps : nullptr))
       return false;

@@ -118,6 +118,8 @@ public:
   virtual bool asyncCopyable(const Promotion &p) = 0;
   // Reports that the kernel needs what code generation cannot do; returns false.
   virtual bool refuse(const std::string &what, SourceRange loc) = 0;
+  // Reports that the arena needs `bytes` of shared memory, more than the target has; false.
+  virtual bool refuseSharedMemory(int64_t bytes) = 0;
 };
 
 // The context of the plan passes.

@@ -17,6 +17,8 @@ const std::vector<PassInfo> &passList() {
        "grid, block, waves, per-access index expressions, clones, masks"},
       {"unroll-limits", S::Driver, ".unroll.txt", "the distribution's clone counts",
        "refuses kernels that would unroll past the clone limit"},
+      {"legalize", S::Driver, ".legalize.txt", "the graph, the distribution, the target",
+       "refuses, at the op's line, what the code generator cannot generate for the target"},
       {"promotion", S::CodeGenerator, ".promotion.txt", "reads of `shared` tensors",
        "which reads are staged through shared memory, each tile's shape and layout"},
       {"cooperative-copies", S::CodeGenerator, ".copies.txt", "the promoted tiles, the block",

@@ -48,11 +48,8 @@ bool planSharedMemory(PlanContext &c) {
   m.dynamicBytes = 0;
   if (m.bytes == 0)
     return true;
-  if (m.bytes > c.target.ldsOptInBytes)
-    return c.queries.refuse("a kernel needing " + std::to_string(m.bytes) +
-                                " bytes of shared memory (" + c.target.name + " has " +
-                                std::to_string(c.target.ldsOptInBytes) + " per workgroup)",
-                            c.kernel.loc);
+  if (m.bytes > c.target.ldsOptInBytes) // the buffers and padding chosen make it too large
+    return c.queries.refuseSharedMemory(m.bytes);
   // Above the static limit the arena is dynamic shared memory, sized by the launch.
   m.dynamicBytes = m.bytes > c.target.ldsBytes ? m.bytes : 0;
   return true;

@@ -113,7 +113,9 @@ p = run([warn, "--check", "-Werror=unused-symbol", "--color=never"])
 expect("-Werror=<id> makes that one an error", p.returncode == 1, p)
 UNSUPPORTED = os.path.join(ROOT, "tests", "codegen", "inputs", "if_statement.wave")
 p = run([UNSUPPORTED, "-o", os.path.join(tmp, "unsupported.hsaco")])
-expect("a code object of a kernel the code generator cannot handle yet fails plainly", p.returncode == 1 and "[codegen-unsupported]" in p.stderr and not os.path.exists(os.path.join(tmp, "unsupported.hsaco")), p)
+expect("a code object of a kernel the code generator cannot handle yet fails plainly", p.returncode == 1 and "[unsupported-if]" in p.stderr and "[codegen-unsupported]" not in p.stderr and not os.path.exists(os.path.join(tmp, "unsupported.hsaco")), p)
+p = run([UNSUPPORTED, "--check"], env=dict(os.environ, WAVEC_CHECK_NO_CODEGEN="1"))
+expect("--check refuses it without the code generator's MLIR step (the legalize pass)", p.returncode == 1 and "[unsupported-if]" in p.stderr, p)
 
 COPY = os.path.join(ROOT, "samples", "copy", "copy.wave")
 outs = []

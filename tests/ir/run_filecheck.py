@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs wavec with the file's `# RUN-ARGS:` arguments and pipes stdout through FileCheck.
 
-A `# FILECHECK-INPUT: stderr` line checks wavec's stderr instead (--print-ir-after dumps).
-"""
+With a `# RUN-STDERR: 1` line it checks stderr instead (the --print-ir-after dumps), and with
+`# RUN-EXIT: N` wavec must exit N (default 0)."""
 import re
 import subprocess
 import sys
@@ -10,26 +10,27 @@ import sys
 
 def main():
     wavec, filecheck, path = sys.argv[1], sys.argv[2], sys.argv[3]
-    args = []
-    stream = "stdout"
+    args, use_stderr, exit_code = [], False, 0
     for line in open(path, encoding="utf-8"):
         m = re.match(r"\s*#\s*RUN-ARGS:\s*(.*)$", line)
         if m:
             args += m.group(1).split()
-        m = re.match(r"\s*#\s*FILECHECK-INPUT:\s*(\w+)", line)
+        m = re.match(r"\s*#\s*RUN-STDERR:\s*1\s*$", line)
+        use_stderr |= m is not None
+        m = re.match(r"\s*#\s*RUN-EXIT:\s*(\d+)\s*$", line)
         if m:
-            stream = m.group(1)
+            exit_code = int(m.group(1))
     proc = subprocess.run([wavec, path, "--color=never"] + args, capture_output=True, text=True,
                           timeout=60)
-    if proc.returncode != 0:
-        print(f"wavec failed ({proc.returncode}):\n{proc.stderr}")
+    if proc.returncode != exit_code:
+        print(f"wavec exited {proc.returncode}, expected {exit_code}:\n{proc.stderr}")
         return 1
-    output = proc.stderr if stream == "stderr" else proc.stdout
-    check = subprocess.run([filecheck, path, "--comment-prefixes=NOTE"], input=output,
+    out = proc.stderr if use_stderr else proc.stdout
+    check = subprocess.run([filecheck, path, "--comment-prefixes=NOTE"], input=out,
                            text=True, capture_output=True)
     if check.returncode != 0:
         print(check.stderr)
-        print(f"--- wavec {stream}:\n" + output)
+        print("--- wavec output:\n" + out)
         return 1
     print("ok")
     return 0

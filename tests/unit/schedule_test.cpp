@@ -34,6 +34,10 @@ struct FakeQueries : PlanQueries {
     refused.push_back(what);
     return false;
   }
+  bool refuseSharedMemory(int64_t bytes) override {
+    refused.push_back(std::to_string(bytes) + " bytes of shared memory");
+    return false;
+  }
 };
 
 struct Planned {

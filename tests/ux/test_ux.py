@@ -241,19 +241,20 @@ names = sorted(os.listdir(dd)) if os.path.isdir(dd) else []
 expect("--dump-dir writes every pass of a code compilation, numbered as --list-passes lists them",
        set(names) == {"copy.1-parse.ast.txt", "copy.2-sema.ir.txt", "copy.3-size-limits.sizes.txt",
                       "copy.4-distribute.distribution.txt", "copy.5-unroll-limits.unroll.txt",
-                      "copy.6-promotion.promotion.txt", "copy.7-cooperative-copies.copies.txt",
-                      "copy.8-schedule.schedule.txt", "copy.9-emit.emit.txt",
-                      "copy.10-shared-memory-plan.smem.txt", "copy.11-barrier-insertion.barriers.txt",
-                      "copy.12-mlir.mlir", "copy.13-llvm.ll", "copy.14-asm.s"}, p)
+                      "copy.6-legalize.legalize.txt",
+                      "copy.7-promotion.promotion.txt", "copy.8-cooperative-copies.copies.txt",
+                      "copy.9-schedule.schedule.txt", "copy.10-emit.emit.txt",
+                      "copy.11-shared-memory-plan.smem.txt", "copy.12-barrier-insertion.barriers.txt",
+                      "copy.13-mlir.mlir", "copy.14-llvm.ll", "copy.15-asm.s"}, p)
 if names:
-    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.14-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
-    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.12-mlir.mlir")).read())
+    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.15-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
+    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.13-mlir.mlir")).read())
 p = run([COPY, "--print-ir-after-all", "--emit=mlir", "--no-cache"])
 expect("--print-ir-after-all stops at the requested output",
-       all(f"after {s} -----" in p.stderr for s in ("parse", "sema", "distribute", "mlir")) and "after llvm" not in p.stderr, p)
+       all(f"after {s} -----" in p.stderr for s in ("parse", "sema", "distribute", "legalize", "mlir")) and "after llvm" not in p.stderr, p)
 p = run([COPY, "--target=sm_90", "-o", os.path.join(tmp, "t.ptx"), "--time-passes", "--no-cache"])
 expect("--time-passes reports the passes and the code generator's steps",
-       p.returncode == 0 and all(s in p.stderr for s in ("parse", "size-limits", "distribute", "unroll-limits", "plan and emit", "code generation", "LLVM optimization", "total")), p)
+       p.returncode == 0 and all(s in p.stderr for s in ("parse", "size-limits", "distribute", "unroll-limits", "legalize", "plan and emit", "code generation", "LLVM optimization", "total")), p)
 
 # ---- compile cache -----------------------------------------------------------------------
 cd = os.path.join(tmp, "cc")

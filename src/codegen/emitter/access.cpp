@@ -48,7 +48,8 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     if (ri.chunk <= 0)
       continue;
     if (!stream_ || stream_->dim != ri.dim.str())
-      return unsupported("a streamed row of " + ri.dim.str() + " outside the loop of a consumer",
+      return unsupported(DiagId::UnsupportedStreamedRow,
+                         "a streamed row of " + ri.dim.str() + " outside the loop of a consumer",
                          op.loc);
     for (auto &r : acc.reg)
       if (r.start.dependsOn("$g"))
@@ -70,9 +71,9 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     if (acc.dims[i].chunk <= 0)
       continue;
     if (!stream_ || stream_->dim != acc.dims[i].dim.str())
-      return unsupported("a streamed row of " + acc.dims[i].dim.str() +
-                             " outside the loop of a consumer",
-                         op.loc);
+      return unsupported(
+          DiagId::UnsupportedStreamedRow,
+          "a streamed row of " + acc.dims[i].dim.str() + " outside the loop of a consumer", op.loc);
     acc.dims[i] = streamChunk(acc.dims[i], i + 1 == acc.dims.size());
   }
   acc.strides.assign(acc.sizes.size(), IndexExpr(1));

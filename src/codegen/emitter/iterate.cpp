@@ -27,7 +27,8 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
         continue;
       settled = false;
       if (c.laidOut() || y.deferred)
-        return unsupported("a loop-carried value whose layout changes in the loop", op.loc);
+        return unsupported(DiagId::UnsupportedLoopCarried,
+                           "a loop-carried value whose layout changes in the loop", op.loc);
       // A uniform init (a splat) takes the layout of what the body yields.
       c.cloneSyms.insert(y.cloneSyms.begin(), y.cloneSyms.end());
       c.elems = y.elems;
@@ -39,7 +40,8 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
     items_.resize(mark);
     exprCache_ = cache;
   }
-  return unsupported("a loop whose carried values do not settle", op.loc);
+  return unsupported(DiagId::UnsupportedLoopCarried, "a loop whose carried values do not settle",
+                     op.loc);
 }
 
 // The state one emission of a loop shares between its steps (emitLoopOnce).
@@ -387,7 +389,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
   bool fits = true;
   for (size_t i = 0; i < carried.size(); ++i) {
     if (values_.at(yield->operands[i]).lazy)
-      return unsupported("a streamed row (a dynamic or long reduced row) yielded by a loop",
+      return unsupported(DiagId::UnsupportedStreamedRow,
+                         "a streamed row (a dynamic or long reduced row) yielded by a loop",
                          op.loc);
     yielded.push_back(values_.at(yield->operands[i]));
     fits &= carriedFits(carried[i], yielded.back());

@@ -131,9 +131,16 @@ public:
 
 private:
   // ---- diagnostics ----
+  // A construct the legalize pass (passes/legalize.h) refuses before code generation: reaching
+  // it here is a wavec bug (`codegen-unsupported` says so).
   bool unsupported(const std::string &what, SourceRange loc) {
+    return unsupported(DiagId::CodegenUnsupported, what, loc);
+  }
+  // A check only the emitter can make (it depends on layouts or loops it decides while
+  // emitting), with its own id (docs/internals.md, "Legalize", lists them).
+  bool unsupported(DiagId id, const std::string &what, SourceRange loc) {
     if (!failed_)
-      diags_.report(DiagId::CodegenUnsupported, loc, {what});
+      diags_.report(id, loc, {what});
     failed_ = true;
     return false;
   }
@@ -338,6 +345,14 @@ private:
   bool tileAccess(const ir::Op &read, TileAccess &out) override;
   bool asyncCopyable(const Promotion &p) override;
   bool refuse(const std::string &what, SourceRange loc) override { return unsupported(what, loc); }
+  bool refuseSharedMemory(int64_t bytes) override {
+    if (!failed_)
+      diags_.report(DiagId::AllocateTooLarge, k_.loc,
+                    {k_.name, std::to_string(bytes), target_.name,
+                     std::to_string(target_.ldsOptInBytes)});
+    failed_ = true;
+    return false;
+  }
   // The buffer that LDS accesses emitted now touch: (stage index expr, stage for the analysis).
   IndexExpr stageIndex_ = IndexExpr(0);
   int stageTag_ = -1;

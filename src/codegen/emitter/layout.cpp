@@ -94,7 +94,8 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
       *asIs = true;
     return true;
   case RelayoutPlan::Impossible:
-    return unsupported("moving a value between thread layouts: " + plan.why, loc);
+    return unsupported(DiagId::UnsupportedLayoutChange,
+                       "moving a value between thread layouts: " + plan.why, loc);
   case RelayoutPlan::InLane:
     for (size_t c = 0; c < plan.dstClones.size(); ++c) {
       const auto &picks = plan.inLane[c];
@@ -210,8 +211,8 @@ std::string KernelEmitter::computeDeferred(const ir::Op &op, const RegVal &like,
   case ir::OpKind::SelfIndex: {
     auto it = like.layout.find(op.dims[0].str());
     if (it == like.layout.end()) {
-      unsupported("self_index(" + op.dims[0].str() + ") used in a value without that dim",
-                  op.loc);
+      unsupported(DiagId::UnsupportedLayoutChange,
+                  "self_index(" + op.dims[0].str() + ") used in a value without that dim", op.loc);
       return "%error";
     }
     if (!isInteger(t) && (!isFloat(t) || opaque(t))) {
@@ -253,7 +254,8 @@ std::string KernelEmitter::computeDeferred(const ir::Op &op, const RegVal &like,
     return elementwiseClone(op, x, values_.at(op.operands.back()).dtype, e);
   }
   default:
-    unsupported(std::string("computing ") + opKindName(op.kind) + " in another op's layout",
+    unsupported(DiagId::UnsupportedLayoutChange,
+                std::string("computing ") + opKindName(op.kind) + " in another op's layout",
                 op.loc);
     return "%error";
   }

@@ -48,7 +48,8 @@ std::string KernelEmitter::streamTrips(const DimIndex &di) {
   const IndexExpr e1 = di.start.subs({{"$g", (s + 1) * di.chunk}});
   auto stride = f.simplify(e1 - e0).asInteger();
   if (!stride || *stride <= 0) {
-    unsupported("a streamed row whose chunks are not evenly spaced (" + di.start.str() + ")", {});
+    unsupported(DiagId::UnsupportedStreamedRow,
+                "a streamed row whose chunks are not evenly spaced (" + di.start.str() + ")", {});
     return "";
   }
   IndexExpr extent = di.dim.size;
@@ -85,7 +86,8 @@ bool KernelEmitter::deferStreamed(const ir::Op &op) {
     const RegVal &v = values_.at(o);
     if (v.lazy) {
       if (!lz.streamDim.empty() && lz.streamDim != v.streamDim)
-        return unsupported("operands streamed along different dims", op.loc);
+        return unsupported(DiagId::UnsupportedStreamedRow, "operands streamed along different dims",
+                           op.loc);
       lz.streamDim = v.streamDim;
     }
     for (const auto &[dim, di] : v.layout)
@@ -101,7 +103,8 @@ bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
   const RegVal x = values_.at(xv);
   const std::string dim = op.dims[0].str();
   if (x.streamDim != dim)
-    return unsupported("a reduction over " + dim + " of a row streamed along " + x.streamDim,
+    return unsupported(DiagId::UnsupportedStreamedRow,
+                       "a reduction over " + dim + " of a row streamed along " + x.streamDim,
                        op.loc);
   auto cmb = combinerFor(op.reduce, x.dtype);
   if (!cmb)
@@ -139,7 +142,8 @@ bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
     chunk = values_.at(xv);
     ok = chunk.elems == u && chunk.layout.count(dim);
     if (!ok)
-      unsupported("a streamed value with " + std::to_string(chunk.elems) +
+      unsupported(DiagId::UnsupportedStreamedRow,
+                  "a streamed value with " + std::to_string(chunk.elems) +
                       " elements per lane per trip",
                   op.loc);
   }
@@ -175,7 +179,8 @@ bool KernelEmitter::emitStreamedWrite(const ir::Op &op) {
   const DimIndex *di = streamedDim(op);
   const RegVal &v = values_.at(op.operands[0]);
   if (!di || (v.lazy && v.streamDim != di->dim.str()))
-    return unsupported("a write of a streamed row in another layout", op.loc);
+    return unsupported(DiagId::UnsupportedStreamedRow,
+                       "a write of a streamed row in another layout", op.loc);
   const std::string trips = streamTrips(*di);
   if (failed_)
     return false;

@@ -1,0 +1,432 @@
+// The legalize pass: legalize.h. Each check names the emitter code whose refusal it makes
+// early; the emitter keeps the same test as a backstop (`codegen-unsupported`).
+#include "passes/legalize.h"
+#include "passes/kernel_plan.h"
+
+#include <algorithm>
+#include <sstream>
+
+namespace wave {
+
+namespace {
+
+bool isFp8(ScalarType t) {
+  return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
+         t == ScalarType::F8E5M2FNUZ;
+}
+
+std::string tn(ScalarType t) { return scalarTypeName(t); }
+
+unsigned bytesOf(ScalarType t) { return t == ScalarType::I1 ? 1 : bitWidth(t) / 8; }
+
+std::string where(const ir::Op &op) {
+  if (!op.loc.valid())
+    return "";
+  return " (" + std::to_string(op.loc.begin.line) + ":" + std::to_string(op.loc.begin.col) + ")";
+}
+
+std::string opName(const ir::Op &op) {
+  switch (op.kind) {
+  case ir::OpKind::Binary: return std::string("binary ") + ir::binaryKindName(op.binary);
+  case ir::OpKind::Math: return std::string("math ") + ir::mathKindName(op.math);
+  case ir::OpKind::Unary: return op.unary == ir::UnaryKind::Neg ? "negation" : "bitwise not";
+  case ir::OpKind::Cast: return std::string("cast to ") + scalarTypeName(op.results[0]->type.dtype);
+  default: return opKindName(op.kind);
+  }
+}
+
+const AccessIndex *accessOf(const Distribution &d, const ir::Op &op) {
+  for (const auto &a : d.accesses)
+    if (a.op == &op)
+      return &a;
+  return nullptr;
+}
+
+// One refusal or decision per op, for the diagnostics and for printLegalize.
+struct Legalizer {
+  const ir::Kernel &k;
+  const Distribution &d;
+  const TargetInfo &t;
+  DiagnosticEngine *diags; // null: only describe
+  std::ostringstream log;
+  bool ok = true;
+
+  void refuse(const ir::Op *op, SourceRange loc, DiagId id, std::vector<std::string> args,
+              const std::string &what) {
+    ok = false;
+    if (diags)
+      diags->report(id, loc, std::move(args));
+    log << "    refused: " << what << " [" << diagInfo(id).id << "]\n";
+    (void)op;
+  }
+  void note(const std::string &s) { log << "    " << s << "\n"; }
+
+  // Element types that only move (elementwise.cpp, emitElementwise; mlir_emitter.cpp, Constant).
+  bool arithmeticType(const ir::Op &op, ScalarType ty, const std::string &what) {
+    if (isFp8(ty)) {
+      refuse(&op, op.loc, DiagId::UnsupportedFp8Arithmetic, {what, tn(ty)}, what + " on " + tn(ty));
+      return false;
+    }
+    if (isOpaqueFloat(ty, t)) {
+      refuse(&op, op.loc, DiagId::UnsupportedBf16Arithmetic, {what, t.name},
+             what + " on " + tn(ty) + " on " + t.name);
+      return false;
+    }
+    return true;
+  }
+
+  void params() {
+    log << "  parameters:\n";
+    for (const auto &p : k.params) {
+      const ir::Value *v = p.value;
+      if (!v)
+        continue;
+      if (v->type.isMemory()) {
+        log << "    " << p.name << ": tensor of " << tn(v->type.dtype)
+            << (v->type.space == AddressSpace::Shared ? ", reads promoted to shared memory" : "")
+            << "\n";
+      } else if (v->type.isScalar()) {
+        log << "    " << p.name << ": scalar " << tn(v->type.dtype) << "\n";
+      } else {
+        // mlir_emitter.cpp, emit: a register parameter has no ABI.
+        log << "    " << p.name << ":\n";
+        ok = false;
+        if (diags)
+          diags->report(DiagId::UnsupportedOperation, p.loc, {"a register parameter"});
+        log << "    refused: a register parameter [unsupported-operation]\n";
+      }
+    }
+  }
+
+  void access(const ir::Op &op, const ir::Value *mem) {
+    // access.cpp, prepareAccess: LLVM packs vector<N x i1> into bits in memory.
+    if (mem->type.dtype == ScalarType::I1) {
+      refuse(&op, op.loc, DiagId::UnsupportedElementType, {"a tensor of element type i1 (use i8)"},
+             "a tensor of i1");
+      return;
+    }
+    const AccessIndex *ai = accessOf(d, op);
+    note("access of " + tn(mem->type.dtype) + std::string(" tensor") +
+         (ai ? ", anchor " + ai->anchor : ""));
+    if (op.kind == ir::OpKind::Write && op.operands[0]->type.dtype != mem->type.dtype)
+      refuse(&op, op.loc, DiagId::UnsupportedElementType,
+             {std::string("writing ") + tn(op.operands[0]->type.dtype) + " values to a tensor of " +
+              tn(mem->type.dtype)},
+             "a write of another element type");
+  }
+
+  void promoted(const ir::Op &op) {
+    PromotionTile pt;
+    DiagId id = DiagId::UnsupportedPromotionTile;
+    std::string why;
+    if (!promotionTile(k, d, op, pt, id, why)) {
+      if (!why.empty())
+        refuse(&op, op.loc, id, {why}, why);
+      return;
+    }
+    std::string tile;
+    for (size_t i = 0; i < pt.tile.size(); ++i)
+      tile += (i ? " x " : "") + std::to_string(pt.tile[i]);
+    note("promoted: shared-memory tile [" + tile + "], copied as " + std::to_string(pt.copies) +
+         " copies of " + std::to_string(pt.lanes) + " elements per thread" +
+         (pt.wgmma ? std::string(", read by wgmma through descriptors (") +
+                         (pt.kMajor ? "K-major" : "N-major") + ")"
+                   : ""));
+  }
+
+  void mma(const ir::Op &op) {
+    if (!op.mma) {
+      refuse(&op, op.loc, DiagId::UnsupportedOperation, {"an mma without a matrix kind"},
+             "no mma kind");
+      return;
+    }
+    const MmaKind &m = *op.mma;
+    const bool group = m.family == MmaFamily::Wgmma;
+    // mma.cpp, emitMma: clones of M, N and K step by the expansion's vector shapes, which the
+    // first mma of each dim decided; a chained mma must step alike.
+    const unsigned shape[3] = {m.m, m.n, m.k};
+    for (int r = 0; r < 3; ++r)
+      for (const auto &ex : d.expansion)
+        if (ex.dim == op.dims[r] && !ex.vectorShape.equals(sym::IndexExpr(int64_t{shape[r]})) &&
+            !(group && r == 2 && wgmmaKSteps(op, d) > 1)) {
+          refuse(&op, op.loc, DiagId::UnsupportedMmaStep,
+                 {m.name, ex.dim.str(), ex.vectorShape.str(), std::to_string(shape[r])},
+                 "dim " + ex.dim.str() + " walked in steps of " + ex.vectorShape.str());
+          return;
+        }
+    const ScalarType in = op.operands[0]->type.dtype;
+    if (!group) {
+      note(std::string("mma ") + m.name + " on " + tn(in));
+      return;
+    }
+    // mma.cpp, emitWgmma: B through a shared-memory descriptor, 16-bit inputs.
+    const ir::Op *b = op.operands[1]->def;
+    bool lhs = true;
+    if (!b || !isPromotedRead(*b) || wgmmaUser(*b, &lhs) != &op || lhs) {
+      refuse(&op, op.loc, DiagId::UnsupportedWgmmaOperand,
+             {"a wgmma's B operand must be a read of a `shared` parameter used only by wgmma "
+              "(wgmma reads B from shared memory through a matrix descriptor)"},
+             "wgmma B operand not a promoted read");
+      return;
+    }
+    if (in != ScalarType::F16 && in != ScalarType::BF16) {
+      refuse(
+          &op, op.loc, DiagId::UnsupportedWgmmaOperand,
+          {std::string("wgmma on ") + tn(in) + " operands is not supported yet (f16 and bf16 are)"},
+          std::string("wgmma on ") + tn(in));
+      return;
+    }
+    const ir::Op *a = op.operands[0]->def;
+    bool aLhs = false;
+    const bool descA = a && isPromotedRead(*a) && wgmmaUser(*a, &aLhs) == &op && aLhs;
+    note(std::string("wgmma ") + m.name + " on " + tn(in) + ", " +
+         std::to_string(wgmmaKSteps(op, d)) + " K step(s) per clone, A from " +
+         (descA ? "shared memory" : "registers") + ", B from shared memory");
+  }
+
+  void reduce(const ir::Op &op) {
+    // reduce.cpp, combinerFor: no combiner for opaque types, i1 or index.
+    const ScalarType ty = op.operands[0]->type.dtype;
+    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index) {
+      refuse(&op, op.loc, DiagId::UnsupportedReductionType, {tn(ty), t.name},
+             std::string("a reduction of ") + tn(ty));
+      return;
+    }
+    note(std::string("reduction of ") + tn(ty) + " over " + op.dims[0].str());
+  }
+
+  void elementwise(const ir::Op &op) {
+    // elementwise.cpp, emitElementwise and elementwiseClone.
+    const std::string what = opName(op);
+    if (!arithmeticType(op, op.results[0]->type.dtype, what))
+      return;
+    for (const ir::Value *o : op.operands)
+      if (!arithmeticType(op, o->type.dtype, what))
+        return;
+    const ScalarType in = op.operands.back()->type.dtype;
+    if (op.kind == ir::OpKind::Binary && isFloat(in) &&
+        (op.binary == ir::BinaryKind::And || op.binary == ir::BinaryKind::Or ||
+         op.binary == ir::BinaryKind::Xor)) {
+      refuse(&op, op.loc, DiagId::UnsupportedOperation, {what + " on " + tn(in) + " values"},
+             what + " on floats");
+      return;
+    }
+    if (op.kind == ir::OpKind::Math && !isFloat(in) && op.math != ir::MathKind::Abs &&
+        op.math != ir::MathKind::Maximum && op.math != ir::MathKind::Minimum) {
+      refuse(&op, op.loc, DiagId::UnsupportedOperation, {what + " on " + tn(in) + " values"},
+             what + " on integers");
+      return;
+    }
+    note(what + " on " + tn(in));
+  }
+
+  void op(const ir::Op &op) {
+    log << "  " << opKindName(op.kind) << where(op) << ":\n";
+    switch (op.kind) {
+    case ir::OpKind::Read:
+      access(op, op.operands[0]);
+      if (ok && isPromotedRead(op))
+        promoted(op);
+      break;
+    case ir::OpKind::Write: access(op, op.operands[1]); break;
+    case ir::OpKind::Constant: {
+      const ScalarType ty = op.results[0]->type.dtype;
+      if (arithmeticType(op, ty, "a constant"))
+        note(std::string("constant of ") + tn(ty));
+      break;
+    }
+    case ir::OpKind::Unary:
+    case ir::OpKind::Binary:
+    case ir::OpKind::Math:
+    case ir::OpKind::Select:
+    case ir::OpKind::Cast: elementwise(op); break;
+    case ir::OpKind::SelfIndex: {
+      // layout.cpp, computeDeferred: an index as an integer or a float with arithmetic.
+      const ScalarType ty = op.results[0]->type.dtype;
+      if (!isInteger(ty) && (!isFloat(ty) || isFp8(ty) || isOpaqueFloat(ty, t)))
+        refuse(&op, op.loc, DiagId::UnsupportedElementType,
+               {std::string("self_index of type ") + tn(ty)}, "self_index type");
+      else
+        note("computed in the layout of each user");
+      break;
+    }
+    case ir::OpKind::ApplyExpr:
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::Permute: note("no code of its own"); break;
+    case ir::OpKind::Mma: mma(op); break;
+    case ir::OpKind::Reduce: reduce(op); break;
+    case ir::OpKind::Iterate: note("loop over " + op.dims[0].str()); break;
+    case ir::OpKind::Barrier:
+    case ir::OpKind::Yield: note("supported"); break;
+    case ir::OpKind::If:
+      refuse(&op, op.loc, DiagId::UnsupportedIf, {}, "if");
+      return; // its regions are not looked at
+    case ir::OpKind::AtomicAdd:
+    case ir::OpKind::AtomicMin:
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("'") + (op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min") +
+              "'"},
+             "atomics");
+      return;
+    case ir::OpKind::Allocate:
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
+      return;
+    }
+    for (const auto &r : op.regions)
+      region(*r);
+  }
+
+  void region(const ir::Region &r) {
+    for (const auto &o : r.ops)
+      op(*o);
+  }
+};
+
+} // namespace
+
+bool isOpaqueFloat(ScalarType t, const TargetInfo &target) {
+  return isFp8(t) || (t == ScalarType::BF16 && target.vendor == Vendor::AMD);
+}
+
+int wgmmaKSteps(const ir::Op &mma, const Distribution &dist) {
+  for (const auto &ex : dist.expansion)
+    if (ex.dim == mma.dims[2])
+      if (auto vs = ex.vectorShape.asInteger(); vs && *vs > mma.mma->k)
+        return static_cast<int>(*vs / mma.mma->k);
+  return 1;
+}
+
+bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &read,
+                   PromotionTile &out, DiagId &id, std::string &why) {
+  // As passes/promotion.cpp and cooperative_copies.cpp over the register side of the access
+  // (codegen/emitter/access.cpp, prepareAccess with registerSide). An access the emitter cannot
+  // prepare is left to it (why stays empty).
+  const ir::Value *mem = read.operands[0];
+  const AccessIndex *ai = accessOf(dist, read);
+  if (!ai || ai->dims.size() != mem->type.shape.size())
+    return false;
+  std::vector<DimIndex> dims;
+  if (read.mapping) {
+    dims = ai->regDims;
+  } else {
+    for (const auto &memDim : mem->type.shape) {
+      const DimIndex *di = nullptr;
+      for (const auto &x : ai->dims)
+        if (x.dim == memDim)
+          di = &x;
+      if (!di)
+        return false;
+      dims.push_back(*di);
+    }
+  }
+  for (const auto &di : dims)
+    if (di.chunk > 0 || (di.start.dependsOn("$g") && di.elements <= 0))
+      return false; // streamed or dynamic: the emitter's own checks
+  int64_t elems = 1;
+  for (const auto &di : dims) {
+    const ir::Dim &dm = di.dim;
+    int64_t tile = 0;
+    const auto *tl = kernel.tilingFor(dm);
+    const auto *wg = kernel.workgroupFor(dm);
+    if (tl && di.start.dependsOn("$IV_" + dm.str()))
+      tile = tl->tile;
+    else if (wg)
+      tile = wg->tile;
+    else if (auto c = dm.size.asInteger())
+      tile = *c;
+    if (tile <= 0) {
+      id = DiagId::UnsupportedPromotionTile;
+      why = "a read of a `shared` tensor is staged in shared memory, but its dim " + dm.str() +
+            " has neither a workgroup or tiling constraint nor a static size";
+      return false;
+    }
+    out.dims.push_back(dm);
+    out.tile.push_back(tile);
+    elems *= tile;
+  }
+  if (out.tile.empty())
+    return false;
+  const int64_t threads = static_cast<int64_t>(dist.block[0]) * dist.block[1] * dist.block[2];
+  const unsigned bytes = bytesOf(mem->type.dtype);
+  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
+  while (lanes > 1 && (out.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
+    lanes /= 2;
+  if (elems % (threads * lanes) != 0) {
+    id = DiagId::UnsupportedPromotionTile;
+    why = "a shared-memory tile of " + std::to_string(elems) + " elements that the workgroup's " +
+          std::to_string(threads) + " threads cannot copy evenly (make the tile a multiple of " +
+          "the workgroup size)";
+    return false;
+  }
+  out.lanes = lanes;
+  out.copies = elems / (threads * lanes);
+  bool lhs = false;
+  if (const ir::Op *mma = wgmmaUser(read, &lhs)) {
+    out.wgmma = true;
+    const size_t n = out.tile.size();
+    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1], &kDim = mma->dims[2];
+    bool shape = n >= 2 && bytes == 2;
+    for (size_t i = 0; shape && i + 2 < n; ++i)
+      shape = out.tile[i] == 1;
+    out.kMajor = shape && out.dims[n - 2] == rowDim && out.dims[n - 1] == kDim;
+    out.nMajor = shape && !lhs && out.dims[n - 2] == kDim && out.dims[n - 1] == rowDim;
+    if (!out.kMajor && !out.nMajor) {
+      id = DiagId::UnsupportedWgmmaTile;
+      why = "a wgmma operand whose shared-memory tile is not [" + rowDim.str() + ", " + kDim.str() +
+            "] (or, for B, [" + kDim.str() + ", " + rowDim.str() + "]) of 16-bit elements";
+      return false;
+    }
+    const int64_t rows = out.tile[n - 2], rowBytes = out.tile[n - 1] * bytes;
+    const bool atom = out.kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);
+    if ((!atom && rowBytes % 128 != 0) || rows % 8 != 0) {
+      id = DiagId::UnsupportedWgmmaTile;
+      why = "a wgmma operand tile of " + std::to_string(rows) + " rows of " +
+            std::to_string(rowBytes) +
+            " bytes (wgmma needs rows of 32, 64 or a multiple of 128 bytes, N-major rows a "
+            "multiple of 128, in groups of 8 rows)";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetInfo &target,
+              DiagnosticEngine &diags) {
+  Legalizer l{kernel, dist, target, &diags, {}};
+  l.params();
+  l.region(kernel.body);
+  if (!l.ok)
+    diags.note(DiagId::NoteInKernel, kernel.loc, {kernel.name});
+  return l.ok;
+}
+
+bool legalizeTogether(
+    const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
+    const TargetInfo &target, DiagnosticEngine &diags) {
+  // codegen/lowering.cpp, featuresFor: one +wavefrontsize feature per code object.
+  if (target.vendor != Vendor::AMD || kernels.empty())
+    return true;
+  const auto &[first, firstDist] = kernels.front();
+  for (const auto &[k, d] : kernels)
+    if (d->waveSize != firstDist->waveSize) {
+      diags.report(DiagId::UnsupportedMixedWaveSize, k->loc,
+                   {"kernel '" + k->name + "' runs waves of " + std::to_string(d->waveSize) +
+                    " threads, but kernel '" + first->name + "' of this file runs waves of " +
+                    std::to_string(firstDist->waveSize) + ", and one " + target.name +
+                    " code object has one wave size (compile them apart with --kernel=NAME)"});
+      return false;
+    }
+  return true;
+}
+
+std::string printLegalize(const ir::Kernel &kernel, const Distribution &dist,
+                          const TargetInfo &target) {
+  Legalizer l{kernel, dist, target, nullptr, {}};
+  l.log << "legalize kernel " << kernel.name << " for " << target.name << ":\n";
+  l.params();
+  l.region(kernel.body);
+  l.log << "  result: " << (l.ok ? "legal" : "refused") << "\n";
+  return l.log.str();
+}
+
+} // namespace wave

@@ -1,0 +1,68 @@
+// Legalize: what the code generator can generate for a target, decided before it runs
+// (docs/internals.md, "Legalize").
+//
+// It runs after the distribution (passes/distribution.h), in the wavec driver, at --check as
+// well as before code generation. It reads the kernel's graph IR, its distribution and the
+// target, and refuses, at the op's .wave location and with one diagnostic id per reason
+// (the `unsupported-*` ids of frontend/diagnostic_kinds.def), every construct the MLIR emitter
+// (codegen/emitter/) would refuse: operations it does not generate yet (`if`, atomics,
+// `allocate`), arithmetic on element types that are only moved (fp8 everywhere, bf16 on AMD),
+// reductions of such types, i1 tensors, mma chains whose shapes disagree, wgmma operands and
+// shared-memory tiles it cannot lay out, promoted tiles the workgroup cannot copy evenly. The
+// emitter keeps its own checks as a backstop (`codegen-unsupported`, "a wavec bug").
+//
+// A few checks stay in the emitter, with their own ids, because they depend on decisions it
+// takes while emitting (layouts of values it moves, streamed rows, loop-carried layouts, the
+// shared-memory arena size after multi-buffering): docs/internals.md lists them.
+#pragma once
+
+#include "frontend/diagnostics.h"
+#include "ir/graph.h"
+#include "passes/distribution.h"
+#include "passes/kernel_plan.h"
+#include "target/target_table.h"
+
+#include <string>
+#include <vector>
+
+namespace wave {
+
+// Reports every construct of `kernel` the code generator cannot generate for `target`; false if
+// it reported any (with a note naming the kernel).
+bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetInfo &target,
+              DiagnosticEngine &diags);
+
+// What holds between the kernels of one code object: on AMD they share one wave size (the
+// code object's wavefront-size feature); reported at the first kernel that differs.
+bool legalizeTogether(
+    const std::vector<std::pair<const ir::Kernel *, const Distribution *>> &kernels,
+    const TargetInfo &target, DiagnosticEngine &diags);
+
+// `--print-ir-after=legalize`: per op, what legalize checked and decided (or why it refused).
+std::string printLegalize(const ir::Kernel &kernel, const Distribution &dist,
+                          const TargetInfo &target);
+
+// ---- predicates shared with the code generator (pure: IR, distribution, target) ----
+
+// A floating-point type the code generator moves as integers, with no arithmetic: fp8 kinds
+// everywhere, bf16 on AMD (MLIR's ROCDL conversion turns bf16 into i16).
+bool isOpaqueFloat(ScalarType t, const TargetInfo &target);
+// K steps of `mma.mma->k` that one clone of a wgmma covers (its K dim's vector shape is wider).
+int wgmmaKSteps(const ir::Op &mma, const Distribution &dist);
+// wgmmaUser and isPromotedRead: passes/kernel_plan.h.
+
+// The shared-memory tile a promoted read stages, as the promotion and cooperative-copies passes
+// lay it out (passes/promotion.cpp, passes/cooperative_copies.cpp): one extent per dim of the access, and how the
+// workgroup copies it. `why` is set, and false returned, when it cannot.
+struct PromotionTile {
+  std::vector<ir::Dim> dims;
+  std::vector<int64_t> tile;
+  int64_t lanes = 1;  // elements per copy instruction (at most 16 bytes)
+  int64_t copies = 0; // copy instructions per thread
+  bool wgmma = false; // read by a wgmma through descriptors
+  bool kMajor = false, nMajor = false;
+};
+bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &read,
+                   PromotionTile &out, DiagId &id, std::string &why);
+
+} // namespace wave
