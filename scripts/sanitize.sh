@@ -78,8 +78,11 @@ run_asan() {
   done <<< "$e2e"
   regex+=')'
   echo "sanitize: asan: $(printf '%s\n' "$e2e" | grep -c .) e2e cases in the slice"
-  ctest --test-dir build-asan -R "$regex" -j "$jobs" --output-on-failure --timeout 600 \
-    --output-junit "$root/build-asan/sanitize-results.xml"
+  # cli/check_matches_compile compiles every .wave for six targets four times (~7,600 runs): a
+  # consistency check of --check against compiling, which the normal job runs uninstrumented;
+  # instrumented it would take over an hour.
+  ctest --test-dir build-asan -R "$regex" -E '^cli/check_matches_compile$' -j "$jobs" \
+    --output-on-failure --timeout 600 --output-junit "$root/build-asan/sanitize-results.xml"
   took "asan tests" "$t0"
 }
 
