@@ -227,7 +227,8 @@ bool KernelEmitter::reduceSpread(const ir::Op &op, const RegVal &x, const DimInd
       for (int64_t j = 0; j < eo; ++j) {
         auto v = probe.at(l, 0, 0, groups[j][0]);
         if (!v)
-          return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " whose index " + rowDi.start.str() +
+          return unsupported(DiagId::UnsupportedReductionLayout,
+                             "a reduction over " + dim + " whose index " + rowDi.start.str() +
                                  " cannot be evaluated per lane",
                              op.loc);
         co[l].push_back(*v);
@@ -246,13 +247,15 @@ bool KernelEmitter::reduceSpread(const ir::Op &op, const RegVal &x, const DimInd
           anyD |= !sd;
         }
       if (allOther && allD && m >= static_cast<int64_t>(d_.waveSize))
-        return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " across the waves of a warpgroup (" +
+        return unsupported(DiagId::UnsupportedReductionLayout,
+                           "a reduction over " + dim + " across the waves of a warpgroup (" +
                                rowDi.start.str() + ")",
                            op.loc);
       if (allOther && allD)
         laneMasks.push_back(m);
       else if (allOther && anyD)
-        return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " in a lane layout (" +
+        return unsupported(DiagId::UnsupportedReductionLayout,
+                           "a reduction over " + dim + " in a lane layout (" +
                                rowDi.start.str() + ") that a butterfly cannot combine",
                            op.loc);
     }
@@ -274,7 +277,8 @@ bool KernelEmitter::reduceSpread(const ir::Op &op, const RegVal &x, const DimInd
           if (sameOther(co[l][j], co[p][j]))
             cls.insert(co[p][j][0]);
         if (orbit.size() != n || orbit != cls)
-          return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " in a lane layout (" +
+          return unsupported(DiagId::UnsupportedReductionLayout,
+                             "a reduction over " + dim + " in a lane layout (" +
                                  rowDi.start.str() + ") that a butterfly cannot combine",
                              op.loc);
       }
@@ -291,13 +295,15 @@ bool KernelEmitter::reduceSpread(const ir::Op &op, const RegVal &x, const DimInd
           for (int64_t j = 0; j < eo; ++j) {
             auto p = waveAt(0, l, groups[j][0]), q = waveAt(k, l, groups[j][0]);
             if (!p || !q)
-              return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " whose index cannot be evaluated",
+              return unsupported(DiagId::UnsupportedReductionLayout,
+                                 "a reduction over " + dim + " whose index cannot be evaluated",
                                  op.loc);
             moves |= (*p)[0] != (*q)[0];
             othersMove |= !sameOther(*p, *q);
           }
       if (moves && othersMove)
-        return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim + " whose waves also move along another dim",
+        return unsupported(DiagId::UnsupportedReductionLayout,
+                           "a reduction over " + dim + " whose waves also move along another dim",
                            op.loc);
       if (moves)
         waveAxes.push_back(a);
@@ -453,14 +459,17 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
   const Combiner &c = *cmb;
   const RegVal *init = op.operands.size() > 1 ? &values_.at(op.operands[1]) : nullptr;
   if (init && init->lazy)
-    return unsupported(DiagId::UnsupportedStreamedRow, "a reduction init that is a streamed row", op.loc);
+    return unsupported(DiagId::UnsupportedStreamedRow,
+                       "a reduction init that is a streamed row", op.loc);
   if (x.deferred)
-    return unsupported(DiagId::UnsupportedReductionLayout, "a reduction of a value computed from thread indices only", op.loc);
+    return unsupported(DiagId::UnsupportedReductionLayout,
+                       "a reduction of a value computed from thread indices only", op.loc);
   auto lay = x.layout.find(dim);
   if (lay == x.layout.end()) {
     // Uniform along D: max and min of copies are the value itself (combined with init below).
     if (op.reduce == ir::ReduceKind::Sum)
-      return unsupported(DiagId::UnsupportedReductionLayout, "a sum over " + dim + " of a value uniform along it", op.loc);
+      return unsupported(DiagId::UnsupportedReductionLayout,
+                         "a sum over " + dim + " of a value uniform along it", op.loc);
   }
   const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
   const int64_t e = std::max<int64_t>(x.elems, 1);
