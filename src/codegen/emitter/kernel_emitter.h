@@ -304,7 +304,7 @@ private:
     int64_t chunk = 0;
   };
   std::optional<Stream> stream_;
-  std::string streamTrips(const DimIndex &di);
+  std::string streamTrips(const DimIndex &di, SourceRange loc); // loc: the consumer, for errors
   DimIndex streamChunk(const DimIndex &di, bool innermost) const;
   bool materialize(const ir::Value *v, std::vector<std::pair<const ir::Value *, RegVal>> &saved);
   void restore(std::vector<std::pair<const ir::Value *, RegVal>> &saved);

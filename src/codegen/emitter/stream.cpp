@@ -40,7 +40,7 @@ DimIndex KernelEmitter::streamChunk(const DimIndex &di, bool innermost) const {
 
 // Trips of the loop over a streamed row: the extent of the row one wave walks (the dim, or its
 // vector shape when a workgroup or tiling splits it) over the distance of consecutive chunks.
-std::string KernelEmitter::streamTrips(const DimIndex &di) {
+std::string KernelEmitter::streamTrips(const DimIndex &di, SourceRange loc) {
   const IndexExpr s = IndexExpr::symbol("$Sprobe");
   sym::Facts f = facts_;
   f.setRange("$Sprobe", 0);
@@ -49,7 +49,7 @@ std::string KernelEmitter::streamTrips(const DimIndex &di) {
   auto stride = f.simplify(e1 - e0).asInteger();
   if (!stride || *stride <= 0) {
     unsupported(DiagId::UnsupportedStreamedRow,
-                "a streamed row whose chunks are not evenly spaced (" + di.start.str() + ")", {});
+                "a streamed row whose chunks are not evenly spaced (" + di.start.str() + ")", loc);
     return "";
   }
   IndexExpr extent = di.dim.size;
@@ -114,7 +114,7 @@ bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
   const Combiner &c = *cmb;
   const DimIndex &di = x.layout.at(dim);
   const int64_t u = di.chunk;
-  const std::string trips = streamTrips(di);
+  const std::string trips = streamTrips(di, op.loc);
   if (failed_)
     return false;
   const unsigned n = next_++;
@@ -181,7 +181,7 @@ bool KernelEmitter::emitStreamedWrite(const ir::Op &op) {
   if (!di || (v.lazy && v.streamDim != di->dim.str()))
     return unsupported(DiagId::UnsupportedStreamedRow,
                        "a write of a streamed row in another layout", op.loc);
-  const std::string trips = streamTrips(*di);
+  const std::string trips = streamTrips(*di, op.loc);
   if (failed_)
     return false;
   const unsigned n = next_++;
