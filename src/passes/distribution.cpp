@@ -968,6 +968,21 @@ bool distribute(const ir::Kernel &kernel, const TargetInfo &target, DiagnosticEn
   return Distributor(kernel, target, diags, out).run();
 }
 
+const AccessIndex *accessOf(const Distribution &d, const ir::Op &op) {
+  for (const auto &a : d.accesses)
+    if (a.op == &op)
+      return &a;
+  return nullptr;
+}
+
+const DimIndex *dimIndexOf(const AccessIndex &a, const ir::Dim &dim) {
+  const DimIndex *found = nullptr;
+  for (const auto &x : a.dims)
+    if (x.dim == dim)
+      found = &x; // the last, as the emitter has always taken it
+  return found;
+}
+
 std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
                               const Distribution &d) {
   std::string out = fmt::format("kernel {} (target {})\n", kernel.name, target.name);

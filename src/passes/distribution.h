@@ -100,6 +100,11 @@ std::vector<DimIndex> mmaOperandIndex(const ir::Kernel &kernel, const Distributi
 int64_t mmaOperandElements(const Distribution &dist, const ir::Op &mma, int operand);
 
 // `wavec --emit=distribution`.
+// The access the distribution made for `op` (null when there is none).
+const AccessIndex *accessOf(const Distribution &d, const ir::Op &op);
+// The index of memory dim `dim` in an access (null when the access has none for it).
+const DimIndex *dimIndexOf(const AccessIndex &a, const ir::Dim &dim);
+
 std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
                               const Distribution &d);
 

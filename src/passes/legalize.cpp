@@ -35,13 +35,6 @@ std::string opName(const ir::Op &op) {
   }
 }
 
-const AccessIndex *accessOf(const Distribution &d, const ir::Op &op) {
-  for (const auto &a : d.accesses)
-    if (a.op == &op)
-      return &a;
-  return nullptr;
-}
-
 // One refusal or decision per op, for the diagnostics and for printLegalize.
 struct Legalizer {
   const ir::Kernel &k;
@@ -310,10 +303,7 @@ bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir:
     dims = ai->regDims;
   } else {
     for (const auto &memDim : mem->type.shape) {
-      const DimIndex *di = nullptr;
-      for (const auto &x : ai->dims)
-        if (x.dim == memDim)
-          di = &x;
+      const DimIndex *di = dimIndexOf(*ai, memDim);
       if (!di)
         return false;
       dims.push_back(*di);

@@ -118,9 +118,7 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.readAhead = s.async && kSteps >= 2 && !s.wgmma;
   for (const ir::Op *o : s.staged) {
     bool alongLoop = false;
-    auto a = std::find_if(c.dist.accesses.begin(), c.dist.accesses.end(),
-                          [&](const AccessIndex &x) { return x.op == o; });
-    if (a != c.dist.accesses.end())
+    if (const AccessIndex *a = accessOf(c.dist, *o))
       for (const auto &di : a->dims)
         alongLoop |= di.start.dependsOn(kSym);
     s.readAhead = s.readAhead && alongLoop;

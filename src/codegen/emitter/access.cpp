@@ -21,10 +21,7 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   acc.base = pointers_.at(mem);
   acc.dtype = mem->type.dtype;
   for (const auto &memDim : mem->type.shape) {
-    const DimIndex *di = nullptr;
-    for (const auto &x : ai->dims)
-      if (x.dim == memDim)
-        di = &x;
+    const DimIndex *di = dimIndexOf(*ai, memDim);
     if (!di)
       return unsupported("an access whose index misses dim " + memDim.str(), op.loc);
     acc.dims.push_back(*di);

@@ -337,10 +337,6 @@ private:
 // elementwiseClone of a binary op into `r`: `r`, or "%error" after reporting.
 std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::string> &x,
                                        ScalarType inT, int64_t e, const std::string &r) {
-  auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
-    unsupported(what, loc);
-    return std::string("%error");
-  };
   const std::string ity = vecType(inT, e);
   const bool fl = isFloat(inT), sg = isSigned(inT);
   auto bin = [&](const std::string &o) {
@@ -402,7 +398,7 @@ std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::
   } else if (fl ? pf != nullptr : pi != nullptr) {
     bin(fl ? pf : pi);
   } else {
-    return unsupportedIn(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
+    return unsupportedValue(std::string("binary ") + ir::binaryKindName(op.binary) + " on " +
                            scalarTypeName(inT),
                        op.loc);
   }
@@ -413,10 +409,6 @@ std::string KernelEmitter::binaryClone(const ir::Op &op, const std::vector<std::
 // "%error" after reporting.
 std::string KernelEmitter::mathClone(const ir::Op &op, const std::vector<std::string> &x,
                                      ScalarType inT, int64_t e, const std::string &r) {
-  auto unsupportedIn = [&](const std::string &what, SourceRange loc) {
-    unsupported(what, loc);
-    return std::string("%error");
-  };
   const std::string ity = vecType(inT, e);
   const bool fl = isFloat(inT), sg = isSigned(inT);
   auto bin = [&](const std::string &o) {
@@ -435,7 +427,7 @@ std::string KernelEmitter::mathClone(const ir::Op &op, const std::vector<std::st
   };
   using M = ir::MathKind;
   if (!fl && op.math != M::Abs && op.math != M::Maximum && op.math != M::Minimum)
-    return unsupportedIn(std::string("math ") + ir::mathKindName(op.math) + " on integers",
+    return unsupportedValue(std::string("math ") + ir::mathKindName(op.math) + " on integers",
                        op.loc);
   if (inT == ScalarType::F64) {
     F64Math m([&] { return fresh(); }, [&](const std::string &l) { line(l); }, e);

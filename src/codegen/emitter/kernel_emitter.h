@@ -136,6 +136,11 @@ private:
   bool unsupported(const std::string &what, SourceRange loc) {
     return unsupported(DiagId::CodegenUnsupported, what, loc);
   }
+  // unsupported() where a value is expected: "%error", which no caller uses once failed_ is set.
+  std::string unsupportedValue(const std::string &what, SourceRange loc) {
+    unsupported(what, loc);
+    return "%error";
+  }
   // A check only the emitter can make (it depends on layouts or loops it decides while
   // emitting), with its own id (docs/internals.md, "Legalize", lists them).
   bool unsupported(DiagId id, const std::string &what, SourceRange loc) {
@@ -396,12 +401,7 @@ private:
   int wgmmaStages_ = 0;
   bool wgmmaInFlight_ = false;
   IndexExpr laneZero(const IndexExpr &e);
-  const AccessIndex *accessOf(const ir::Op &op) {
-    for (const auto &a : d_.accesses)
-      if (a.op == &op)
-        return &a;
-    return nullptr;
-  }
+  const AccessIndex *accessOf(const ir::Op &op) { return wave::accessOf(d_, op); }
   // Clone assignments over `syms` (each $i_<dim> ranges over its expansion count).
   std::vector<CloneAssign> clonesOver(const std::set<std::string> &syms);
   // The value of clone `a` of `v` as a `vecType(dtype, e)`: splats a uniform scalar.
