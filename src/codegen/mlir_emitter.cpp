@@ -293,6 +293,9 @@ bool KernelEmitter::emit(std::ostream &os) {
       return false;
   if (failed_)
     return false;
+  if (dumps_ && dumps_->wants("carried-shapes"))
+    dumps_->text["carried-shapes"] += "kernel " + k_.name + ": carried-shapes\n" +
+                                      (carriedText_.empty() ? "no loops\n" : carriedText_);
   if (dumps_ && dumps_->wants("emit"))
     dumps_->text["emit"] += emittedText();
   if (!planSharedMemory(plan))
@@ -330,8 +333,7 @@ bool KernelEmitter::emit(std::ostream &os) {
                     std::to_string(d_.block[2]);
   os << "    gpu.func @" << k_.name << "(" << sig << ") kernel attributes {known_block_size = "
      << "array<i32: " << blk << ">";
-  if (target_.vendor == Vendor::NVIDIA)
-    os << ", nvvm.maxntid = array<i32: " << blk << ">";
+  os << lower_->kernelAttributes(blk);
   os << "} {\n" << head_.str();
   std::vector<SyncItem> sync;
   for (const auto &it : items_)
@@ -347,17 +349,12 @@ bool KernelEmitter::emit(std::ostream &os) {
     if (barrier[i] == BarrierPlacement::WaitAndBarrier) {
       // The reads here need their own tile; the newest `keep` copy groups (later tiles) may
       // still be in flight.
-      const int keep = keepInFlight[i];
-      if (keep > 0)
-        os << ind << "%wait_" << i << " = llvm.mlir.constant(" << keep << " : i32) : i32\n"
-           << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.group\"(%wait_" << i
-           << ") : (i32) -> ()\n";
-      else
-        os << ind << "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()\n";
+      const std::string name = "%wait_" + std::to_string(i);
+      for (const std::string &w : lower_->asyncWait(keepInFlight[i], name))
+        os << ind << w << "\n";
     }
     if (barrier[i] != BarrierPlacement::None && proxyFence[i])
-      os << ind << "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
-         << "space = #nvvm.shared_space<cta>}\n";
+      os << ind << lower_->asyncProxyFence() << "\n";
     if (barrier[i] != BarrierPlacement::None && insertBarriers_)
       os << ind << "gpu.barrier\n";
     if (t.find_first_not_of(' ') != std::string::npos) // not a mark()

@@ -34,6 +34,53 @@ std::string TargetLowering::shuffle32(const char *mode, const std::string &x,
   return r;
 }
 
+void TargetLowering::missing(const std::string &what) {
+  unsupported(what + " on " + target_.name + " (a wavec bug: legalize should have refused it)",
+              {});
+}
+
+void TargetLowering::bufferLoad(const std::string &, const std::string &, const std::string &,
+                                const std::string &, const std::string &) {
+  missing("buffer instructions");
+}
+void TargetLowering::bufferStore(const std::string &, const std::string &, const std::string &,
+                                 const std::string &, const std::string &) {
+  missing("buffer instructions");
+}
+void TargetLowering::asyncCopy(const std::string &, const std::string &, const std::string &) {
+  missing("asynchronous copies");
+}
+void TargetLowering::asyncCommit() { missing("asynchronous copies"); }
+std::vector<std::string> TargetLowering::asyncWait(int, const std::string &) {
+  missing("asynchronous copies");
+  return {};
+}
+std::string TargetLowering::asyncProxyFence() const { return ""; }
+void TargetLowering::warpgroupFence() { missing("warpgroup matrix instructions"); }
+void TargetLowering::warpgroupMma(const std::string &, const MmaKind &, ScalarType,
+                                  const std::string &, const std::string &, const std::string &,
+                                  bool) {
+  missing("warpgroup matrix instructions");
+}
+void TargetLowering::warpgroupMmaRegisterA(
+    const std::string &, const MmaKind &, ScalarType, const std::string &,
+    const std::function<const std::vector<std::string> &()> &, const std::string &, bool) {
+  missing("warpgroup matrix instructions");
+}
+void TargetLowering::warpgroupCommit() { missing("warpgroup matrix instructions"); }
+void TargetLowering::warpgroupWait(int) { missing("warpgroup matrix instructions"); }
+std::string TargetLowering::matrixLoad(const std::string &, unsigned, bool, const std::string &) {
+  missing("matrix loads from shared memory");
+  return fresh();
+}
+
+std::string f32StructType(int64_t n) {
+  std::string s = "!llvm.struct<(";
+  for (int64_t j = 0; j < n; ++j)
+    s += j ? ", f32" : "f32";
+  return s + ")>";
+}
+
 std::string TargetLowering::bitcast(const std::string &x, const std::string &from,
                                     const std::string &to) {
   if (from == to)

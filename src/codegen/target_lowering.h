@@ -12,8 +12,10 @@
 #include "frontend/diagnostics.h"
 #include "target/target_table.h"
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace wave::codegen {
 
@@ -58,6 +60,57 @@ public:
   // instructions (emitter/access_buffer.cpp decides per access; else the generic global path).
   virtual bool bufferAccesses() const { return false; }
 
+  // ---- buffer access (the AMD path of masked global accesses) ----
+  // `res` = `type` loaded from byte offset `voff` (i32) of the resource `rsrc` (vector<4xi32>);
+  // `zero` an i32 0 (the instruction's other offset and cache bits). The store writes `value`.
+  virtual void bufferLoad(const std::string &res, const std::string &rsrc, const std::string &voff,
+                          const std::string &zero, const std::string &type);
+  virtual void bufferStore(const std::string &value, const std::string &rsrc,
+                           const std::string &voff, const std::string &zero,
+                           const std::string &type);
+
+  // ---- async copy: global to shared memory without registers ----
+  // Whether the target has it (16 bytes per lane; 0 source bytes fill zeros).
+  virtual bool asyncCopies() const { return false; }
+  // One copy of `bytes` (an i32: 16 or 0) from `src` (!llvm.ptr<1>) to `dst` (!llvm.ptr<3>).
+  virtual void asyncCopy(const std::string &dst, const std::string &src, const std::string &bytes);
+  // Closes the copies issued since the last commit into one group.
+  virtual void asyncCommit();
+
+  // ---- wait and fence (lines without indentation, for the barrier placement's assembly) ----
+  // Waits until at most `keep` copy groups are in flight; `name` is a free SSA name for the
+  // count (unused when keep is 0).
+  virtual std::vector<std::string> asyncWait(int keep, const std::string &name);
+  // Orders the generic proxy's shared-memory writes before the async proxy's reads that follow.
+  virtual std::string asyncProxyFence() const;
+
+  // ---- warpgroup MMA (accumulators an f32Struct, operands through descriptors) ----
+  virtual void warpgroupFence();
+  // `res` = the product of kind k with A and B through the i64 descriptors `aDesc`, `bDesc`
+  // (`bNMajor`: B is [K, N] in memory) added to the accumulator struct `acc`.
+  virtual void warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
+                            const std::string &aDesc, const std::string &bDesc,
+                            const std::string &acc, bool bNMajor);
+  // The same with A in registers: `fragments` gives A's 32-bit words (called once the
+  // accumulators have been taken apart, so that SSA numbering follows the text).
+  virtual void warpgroupMmaRegisterA(
+      const std::string &res, const MmaKind &k, ScalarType in, const std::string &acc,
+      const std::function<const std::vector<std::string> &()> &fragments,
+      const std::string &bDesc, bool bNMajor);
+  virtual void warpgroupCommit();
+  // Waits until at most `keep` warpgroup MMA groups are in flight.
+  virtual void warpgroupWait(int keep);
+
+  // ---- matrix load from shared memory ----
+  // `regs` 8x8 matrices of 16-bit elements at `ptr` (!llvm.ptr<3>, the lane's row), transposed
+  // when `trans`; returns the struct `structType` of `regs` i32.
+  virtual std::string matrixLoad(const std::string &ptr, unsigned regs, bool trans,
+                                 const std::string &structType);
+
+  // ---- kernel ----
+  // Attributes after known_block_size on the gpu.func (", name = value", or "").
+  virtual std::string kernelAttributes(const std::string &block) const { return ""; }
+
   // ---- shuffle ----
   // `res`'s lane's value of `x` (a 32-bit type `ty`) from the lane that `mode` (xor or idx) and
   // the i32 `offset` name, within groups of `width` lanes. By default `gpu.shuffle`.
@@ -77,8 +130,15 @@ protected:
   // `x` of type `from` as type `to` (llvm.bitcast; `x` itself when the types are the same).
   std::string bitcast(const std::string &x, const std::string &from, const std::string &to);
 
+  // Reports that this target has no `what` (legalize and the plan passes keep the emitter
+  // from asking: reaching it is a wavec bug).
+  void missing(const std::string &what);
+
   LoweringHost &host_;
   const TargetInfo &target_;
 };
+
+// "!llvm.struct<(f32, ...)>" of n f32: the accumulator registers of a warpgroup MMA.
+std::string f32StructType(int64_t n);
 
 } // namespace wave::codegen

@@ -20,9 +20,11 @@ bool planCooperativeCopy(PlanContext &c, Promotion &p) {
   while (lanes > 1 && (al.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
     lanes /= 2;
   if (elems % (threads * lanes) != 0)
-    return c.queries.refuse("a shared-memory tile of " + std::to_string(elems) +
+    return c.queries.refuse(DiagId::UnsupportedPromotionTile,
+                            "a shared-memory tile of " + std::to_string(elems) +
                                 " elements that the workgroup's " + std::to_string(threads) +
-                                " threads cannot copy evenly",
+                                " threads cannot copy evenly (make the tile a multiple of the "
+                                "workgroup size)",
                             p.op->loc);
   p.lanes = lanes;
   p.copies = elems / (threads * lanes);

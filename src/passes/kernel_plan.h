@@ -116,8 +116,9 @@ public:
   virtual bool tileAccess(const ir::Op &read, TileAccess &out) = 0;
   // Whether every vector of the tile's cooperative copy can be one 16-byte cp.async.
   virtual bool asyncCopyable(const Promotion &p) = 0;
-  // Reports that the kernel needs what code generation cannot do; returns false.
-  virtual bool refuse(const std::string &what, SourceRange loc) = 0;
+  // Reports that the kernel needs what code generation cannot do (`id`, an unsupported-* kind
+  // whose message is `what`); returns false.
+  virtual bool refuse(DiagId id, const std::string &what, SourceRange loc) = 0;
   // Reports that the arena needs `bytes` of shared memory, more than the target has; false.
   virtual bool refuseSharedMemory(int64_t bytes) = 0;
 };

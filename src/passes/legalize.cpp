@@ -17,7 +17,6 @@ bool isFp8(ScalarType t) {
 
 std::string tn(ScalarType t) { return scalarTypeName(t); }
 
-unsigned bytesOf(ScalarType t) { return t == ScalarType::I1 ? 1 : bitWidth(t) / 8; }
 
 std::string where(const ir::Op &op) {
   if (!op.loc.valid())
@@ -34,6 +33,53 @@ std::string opName(const ir::Op &op) {
   default: return opKindName(op.kind);
   }
 }
+
+// The plan passes' questions answered from the distribution alone: the register side of a
+// read's access as codegen/emitter/shared_memory.cpp (tileAccess) prepares it; no cp.async
+// (it changes no tile); refusals kept for the caller to report at the op.
+class PlanRefusals final : public PlanQueries {
+public:
+  explicit PlanRefusals(const Distribution &d) : d_(d) {}
+  DiagId id = DiagId::UnsupportedPromotionTile;
+  std::string why; // empty: an access the emitter itself refuses (left to its own checks)
+
+  bool tileAccess(const ir::Op &read, TileAccess &out) override {
+    const ir::Value *mem = read.operands[0];
+    const AccessIndex *ai = accessOf(d_, read);
+    if (!ai || ai->dims.size() != mem->type.shape.size())
+      return false;
+    std::vector<DimIndex> dims;
+    if (read.mapping) {
+      dims = ai->regDims;
+    } else {
+      for (const auto &memDim : mem->type.shape) {
+        const DimIndex *di = dimIndexOf(*ai, memDim);
+        if (!di)
+          return false;
+        dims.push_back(*di);
+      }
+    }
+    for (const auto &di : dims) {
+      if (di.chunk > 0 || (di.start.dependsOn("$g") && di.elements <= 0))
+        return false; // streamed or dynamic: the emitter's own checks
+      out.dims.push_back({di.dim, di.start});
+      if (di.start.dependsOn("$g"))
+        out.elems = std::max(out.elems, di.elements);
+    }
+    out.dtype = mem->type.dtype;
+    return !out.dims.empty();
+  }
+  bool asyncCopyable(const Promotion &) override { return false; }
+  bool refuse(DiagId kind, const std::string &what, SourceRange) override {
+    id = kind;
+    why = what;
+    return false;
+  }
+  bool refuseSharedMemory(int64_t) override { return false; }
+
+private:
+  const Distribution &d_;
+};
 
 // One refusal or decision per op, for the diagnostics and for printLegalize.
 struct Legalizer {
@@ -108,23 +154,26 @@ struct Legalizer {
              "a write of another element type");
   }
 
+  // The promotion and cooperative-copies passes themselves (passes/promotion.cpp,
+  // cooperative_copies.cpp), asked through the distribution instead of the emitter.
   void promoted(const ir::Op &op) {
-    PromotionTile pt;
-    DiagId id = DiagId::UnsupportedPromotionTile;
-    std::string why;
-    if (!promotionTile(k, d, op, pt, id, why)) {
-      if (!why.empty())
-        refuse(&op, op.loc, id, {why}, why);
+    PlanRefusals q(d);
+    KernelPlan plan;
+    PlanContext c{k, d, t, d.facts, q, plan};
+    if (!planPromotion(c, op) || !planCooperativeCopy(c, plan.promotions.at(&op))) {
+      if (!q.why.empty())
+        refuse(&op, op.loc, q.id, {q.why}, q.why);
       return;
     }
+    const Promotion &p = plan.promotions.at(&op);
     std::string tile;
-    for (size_t i = 0; i < pt.tile.size(); ++i)
-      tile += (i ? " x " : "") + std::to_string(pt.tile[i]);
-    note("promoted: shared-memory tile [" + tile + "], copied as " + std::to_string(pt.copies) +
-         " copies of " + std::to_string(pt.lanes) + " elements per thread" +
-         (pt.wgmma ? std::string(", read by wgmma through descriptors (") +
-                         (pt.kMajor ? "K-major" : "N-major") + ")"
-                   : ""));
+    for (size_t i = 0; i < plan.tiles[p.alloc].tile.size(); ++i)
+      tile += (i ? " x " : "") + std::to_string(plan.tiles[p.alloc].tile[i]);
+    note("promoted: shared-memory tile [" + tile + "], copied as " + std::to_string(p.copies) +
+         " copies of " + std::to_string(p.lanes) + " elements per thread" +
+         (p.wgmma ? std::string(", read by wgmma through descriptors (") +
+                        (p.nMajor ? "N-major" : "K-major") + ")"
+                  : ""));
   }
 
   void mma(const ir::Op &op) {
@@ -289,96 +338,6 @@ int wgmmaKSteps(const ir::Op &mma, const Distribution &dist) {
   return 1;
 }
 
-bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &read,
-                   PromotionTile &out, DiagId &id, std::string &why) {
-  // As passes/promotion.cpp and cooperative_copies.cpp over the register side of the access
-  // (codegen/emitter/access.cpp, prepareAccess with registerSide). An access the emitter cannot
-  // prepare is left to it (why stays empty).
-  const ir::Value *mem = read.operands[0];
-  const AccessIndex *ai = accessOf(dist, read);
-  if (!ai || ai->dims.size() != mem->type.shape.size())
-    return false;
-  std::vector<DimIndex> dims;
-  if (read.mapping) {
-    dims = ai->regDims;
-  } else {
-    for (const auto &memDim : mem->type.shape) {
-      const DimIndex *di = dimIndexOf(*ai, memDim);
-      if (!di)
-        return false;
-      dims.push_back(*di);
-    }
-  }
-  for (const auto &di : dims)
-    if (di.chunk > 0 || (di.start.dependsOn("$g") && di.elements <= 0))
-      return false; // streamed or dynamic: the emitter's own checks
-  int64_t elems = 1;
-  for (const auto &di : dims) {
-    const ir::Dim &dm = di.dim;
-    int64_t tile = 0;
-    const auto *tl = kernel.tilingFor(dm);
-    const auto *wg = kernel.workgroupFor(dm);
-    if (tl && di.start.dependsOn("$IV_" + dm.str()))
-      tile = tl->tile;
-    else if (wg)
-      tile = wg->tile;
-    else if (auto c = dm.size.asInteger())
-      tile = *c;
-    if (tile <= 0) {
-      id = DiagId::UnsupportedPromotionTile;
-      why = "a read of a `shared` tensor is staged in shared memory, but its dim " + dm.str() +
-            " has neither a workgroup or tiling constraint nor a static size";
-      return false;
-    }
-    out.dims.push_back(dm);
-    out.tile.push_back(tile);
-    elems *= tile;
-  }
-  if (out.tile.empty())
-    return false;
-  const int64_t threads = static_cast<int64_t>(dist.block[0]) * dist.block[1] * dist.block[2];
-  const unsigned bytes = bytesOf(mem->type.dtype);
-  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
-  while (lanes > 1 && (out.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
-    lanes /= 2;
-  if (elems % (threads * lanes) != 0) {
-    id = DiagId::UnsupportedPromotionTile;
-    why = "a shared-memory tile of " + std::to_string(elems) + " elements that the workgroup's " +
-          std::to_string(threads) + " threads cannot copy evenly (make the tile a multiple of " +
-          "the workgroup size)";
-    return false;
-  }
-  out.lanes = lanes;
-  out.copies = elems / (threads * lanes);
-  bool lhs = false;
-  if (const ir::Op *mma = wgmmaUser(read, &lhs)) {
-    out.wgmma = true;
-    const size_t n = out.tile.size();
-    const ir::Dim &rowDim = lhs ? mma->dims[0] : mma->dims[1], &kDim = mma->dims[2];
-    bool shape = n >= 2 && bytes == 2;
-    for (size_t i = 0; shape && i + 2 < n; ++i)
-      shape = out.tile[i] == 1;
-    out.kMajor = shape && out.dims[n - 2] == rowDim && out.dims[n - 1] == kDim;
-    out.nMajor = shape && !lhs && out.dims[n - 2] == kDim && out.dims[n - 1] == rowDim;
-    if (!out.kMajor && !out.nMajor) {
-      id = DiagId::UnsupportedWgmmaTile;
-      why = "a wgmma operand whose shared-memory tile is not [" + rowDim.str() + ", " + kDim.str() +
-            "] (or, for B, [" + kDim.str() + ", " + rowDim.str() + "]) of 16-bit elements";
-      return false;
-    }
-    const int64_t rows = out.tile[n - 2], rowBytes = out.tile[n - 1] * bytes;
-    const bool atom = out.kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);
-    if ((!atom && rowBytes % 128 != 0) || rows % 8 != 0) {
-      id = DiagId::UnsupportedWgmmaTile;
-      why = "a wgmma operand tile of " + std::to_string(rows) + " rows of " +
-            std::to_string(rowBytes) +
-            " bytes (wgmma needs rows of 32, 64 or a multiple of 128 bytes, N-major rows a "
-            "multiple of 128, in groups of 8 rows)";
-      return false;
-    }
-  }
-  return true;
-}
 
 bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetInfo &target,
               DiagnosticEngine &diags) {

@@ -51,18 +51,4 @@ bool isOpaqueFloat(ScalarType t, const TargetInfo &target);
 int wgmmaKSteps(const ir::Op &mma, const Distribution &dist);
 // wgmmaUser and isPromotedRead: passes/kernel_plan.h.
 
-// The shared-memory tile a promoted read stages, as the promotion and cooperative-copies passes
-// lay it out (passes/promotion.cpp, passes/cooperative_copies.cpp): one extent per dim of the access, and how the
-// workgroup copies it. `why` is set, and false returned, when it cannot.
-struct PromotionTile {
-  std::vector<ir::Dim> dims;
-  std::vector<int64_t> tile;
-  int64_t lanes = 1;  // elements per copy instruction (at most 16 bytes)
-  int64_t copies = 0; // copy instructions per thread
-  bool wgmma = false; // read by a wgmma through descriptors
-  bool kMajor = false, nMajor = false;
-};
-bool promotionTile(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &read,
-                   PromotionTile &out, DiagId &id, std::string &why);
-
 } // namespace wave

@@ -26,6 +26,8 @@ const std::vector<PassInfo> &passList() {
       {"schedule", S::CodeGenerator, ".schedule.txt", "each loop's staged tiles, the target",
        "the loop schedule: buffers, swizzle, copy kind, prefetch distance, read-ahead, "
        "mma overlap"},
+      {"carried-shapes", S::CodeGenerator, ".carried.txt", "each loop's inits and body",
+       "the shape of every loop-carried value, found before the loop is emitted"},
       {"emit", S::CodeGenerator, ".emit.txt", "the graph, the distribution, the plan above",
        "the MLIR of each op, every line tagged with its shared-memory access"},
       {"shared-memory-plan", S::CodeGenerator, ".smem.txt",

@@ -41,14 +41,15 @@ bool wgmmaLayout(PlanContext &c, const ir::Op &read, const TileAccess &acc, cons
   const bool nMajor =
       shape && !lhs && acc.dims[n - 2].first == kDim && acc.dims[n - 1].first == rowDim;
   if (!kMajor && !nMajor)
-    return c.queries.refuse("a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
+    return c.queries.refuse(DiagId::UnsupportedWgmmaTile,
+                            "a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
                                 ", " + kDim.str() + "] (or, for B, [" + kDim.str() + ", " +
                                 rowDim.str() + "]) of 16-bit elements",
                             read.loc);
   const int64_t rows = al.tile[n - 2], rowBytes = al.tile[n - 1] * bytes;
   const bool atom = kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);
   if ((!atom && rowBytes % 128 != 0) || rows % 8 != 0)
-    return c.queries.refuse("a wgmma operand tile of " + std::to_string(rows) + " rows of " +
+    return c.queries.refuse(DiagId::UnsupportedWgmmaTile, "a wgmma operand tile of " + std::to_string(rows) + " rows of " +
                                 std::to_string(rowBytes) +
                                 " bytes (wgmma needs rows of 32, 64 or a multiple of 128 bytes, "
                                 "N-major rows a multiple of 128, in groups of 8 rows)",
@@ -137,8 +138,10 @@ bool planPromotion(PlanContext &c, const ir::Op &read) {
     else if (auto size = d.size.asInteger())
       tile = *size;
     if (tile <= 0)
-      return c.queries.refuse("promoting to shared memory a dim (" + d.str() +
-                                  ") with neither a tile nor a static size",
+      return c.queries.refuse(DiagId::UnsupportedPromotionTile,
+                              "a read of a `shared` tensor is staged in shared memory, but its "
+                              "dim " + d.str() +
+                                  " has neither a workgroup or tiling constraint nor a static size",
                               read.loc);
     al.tile.push_back(tile);
     p.origin.push_back(c.facts.simplify(withoutLaneTerms(start)));

@@ -27,10 +27,10 @@ struct FakeQueries : PlanQueries {
         out.dtype = read.operands[0]->type.dtype;
         return true;
       }
-    return refuse("no access", read.loc);
+    return refuse(DiagId::CodegenUnsupported, "no access", read.loc);
   }
   bool asyncCopyable(const Promotion &) override { return async; }
-  bool refuse(const std::string &what, SourceRange) override {
+  bool refuse(DiagId, const std::string &what, SourceRange) override {
     refused.push_back(what);
     return false;
   }

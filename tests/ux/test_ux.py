@@ -243,12 +243,13 @@ expect("--dump-dir writes every pass of a code compilation, numbered as --list-p
                       "copy.4-distribute.distribution.txt", "copy.5-unroll-limits.unroll.txt",
                       "copy.6-legalize.legalize.txt",
                       "copy.7-promotion.promotion.txt", "copy.8-cooperative-copies.copies.txt",
-                      "copy.9-schedule.schedule.txt", "copy.10-emit.emit.txt",
-                      "copy.11-shared-memory-plan.smem.txt", "copy.12-barrier-insertion.barriers.txt",
-                      "copy.13-mlir.mlir", "copy.14-llvm.ll", "copy.15-asm.s"}, p)
+                      "copy.9-schedule.schedule.txt", "copy.10-carried-shapes.carried.txt",
+                      "copy.11-emit.emit.txt", "copy.12-shared-memory-plan.smem.txt",
+                      "copy.13-barrier-insertion.barriers.txt",
+                      "copy.14-mlir.mlir", "copy.15-llvm.ll", "copy.16-asm.s"}, p)
 if names:
-    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.15-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
-    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.13-mlir.mlir")).read())
+    expect("the asm dump is the PTX written", open(os.path.join(dd, "copy.16-asm.s")).read() == open(os.path.join(tmp, "d.ptx")).read())
+    expect("the mlir dump is a gpu.module", "gpu.module" in open(os.path.join(dd, "copy.14-mlir.mlir")).read())
 p = run([COPY, "--print-ir-after-all", "--emit=mlir", "--no-cache"])
 expect("--print-ir-after-all stops at the requested output",
        all(f"after {s} -----" in p.stderr for s in ("parse", "sema", "distribute", "legalize", "mlir")) and "after llvm" not in p.stderr, p)

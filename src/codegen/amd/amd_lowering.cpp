@@ -87,4 +87,18 @@ std::string AmdLowering::wmma(const MmaKind &k, ScalarType in, const std::string
   return r;
 }
 
+void AmdLowering::bufferLoad(const std::string &res, const std::string &rsrc,
+                             const std::string &voff, const std::string &zero,
+                             const std::string &type) {
+  line(res + " = rocdl.raw.buffer.load " + rsrc + ", " + voff + ", " + zero + ", " + zero +
+       " : " + type);
+}
+
+void AmdLowering::bufferStore(const std::string &value, const std::string &rsrc,
+                              const std::string &voff, const std::string &zero,
+                              const std::string &type) {
+  line("rocdl.raw.buffer.store " + value + ", " + rsrc + ", " + voff + ", " + zero + ", " + zero +
+       " : " + type);
+}
+
 } // namespace wave::codegen

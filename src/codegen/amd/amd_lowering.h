@@ -14,6 +14,10 @@ public:
   std::string mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
                              const std::string &b, const std::string &c) override;
   bool bufferAccesses() const override { return target_.bufferRsrcWord3 != 0; }
+  void bufferLoad(const std::string &res, const std::string &rsrc, const std::string &voff,
+                  const std::string &zero, const std::string &type) override;
+  void bufferStore(const std::string &value, const std::string &rsrc, const std::string &voff,
+                   const std::string &zero, const std::string &type) override;
 
 private:
   std::string mfma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,

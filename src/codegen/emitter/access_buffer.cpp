@@ -251,8 +251,7 @@ std::string KernelEmitter::bufferLoadPiece(const BufferAccess &b, const std::str
   const std::string ty = vecType(b.acc.dtype, n);
   const std::string raw = bufferDataType(mlirType(b.acc.dtype), n, byteSize(b.acc.dtype));
   std::string r = fresh();
-  line(r + " = rocdl.raw.buffer.load " + b.rsrc + ", " + voff + ", " + constI32(0) + ", " +
-       constI32(0) + " : " + raw);
+  lower_->bufferLoad(r, b.rsrc, voff, constI32(0), raw);
   if (raw == ty)
     return r;
   std::string c = fresh();
@@ -269,8 +268,7 @@ void KernelEmitter::bufferStorePiece(const BufferAccess &b, const std::string &v
     v = fresh();
     line(v + " = llvm.bitcast " + value + " : " + ty + " to " + raw);
   }
-  line("rocdl.raw.buffer.store " + v + ", " + b.rsrc + ", " + voff + ", " + constI32(0) + ", " +
-       constI32(0) + " : " + raw);
+  lower_->bufferStore(v, b.rsrc, voff, constI32(0), raw);
 }
 
 std::string KernelEmitter::bufferLoad(const Access &acc, const CloneAssign &a,

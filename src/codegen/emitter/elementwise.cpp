@@ -7,6 +7,17 @@
 
 namespace wave::codegen::detail {
 
+// The laid-out value among `ins` with the most dims, then the most elements per lane (the
+// first of equals); null when none is laid out.
+const RegVal *KernelEmitter::widestLaidOut(const std::vector<const RegVal *> &ins) {
+  const RegVal *like = nullptr;
+  for (const RegVal *v : ins)
+    if (v->laidOut() && (!like || v->layout.size() > like->layout.size() ||
+                         (v->layout.size() == like->layout.size() && v->elems > like->elems)))
+      like = v;
+  return like;
+}
+
 bool KernelEmitter::emitElementwise(const ir::Op &op) {
   const ir::Value *res = op.results[0];
   RegVal out;
@@ -24,7 +35,6 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   // The result takes the layout of the operand with the most dims (then the most elements per
   // lane); the other laid-out operands are converted to it, deferred ones computed in it.
   std::vector<const RegVal *> ins;
-  const RegVal *like = nullptr;
   bool deferred = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
@@ -32,10 +42,8 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     ins.push_back(&v);
     deferred |= v.deferred != nullptr;
-    if (v.laidOut() && (!like || v.layout.size() > like->layout.size() ||
-                        (v.layout.size() == like->layout.size() && v.elems > like->elems)))
-      like = &v;
   }
+  const RegVal *like = widestLaidOut(ins);
   if (!like && deferred) {
     out.deferred = &op;
     values_[res] = std::move(out);

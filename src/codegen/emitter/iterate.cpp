@@ -10,9 +10,15 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
   std::vector<RegVal> carried;
   for (const ir::Value *o : op.operands)
     carried.push_back(values_.at(o));
-  // The carried values' shapes are those of their inits widened by what the body yields
-  // (a splat 0 init of an MMA accumulator becomes one vector per clone): emit, compare, and
-  // emit again with the wider shapes until they settle.
+  // The carried values' shapes are those of their inits widened by what the body yields (a
+  // splat 0 init of an MMA accumulator becomes one vector per clone): the carried-shapes pass
+  // (carried_shapes.cpp) finds them from shapes alone, so the loop is emitted once. Where it
+  // cannot (an op its rules do not know), emit, compare, widen and emit again until they
+  // settle; the pass's dump counts the emissions.
+  std::vector<RegVal> predicted = carried;
+  const bool known = predictCarried(op, predicted);
+  if (known)
+    carried = std::move(predicted);
   for (int round = 0; round < 4; ++round) {
     const size_t mark = items_.size();
     auto cache = exprCache_;
@@ -29,14 +35,12 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
       if (c.laidOut() || y.deferred)
         return unsupported(DiagId::UnsupportedLoopCarried,
                            "a loop-carried value whose layout changes in the loop", op.loc);
-      // A uniform init (a splat) takes the layout of what the body yields.
-      c.cloneSyms.insert(y.cloneSyms.begin(), y.cloneSyms.end());
-      c.elems = y.elems;
-      c.vecDim = y.vecDim;
-      c.layout = y.layout;
+      widenCarried(c, y);
     }
-    if (settled)
+    if (settled) {
+      dumpCarried(op, carried, known, round + 1);
       return true;
+    }
     items_.resize(mark);
     exprCache_ = cache;
   }
@@ -115,7 +119,7 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
         coopStore(promotions_.at(o), coopLoad(promotions_.at(o)));
     }
     if (async)
-      line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+      lower_->asyncCommit();
   }
   subs_.erase(s.ivSym);
   s.stepZero.resize(s.staged.size());
@@ -274,7 +278,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
     stageTag_ = tag;
     for (const ir::Op *st : staged)
       cpAsyncCopy(promotions_.at(st));
-    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+    lower_->asyncCommit();
     subs_.erase(ivSym);
     stageIndex_ = IndexExpr(0);
     stageTag_ = -1;
@@ -426,9 +430,10 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
     lds_ = saved;
   }
   if (async) // nothing may stay in flight into shared memory the kernel no longer owns
-    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()");
+    for (const std::string &w : lower_->asyncWait(0, ""))
+      line(w);
   if (s.wgOpen) // the last tile's products, before anything reads the accumulators
-    line("nvvm.wgmma.wait.group.sync.aligned 0");
+    lower_->warpgroupWait(0);
   size_t j = 0;
   for (size_t i = 0; i < carried.size(); ++i) {
     RegVal r = carried[i];

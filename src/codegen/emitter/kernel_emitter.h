@@ -326,6 +326,19 @@ private:
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
+  // The carried-shapes pass (carried_shapes.cpp): shapes of values without emitting them.
+  using ShapeMap = std::map<const ir::Value *, RegVal>;
+  const RegVal *shapeIn(const ShapeMap &shapes, const ir::Value *v) const;
+  bool readShape(const ir::Op &op, RegVal &out) const;
+  bool opShape(const ir::Op &op, ShapeMap &shapes) const;
+  bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;
+  static void widenCarried(RegVal &c, const RegVal &y);
+  void dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried, bool predicted,
+                   int emissions);
+  std::string carriedText_; // the dump, one paragraph per loop in emission order
+  static const RegVal *widestLaidOut(const std::vector<const RegVal *> &ins);
+  bool reducedShape(const ir::Op &op, const RegVal &x, RegVal &out,
+                    std::vector<std::vector<int64_t>> &groups) const;
   // Whether a yielded value can be carried in the loop's value `c` as it stands: a uniform
   // value whose clones `c` has, or anything once `c` has a layout (converted at the yield).
   bool carriedFits(const RegVal &c, const RegVal &y) const {
@@ -349,7 +362,9 @@ private:
   // PlanQueries, for the plan passes (shared_memory.cpp).
   bool tileAccess(const ir::Op &read, TileAccess &out) override;
   bool asyncCopyable(const Promotion &p) override;
-  bool refuse(const std::string &what, SourceRange loc) override { return unsupported(what, loc); }
+  bool refuse(DiagId id, const std::string &what, SourceRange loc) override {
+    return unsupported(id, what, loc);
+  }
   bool refuseSharedMemory(int64_t bytes) override {
     if (!failed_)
       diags_.report(DiagId::AllocateTooLarge, k_.loc,
@@ -389,10 +404,6 @@ private:
   const std::vector<std::string> &
   wgmmaFragments(const RegVal &a, const CloneAssign &ab, int st, int steps, ScalarType in,
                  const MmaKind &k, std::map<std::string, std::vector<std::string>> &cache);
-  void wgmmaRegisterA(const MmaKind &k, ScalarType in, const std::string &r,
-                      const std::string &acc,
-                      const std::function<const std::vector<std::string> &()> &fragments,
-                      const std::string &bDesc, bool bNMajor);
   int wgmmaSteps(const ir::Op &mma) const;
   // Inside a loop body: how many wgmma groups may stay in flight after an mma's commit (1 with a
   // pipeline of 3 or more buffers: the reads of tile i - 1 retire in iteration i), the loop's

@@ -2,6 +2,7 @@
 // K step (MFMA / WMMA / mma.sync: the target lowering, codegen/amd/ and codegen/nvidia/), and
 // wgmma (sm_90a).
 #include "codegen/emitter/kernel_emitter.h"
+#include "passes/legalize.h"
 
 namespace wave::codegen::detail {
 
@@ -67,17 +68,9 @@ bool KernelEmitter::emitMma(const ir::Op &op) {
   return !failed_;
 }
 
-// "!llvm.struct<(f32, ...)>" of n f32: the accumulator registers of a wgmma.
-static std::string wgmmaStructType(int64_t n) {
-  std::string sty = "!llvm.struct<(";
-  for (int64_t j = 0; j < n; ++j)
-    sty += j ? ", f32" : "f32";
-  return sty + ")>";
-}
-
 // The vector<n x f32> `v` as the struct of a wgmma's accumulators.
 std::string KernelEmitter::wgmmaPack(const std::string &v, int64_t n) {
-  const std::string vty = vecType(ScalarType::F32, n), sty = wgmmaStructType(n);
+  const std::string vty = vecType(ScalarType::F32, n), sty = f32StructType(n);
   std::string st = fresh();
   line(st + " = llvm.mlir.undef : " + sty);
   for (int64_t j = 0; j < n; ++j) {
@@ -91,7 +84,7 @@ std::string KernelEmitter::wgmmaPack(const std::string &v, int64_t n) {
 
 // The struct `st` of a wgmma's n accumulators as a vector<n x f32>.
 std::string KernelEmitter::wgmmaUnpack(const std::string &st, int64_t n) {
-  const std::string vty = vecType(ScalarType::F32, n), sty = wgmmaStructType(n);
+  const std::string vty = vecType(ScalarType::F32, n), sty = f32StructType(n);
   std::string vec = fresh();
   line(vec + " = llvm.mlir.undef : " + vty);
   for (int64_t j = 0; j < n; ++j) {
@@ -130,51 +123,6 @@ KernelEmitter::wgmmaFragments(const RegVal &a, const CloneAssign &ab, int st, in
     words.push_back(x);
   }
   return cache[key] = words;
-}
-
-// One wgmma with A in registers (the four words `fragments` emits, after the accumulators'
-// extraction), B through descriptor `bDesc`, accumulators in the struct `acc`; defines `r`.
-void KernelEmitter::wgmmaRegisterA(
-    const MmaKind &k, ScalarType in, const std::string &r, const std::string &acc,
-    const std::function<const std::vector<std::string> &()> &fragments, const std::string &bDesc,
-    bool bNMajor) {
-  const int64_t n = k.c.elements;
-  const std::string sty = wgmmaStructType(n);
-  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
-  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
-                               std::to_string(k.k);
-  // MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register
-  // form as inline PTX, the accumulators tied to the results.
-  std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
-                     ptxShape + ".f32." + ty + "." + ty + " {";
-  std::string cons, args, types;
-  for (int64_t j = 0; j < n; ++j) {
-    text += (j ? ", $" : "$") + std::to_string(j);
-    cons += "=f,";
-  }
-  text += "}, {";
-  for (int j = 0; j < 4; ++j)
-    text += (j ? ", $" : "$") + std::to_string(2 * n + j);
-  text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " +
-          (bNMajor ? "1" : "0") + ";\\0A}";
-  std::string accs = fresh();
-  for (int64_t j = 0; j < n; ++j) {
-    std::string x = fresh();
-    line(x + " = llvm.extractvalue " + acc + "[" + std::to_string(j) + "] : " + sty);
-    args += (j ? ", " : "") + x;
-    types += j ? ", f32" : "f32";
-    cons += std::to_string(j) + ",";
-  }
-  for (const std::string &wd : fragments()) {
-    args += ", " + wd;
-    types += ", i32";
-    cons += "r,";
-  }
-  args += ", " + bDesc;
-  types += ", i64";
-  cons += "l";
-  line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
-       cons + "\" " + args + " : (" + types + ") -> " + sty);
 }
 
 // wgmma (sm_90a): per accumulator clone and K step one `wgmma.mma_async` of the warpgroup,
@@ -220,7 +168,6 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const int64_t kCount =
       a.cloneSyms.count(kSym) || b.cloneSyms.count(kSym) ? expansionCount(kSym) : 1;
   const int64_t n = k.c.elements;
-  const std::string sty = wgmmaStructType(n);
   const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
   std::vector<std::string> regs;
   for (const auto &ca : assigns)
@@ -230,7 +177,7 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
     const std::string key = cloneKey(ab, v.cloneSyms);
     return v.clones.at(st ? key + "#" + std::to_string(st) : key);
   };
-  line("nvvm.wgmma.fence.aligned");
+  lower_->warpgroupFence();
   auto reads = [&](const std::function<int(int)> &stageOf, bool issue) {
     for (const RegVal *x : {&a, &b}) {
       if (x->descAlloc < 0 ||
@@ -242,9 +189,6 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
     }
   };
   reads([](int st) { return st; }, true);
-  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
-  const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
-                            ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
   for (int64_t kk = 0; kk < kCount; ++kk)
     for (int st = 0; st < steps; ++st)
       for (size_t i = 0; i < assigns.size(); ++i) {
@@ -252,13 +196,10 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
         ab[kSym] = kk;
         std::string r = fresh();
         if (!regA) {
-          line(r + " = nvvm.wgmma.mma_async " + descAt(a, ab, st) + ", " + descAt(b, ab, st) +
-               ", " + regs[i] + ", " + shape + ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" +
-               ty + ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty +
-               ">, #nvvm.wgmma_scale_in<one>, <" + (b.descNMajor ? "row" : "col") + ">] : " +
-               sty + " -> " + sty);
+          lower_->warpgroupMma(r, k, in, descAt(a, ab, st), descAt(b, ab, st), regs[i],
+                               b.descNMajor);
         } else {
-          wgmmaRegisterA(k, in, r, regs[i],
+          lower_->warpgroupMmaRegisterA(r, k, in, regs[i],
                          [&]() -> const std::vector<std::string> & {
                            return wgmmaFragments(a, ab, st, steps, in, k, fragments);
                          },
@@ -266,11 +207,11 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
         }
         regs[i] = r;
       }
-  line("nvvm.wgmma.commit.group.sync.aligned");
+  lower_->warpgroupCommit();
   // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
   // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
   const int keep = wgmmaKeep_;
-  line("nvvm.wgmma.wait.group.sync.aligned " + std::to_string(keep));
+  lower_->warpgroupWait(keep);
   if (keep > 0)
     wgmmaInFlight_ = true;
   const int stagesN = wgmmaStages_;
@@ -285,14 +226,7 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   return !failed_;
 }
 
-// K steps of 16 that a wgmma makes inside each clone of its K dim: the dim's step / the kind's K
-// (1 unless the dim is also another product's M or N: distribution.cpp, mmaVectorShapes).
-int KernelEmitter::wgmmaSteps(const ir::Op &mma) const {
-  for (const auto &ex : d_.expansion)
-    if (ex.dim == mma.dims[2])
-      if (auto vs = ex.vectorShape.asInteger(); vs && *vs > mma.mma->k)
-        return static_cast<int>(*vs / mma.mma->k);
-  return 1;
-}
+// K steps of 16 that a wgmma makes inside each clone of its K dim (legalize.h, wgmmaKSteps).
+int KernelEmitter::wgmmaSteps(const ir::Op &mma) const { return wgmmaKSteps(mma, d_); }
 
 } // namespace wave::codegen::detail

@@ -448,6 +448,55 @@ void KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64
     }
 }
 
+// The shape of reduction `op` of x (its dim D = op.dims[0]): the lane's elements with equal
+// coordinates on the other dims form `groups`, one result element each, spaced evenly (false
+// when they are not). No code; the carried-shapes step (carried_shapes.cpp) uses it too.
+bool KernelEmitter::reducedShape(const ir::Op &op, const RegVal &x, RegVal &out,
+                                 std::vector<std::vector<int64_t>> &groups) const {
+  const std::string dim = op.dims[0].str();
+  const int64_t e = std::max<int64_t>(x.elems, 1);
+  sym::Facts gf = facts_;
+  gf.setRange("$g", 0, e - 1);
+  auto others = [&](int64_t g) {
+    std::string key;
+    for (const auto &[name, di] : x.layout)
+      if (name != dim)
+        key += gf.simplify(di.start.subs({{"$g", IndexExpr(g)}})).str() + ";";
+    return key;
+  };
+  groups.clear();
+  std::map<std::string, size_t> byKey;
+  for (int64_t g = 0; g < e; ++g) {
+    auto [it, added] = byKey.emplace(others(g), groups.size());
+    if (added)
+      groups.emplace_back();
+    groups[it->second].push_back(g);
+  }
+  const int64_t eo = static_cast<int64_t>(groups.size());
+  const int64_t step = eo > 1 ? groups[1][0] : 1;
+  for (int64_t j = 0; j < eo; ++j)
+    if (groups[j][0] != j * step || groups[j].size() != groups[0].size())
+      return false;
+  out = RegVal();
+  out.dtype = x.dtype;
+  out.elems = eo;
+  out.cloneSyms = x.cloneSyms;
+  out.cloneSyms.erase("$i_" + dim);
+  sym::Facts of = facts_;
+  of.setRange("$g", 0, eo - 1);
+  for (const auto &[name, di] : x.layout) {
+    if (name == dim)
+      continue;
+    DimIndex d = di;
+    d.start = of.simplify(di.start.subs({{"$g", IndexExpr::symbol("$g") * step}}));
+    d.elements = d.start.dependsOn("$g") ? eo : 1;
+    if (d.start.dependsOn("$g"))
+      out.vecDim = name;
+    out.layout[name] = d;
+  }
+  return true;
+}
+
 bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
   const std::string dim = op.dims[0].str();
   const ScalarType t = x.dtype;
@@ -472,56 +521,14 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
                          "a sum over " + dim + " of a value uniform along it", op.loc);
   }
   const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
-  const int64_t e = std::max<int64_t>(x.elems, 1);
-  const std::string cloneSym = "$i_" + dim;
-
-  // Element groups: the lane's elements with equal coordinates on the other dims.
-  sym::Facts gf = facts_;
-  gf.setRange("$g", 0, e - 1);
-  auto others = [&](int64_t g) {
-    std::string key;
-    for (const auto &[name, di] : x.layout)
-      if (name != dim)
-        key += gf.simplify(di.start.subs({{"$g", IndexExpr(g)}})).str() + ";";
-    return key;
-  };
   std::vector<std::vector<int64_t>> groups;
-  {
-    std::map<std::string, size_t> byKey;
-    for (int64_t g = 0; g < e; ++g) {
-      auto [it, added] = byKey.emplace(others(g), groups.size());
-      if (added)
-        groups.emplace_back();
-      groups[it->second].push_back(g);
-    }
-  }
-  const int64_t eo = static_cast<int64_t>(groups.size());
-  const int64_t step = eo > 1 ? groups[1][0] : 1;
-  for (int64_t j = 0; j < eo; ++j)
-    if (groups[j][0] != j * step || groups[j].size() != groups[0].size())
-      return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim +
-                             " of a value whose other coordinates are not spread evenly over "
-                             "the lane's elements",
-                         op.loc);
   RegVal out;
-  out.dtype = t;
-  out.elems = eo;
-  out.cloneSyms = x.cloneSyms;
-  out.cloneSyms.erase(cloneSym);
-  {
-    sym::Facts of = facts_;
-    of.setRange("$g", 0, eo - 1);
-    for (const auto &[name, di] : x.layout) {
-      if (name == dim)
-        continue;
-      DimIndex d = di;
-      d.start = of.simplify(di.start.subs({{"$g", IndexExpr::symbol("$g") * step}}));
-      d.elements = d.start.dependsOn("$g") ? eo : 1;
-      if (d.start.dependsOn("$g"))
-        out.vecDim = name;
-      out.layout[name] = d;
-    }
-  }
+  if (!reducedShape(op, x, out, groups))
+    return unsupported(DiagId::UnsupportedReductionLayout, "a reduction over " + dim +
+                           " of a value whose other coordinates are not spread evenly over "
+                           "the lane's elements",
+                       op.loc);
+  const int64_t eo = out.elems;
 
   // The lanes and waves that hold the other elements of D (step 3 and 4).
   std::vector<int64_t> laneMasks;

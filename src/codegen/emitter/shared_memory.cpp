@@ -141,11 +141,11 @@ void KernelEmitter::coopStore(const Promotion &p, const std::vector<std::string>
     wideStore(copyAccess(p, false, c), {}, regs[c], false);
 }
 
-// cp.async (sm_80+) copies 16 bytes from global to shared memory without registers; a copy
+// An async copy (cp.async on NVIDIA: TargetLowering::asyncCopy) copies 16 bytes from global to shared memory without registers; a copy
 // of 0 source bytes fills zeros, which is how a masked-off vector reads 0. Usable when every
 // vector is 16-byte aligned and wholly in or out of bounds (its innermost dim a multiple of it).
 bool KernelEmitter::asyncCopyable(const Promotion &p) {
-  if (target_.vendor != Vendor::NVIDIA)
+  if (!lower_->asyncCopies())
     return false;
   Access g = copyAccess(p, true, 0);
   if (p.lanes * static_cast<int64_t>(byteSize(g.dtype)) != 16)
@@ -189,8 +189,7 @@ void KernelEmitter::cpAsyncCopy(const Promotion &p) {
          "!llvm.ptr<1>, " + mlirType(g.dtype));
     LdsScope scope(*this, p.alloc, /*write=*/true, stageTag_, /*async=*/true);
     std::string dst = gep(l, linearOffset(l, {}, 0));
-    line("llvm.call_intrinsic \"llvm.nvvm.cp.async.cg.shared.global.16.s\"(" + dst + ", " + src +
-         ", " + size + ") : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()");
+    lower_->asyncCopy(dst, src, size);
   }
 }
 
@@ -423,10 +422,7 @@ void KernelEmitter::ldmatrixClones(const Access &acc, const LaneLayout &layout, 
     for (unsigned j = 0; j < regs; ++j)
       sty += std::string(j ? ", " : "") + "i32";
     sty += ")>";
-    std::string s = fresh();
-    line(s + " = llvm.call_intrinsic \"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" +
-         std::to_string(regs) + (trans ? ".trans" : "") + ".b16\"(" + ptr +
-         ") : (!llvm.ptr<3>) -> " + sty);
+    std::string s = lower_->matrixLoad(ptr, regs, trans, sty);
     const std::string ity = "vector<" + std::to_string(t) + "xi32>";
     for (int64_t j = 0; j < count; ++j) {
       std::string vec = fresh();

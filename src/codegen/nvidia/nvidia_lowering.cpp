@@ -106,4 +106,102 @@ std::string NvidiaLowering::mmaInstruction(const MmaKind &k, ScalarType in, cons
   return vec;
 }
 
+// cp.async.cg: 16 bytes through L2 only; a source size of 0 fills the 16 bytes with zeros.
+void NvidiaLowering::asyncCopy(const std::string &dst, const std::string &src,
+                               const std::string &bytes) {
+  line("llvm.call_intrinsic \"llvm.nvvm.cp.async.cg.shared.global.16.s\"(" + dst + ", " + src +
+       ", " + bytes + ") : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()");
+}
+
+void NvidiaLowering::asyncCommit() {
+  line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
+}
+
+std::vector<std::string> NvidiaLowering::asyncWait(int keep, const std::string &name) {
+  if (keep <= 0)
+    return {"llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.all\"() : () -> ()"};
+  return {name + " = llvm.mlir.constant(" + std::to_string(keep) + " : i32) : i32",
+          "llvm.call_intrinsic \"llvm.nvvm.cp.async.wait.group\"(" + name + ") : (i32) -> ()"};
+}
+
+// wgmma reads shared memory through the async proxy: writes made by ordinary stores must be
+// fenced into it before the barrier that publishes them.
+std::string NvidiaLowering::asyncProxyFence() const {
+  return "nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, "
+         "space = #nvvm.shared_space<cta>}";
+}
+
+void NvidiaLowering::warpgroupFence() { line("nvvm.wgmma.fence.aligned"); }
+
+void NvidiaLowering::warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
+                                  const std::string &aDesc, const std::string &bDesc,
+                                  const std::string &acc, bool bNMajor) {
+  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
+                            ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
+  const std::string sty = f32StructType(k.c.elements);
+  line(res + " = nvvm.wgmma.mma_async " + aDesc + ", " + bDesc + ", " + acc + ", " + shape +
+       ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" + ty +
+       ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty + ">, #nvvm.wgmma_scale_in<one>, <" +
+       (bNMajor ? "row" : "col") + ">] : " + sty + " -> " + sty);
+}
+
+// MLIR 19's nvvm.wgmma.mma_async takes A only through a descriptor: the register form as
+// inline PTX, the accumulators tied to the results.
+void NvidiaLowering::warpgroupMmaRegisterA(
+    const std::string &res, const MmaKind &k, ScalarType in, const std::string &acc,
+    const std::function<const std::vector<std::string> &()> &fragments, const std::string &bDesc,
+    bool bNMajor) {
+  const int64_t n = k.c.elements;
+  const std::string sty = f32StructType(n);
+  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
+                               std::to_string(k.k);
+  std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
+                     ptxShape + ".f32." + ty + "." + ty + " {";
+  std::string cons, args, types;
+  for (int64_t j = 0; j < n; ++j) {
+    text += (j ? ", $" : "$") + std::to_string(j);
+    cons += "=f,";
+  }
+  text += "}, {";
+  for (int j = 0; j < 4; ++j)
+    text += (j ? ", $" : "$") + std::to_string(2 * n + j);
+  text += "}, $" + std::to_string(2 * n + 4) + ", p, 1, 1, " + (bNMajor ? "1" : "0") +
+          ";\\0A}";
+  fresh(); // keeps the SSA numbering of earlier releases (this name is unused)
+  for (int64_t j = 0; j < n; ++j) {
+    std::string x = fresh();
+    line(x + " = llvm.extractvalue " + acc + "[" + std::to_string(j) + "] : " + sty);
+    args += (j ? ", " : "") + x;
+    types += j ? ", f32" : "f32";
+    cons += std::to_string(j) + ",";
+  }
+  for (const std::string &wd : fragments()) {
+    args += ", " + wd;
+    types += ", i32";
+    cons += "r,";
+  }
+  args += ", " + bDesc;
+  types += ", i64";
+  cons += "l";
+  line(res + " = llvm.inline_asm has_side_effects asm_dialect = att \"" + text + "\", \"" +
+       cons + "\" " + args + " : (" + types + ") -> " + sty);
+}
+
+void NvidiaLowering::warpgroupCommit() { line("nvvm.wgmma.commit.group.sync.aligned"); }
+
+void NvidiaLowering::warpgroupWait(int keep) {
+  line("nvvm.wgmma.wait.group.sync.aligned " + std::to_string(keep));
+}
+
+std::string NvidiaLowering::matrixLoad(const std::string &ptr, unsigned regs, bool trans,
+                                       const std::string &structType) {
+  std::string s = fresh();
+  line(s + " = llvm.call_intrinsic \"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x" +
+       std::to_string(regs) + (trans ? ".trans" : "") + ".b16\"(" + ptr +
+       ") : (!llvm.ptr<3>) -> " + structType);
+  return s;
+}
+
 } // namespace wave::codegen

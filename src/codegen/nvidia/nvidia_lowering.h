@@ -1,5 +1,6 @@
-// NVIDIA's target lowering (codegen/target_lowering.h): mma.sync through the NVVM intrinsics
-// and the PTX approximations of exp2, log2, sin and cos.
+// NVIDIA's target lowering (codegen/target_lowering.h): mma.sync through the NVVM intrinsics,
+// the PTX approximations of exp2, log2, sin and cos, cp.async copies with their groups, waits
+// and the async-proxy fence, wgmma (sm_90a) and ldmatrix.
 #pragma once
 
 #include "codegen/target_lowering.h"
@@ -13,6 +14,26 @@ public:
                      ScalarType inT, int64_t e) override;
   std::string mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
                              const std::string &b, const std::string &c) override;
+  bool asyncCopies() const override { return true; }
+  void asyncCopy(const std::string &dst, const std::string &src, const std::string &bytes) override;
+  void asyncCommit() override;
+  std::vector<std::string> asyncWait(int keep, const std::string &name) override;
+  std::string asyncProxyFence() const override;
+  void warpgroupFence() override;
+  void warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
+                    const std::string &aDesc, const std::string &bDesc, const std::string &acc,
+                    bool bNMajor) override;
+  void warpgroupMmaRegisterA(const std::string &res, const MmaKind &k, ScalarType in,
+                             const std::string &acc,
+                             const std::function<const std::vector<std::string> &()> &fragments,
+                             const std::string &bDesc, bool bNMajor) override;
+  void warpgroupCommit() override;
+  void warpgroupWait(int keep) override;
+  std::string matrixLoad(const std::string &ptr, unsigned regs, bool trans,
+                         const std::string &structType) override;
+  std::string kernelAttributes(const std::string &block) const override {
+    return ", nvvm.maxntid = array<i32: " + block + ">";
+  }
 };
 
 } // namespace wave::codegen

@@ -1,0 +1,245 @@
+// The carried-shapes pass: before a loop is emitted, the shape (thread layout, elements per
+// lane, clones) each loop-carried value has in the loop, found from shapes alone, so the loop is
+// emitted once. A carried value starts as its init's shape; a uniform init (a splat) takes the
+// shape of what the body yields (an MMA accumulator, a reduction's row), which may in turn
+// depend on the carried shapes: the body's shapes are evaluated, the carried shapes widened,
+// until they settle. docs/internals.md ("carried-shapes") describes it.
+//
+// The shape rules here are the emitter's own: reads take their access's layout (access.cpp,
+// emitRead), matrix products the accumulator layout of their kind (mma.cpp), element-wise ops
+// their widest laid-out operand (elementwise.cpp, widestLaidOut), reductions reducedShape
+// (reduce.cpp). An op the rules do not know leaves the loop unpredicted; the emitter then
+// widens by emitting again (emitIterate) and the dump says so.
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+namespace {
+
+// A value's shape without its SSA values.
+RegVal shapeOnly(const RegVal &v) {
+  RegVal s = v;
+  s.clones.clear();
+  return s;
+}
+
+} // namespace
+
+const RegVal *KernelEmitter::shapeIn(const ShapeMap &shapes, const ir::Value *v) const {
+  if (auto it = shapes.find(v); it != shapes.end())
+    return &it->second;
+  if (auto it = values_.find(v); it != values_.end())
+    return &it->second;
+  return nullptr;
+}
+
+// The shape of a read's value: the distribution's layout of its register side.
+bool KernelEmitter::readShape(const ir::Op &op, RegVal &out) const {
+  const AccessIndex *ai = wave::accessOf(d_, op);
+  if (!ai)
+    return false;
+  int64_t elems = 1;
+  for (const DimIndex &di : ai->dims) {
+    if (di.chunk > 0)
+      return false; // a streamed row: its consumers loop over it
+    if (di.start.dependsOn("$g"))
+      elems = std::max(elems, di.elements);
+  }
+  const ScalarType t = op.operands[0]->type.dtype;
+  if (op.mapping) {
+    out = layoutFrom(ai->regDims, elems, t);
+    return true;
+  }
+  out = layoutFrom(ai->dims, elems, t);
+  int along = 0;
+  for (const DimIndex &di : ai->dims)
+    along += di.start.dependsOn("$g") ? 1 : 0;
+  out.vecDim.clear();
+  if (along == 1)
+    for (const DimIndex &di : ai->dims)
+      if (di.start.dependsOn("$g"))
+        out.vecDim = di.dim.str();
+  return true;
+}
+
+// The shapes of op's results from its operands' shapes; false when the rules do not know it.
+bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
+  std::vector<const RegVal *> ins;
+  for (const ir::Value *o : op.operands) {
+    const RegVal *v = shapeIn(shapes, o);
+    if (!v && o->paramIndex < 0)
+      return false;
+    if (v && v->lazy)
+      return false;
+    ins.push_back(v);
+  }
+  RegVal out;
+  out.dtype = op.results.empty() ? ScalarType::F32 : op.results[0]->type.dtype;
+  switch (op.kind) {
+  case ir::OpKind::Write:
+  case ir::OpKind::Barrier: return true;
+  case ir::OpKind::Constant: break;
+  case ir::OpKind::Read:
+    if (!readShape(op, out))
+      return false;
+    break;
+  case ir::OpKind::Mma:
+    if (!op.mma)
+      return false;
+    out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
+                     op.mma->c.elements, op.mma->acc);
+    break;
+  case ir::OpKind::Broadcast:
+  case ir::OpKind::Permute:
+    if (!ins[0])
+      return false;
+    out = shapeOnly(*ins[0]);
+    out.dtype = op.results[0]->type.dtype;
+    break;
+  case ir::OpKind::SelfIndex: out.deferred = &op; break;
+  case ir::OpKind::ApplyExpr:
+    if (!ins[0])
+      return false;
+    if (ins[0]->deferred || !ins[0]->laidOut()) {
+      out.deferred = &op;
+    } else {
+      out = shapeOnly(*ins[0]);
+      out.deferred = nullptr;
+      out.dtype = op.results[0]->type.dtype;
+    }
+    break;
+  case ir::OpKind::Unary:
+  case ir::OpKind::Binary:
+  case ir::OpKind::Math:
+  case ir::OpKind::Select:
+  case ir::OpKind::Cast: {
+    bool deferred = false;
+    for (const RegVal *v : ins) {
+      if (!v)
+        return false;
+      deferred |= v->deferred != nullptr;
+    }
+    const RegVal *like = widestLaidOut(ins);
+    if (!like && deferred) {
+      out.deferred = &op;
+      break;
+    }
+    if (like) {
+      out.layout = like->layout;
+      out.elems = like->elems;
+      out.vecDim = like->vecDim;
+      out.cloneSyms = like->cloneSyms;
+    }
+    for (const RegVal *v : ins)
+      if (!v->laidOut())
+        out.cloneSyms.insert(v->cloneSyms.begin(), v->cloneSyms.end());
+    break;
+  }
+  case ir::OpKind::Reduce: {
+    std::vector<std::vector<int64_t>> groups;
+    if (!ins[0] || ins[0]->deferred || !reducedShape(op, *ins[0], out, groups))
+      return false;
+    break;
+  }
+  case ir::OpKind::Iterate: {
+    std::vector<RegVal> carried;
+    for (const RegVal *v : ins) {
+      if (!v)
+        return false;
+      carried.push_back(shapeOnly(*v));
+    }
+    if (!predictCarried(op, carried))
+      return false;
+    for (size_t i = 0; i < op.results.size() && i < carried.size(); ++i)
+      shapes[op.results[i]] = carried[i];
+    return true;
+  }
+  default: return false;
+  }
+  if (op.results.size() != 1)
+    return false;
+  shapes[op.results[0]] = std::move(out);
+  return true;
+}
+
+// Widens `carried` (the inits' shapes) to the shapes the loop `op` carries; false when some op
+// of the body is not known to the rules or the shapes do not settle (the emitter then decides).
+bool KernelEmitter::predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const {
+  const ir::Region &body = *op.regions[0];
+  for (int round = 0; round < 4; ++round) {
+    ShapeMap shapes;
+    for (size_t i = 0; i < body.args.size() && i < carried.size(); ++i)
+      shapes[body.args[i]] = carried[i];
+    std::vector<const RegVal *> yielded;
+    for (const auto &o : body.ops) {
+      if (o->kind == ir::OpKind::Yield) {
+        for (const ir::Value *y : o->operands)
+          yielded.push_back(shapeIn(shapes, y));
+        continue;
+      }
+      if (!opShape(*o, shapes))
+        return false;
+    }
+    if (yielded.size() != carried.size())
+      return false;
+    bool settled = true;
+    for (size_t i = 0; i < carried.size(); ++i) {
+      if (!yielded[i])
+        return false;
+      if (carriedFits(carried[i], *yielded[i]))
+        continue;
+      if (carried[i].laidOut() || yielded[i]->deferred)
+        return false;
+      settled = false;
+      widenCarried(carried[i], *yielded[i]);
+    }
+    if (settled)
+      return true;
+  }
+  return false;
+}
+
+// A uniform init (a splat) takes the layout of what the body yields.
+void KernelEmitter::widenCarried(RegVal &c, const RegVal &y) {
+  c.cloneSyms.insert(y.cloneSyms.begin(), y.cloneSyms.end());
+  c.elems = y.elems;
+  c.vecDim = y.vecDim;
+  c.layout = y.layout;
+}
+
+// What the carried-shapes dump says of one loop.
+void KernelEmitter::dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried,
+                                bool predicted, int emissions) {
+  if (!dumps_ || !dumps_->wants("carried-shapes"))
+    return;
+  std::string &out = carriedText_;
+  out += "loop over " + op.dims[0].str() + " (line " + std::to_string(op.loc.begin.line) +
+         "): " + (predicted ? "predicted" : "not predicted") + ", emitted " +
+         std::to_string(emissions) + (emissions == 1 ? " time\n" : " times\n");
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const RegVal &c = carried[i];
+    const ir::Value *arg = op.regions[0]->args[i];
+    out += "  " + (arg->name.empty() ? "%" + std::to_string(arg->id) : arg->name) + ": " +
+           scalarTypeName(c.dtype);
+    if (!c.laidOut()) {
+      out += " uniform";
+    } else {
+      out += " layout {";
+      bool first = true;
+      for (const auto &[dim, di] : c.layout) {
+        out += (first ? "" : ", ") + dim + ": " + di.start.str();
+        first = false;
+      }
+      out += "}";
+    }
+    out += ", " + std::to_string(c.elems) + " per lane";
+    if (!c.vecDim.empty())
+      out += " along " + c.vecDim;
+    std::string clones;
+    for (const auto &s : c.cloneSyms)
+      clones += (clones.empty() ? "" : " x ") + std::to_string(expansionCount(s));
+    out += clones.empty() ? ", 1 clone\n" : ", clones " + clones + "\n";
+  }
+}
+
+} // namespace wave::codegen::detail
