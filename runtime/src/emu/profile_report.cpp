@@ -1,6 +1,7 @@
 // The profiler's reports: text and JSON (profile.h; docs/user-guide.md describes both).
 #include "profile.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -33,6 +34,35 @@ std::string location(const Site &s) {
   return format("%s:%u:%u", s.file.c_str(), s.line, s.col);
 }
 
+// The sites of one kernel grouped by source location, op, space and width: the instructions one
+// `.wave` operation became (a copy per unrolled element or operand) add up. In order of the first
+// instruction; `instructions` counts them.
+struct Group {
+  Site site;
+  uint32_t instructions = 0;
+};
+std::vector<Group> groupSites(const std::vector<Site> &sites) {
+  std::vector<Group> out;
+  for (const Site &s : sites) {
+    auto same = [&](const Group &g) {
+      const Site &t = g.site;
+      return !s.file.empty() && t.file == s.file && t.line == s.line && t.col == s.col &&
+             t.op == s.op && t.shared == s.shared && t.width == s.width;
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it == out.end()) {
+      out.push_back({s, 1});
+      continue;
+    }
+    ++it->instructions;
+    it->site.executions += s.executions;
+    it->site.laneAccesses += s.laneAccesses;
+    it->site.global.add(s.global);
+    it->site.lds.add(s.lds);
+  }
+  return out;
+}
+
 std::string limitText(uint32_t v) { return v == UINT32_MAX ? "no limit" : std::to_string(v); }
 
 // Per wave: instructions each thread executed, averaged over the threads (the count each wave
@@ -63,10 +93,11 @@ std::string occupancyText(const KernelProfile &k) {
                 limitText(o.byLds).c_str(), regs.c_str());
 }
 
-std::string siteText(const Site &s) {
-  std::string out = format("    %-28s %-6s %-12s %3u B/lane %9" PRIu64 " execs ",
+std::string siteText(const Group &g) {
+  const Site &s = g.site;
+  std::string out = format("    %-24s %-6s %-12s %3u B/lane x%-3u %9" PRIu64 " execs ",
                            location(s).c_str(), s.shared ? "shared" : "global", s.op.c_str(),
-                           s.width, s.executions);
+                           s.width, g.instructions, s.executions);
   if (s.shared)
     return out + format("%10" PRIu64 " B  %8" PRIu64 " phases %8" PRIu64
                         " wavefronts %8" PRIu64 " conflicts\n",
@@ -128,12 +159,14 @@ std::string occupancyJson(const KernelProfile &k) {
                 reg(k.registers.regs).c_str());
 }
 
-std::string siteJson(const Site &s) {
-  std::string out = format("{\"pc\": %u, \"location\": %s, \"file\": %s, \"line\": %u, "
-                           "\"col\": %u, \"op\": %s, \"space\": \"%s\", \"bytes_per_lane\": %u, "
-                           "\"executions\": %" PRIu64 ", \"lane_accesses\": %" PRIu64 ", ",
-                           s.pc, jsonString(location(s)).c_str(), jsonString(s.file).c_str(),
-                           s.line, s.col, jsonString(s.op).c_str(),
+std::string siteJson(const Group &g) {
+  const Site &s = g.site;
+  std::string out = format("{\"pc\": %u, \"instructions\": %u, \"location\": %s, \"file\": %s, "
+                           "\"line\": %u, \"col\": %u, \"op\": %s, \"space\": \"%s\", "
+                           "\"bytes_per_lane\": %u, \"executions\": %" PRIu64
+                           ", \"lane_accesses\": %" PRIu64 ", ",
+                           s.pc, g.instructions, jsonString(location(s)).c_str(),
+                           jsonString(s.file).c_str(), s.line, s.col, jsonString(s.op).c_str(),
                            s.shared ? "shared" : "global", s.width, s.executions,
                            s.laneAccesses);
   return out + (s.shared ? "\"shared\": " + sharedJson(s.lds) : "\"global\": " + globalJson(s.global)) +
@@ -159,9 +192,10 @@ std::string kernelJson(const KernelProfile &k, const std::string &device) {
          totalJson + "}, \"mma_wave_instructions\": " + std::to_string(k.mmaWaveInsts) + "}, ";
   out += "\"global\": " + globalJson(k.globalTotal()) + ", ";
   out += "\"shared\": " + sharedJson(k.sharedTotal()) + ", \"sites\": [";
-  for (size_t i = 0; i < k.sites.size(); ++i)
-    out += (i ? ",\n    " : "\n    ") + siteJson(k.sites[i]);
-  return out + (k.sites.empty() ? "]}" : "\n  ]}");
+  const std::vector<Group> groups = groupSites(k.sites);
+  for (size_t i = 0; i < groups.size(); ++i)
+    out += (i ? ",\n    " : "\n    ") + siteJson(groups[i]);
+  return out + (groups.empty() ? "]}" : "\n  ]}");
 }
 
 } // namespace
@@ -180,18 +214,20 @@ std::string renderText(const std::vector<KernelProfile> &kernels, const std::str
       out += format("%s %s %.1f", c ? "," : "", className(Class(c)), perWave(k, c));
     out += format(" (matrix instructions executed: %" PRIu64 ")\n", k.mmaWaveInsts);
     const GlobalCost g = k.globalTotal();
-    out += format("  global memory: %" PRIu64 " B requested (%" PRIu64 " distinct), %" PRIu64
+    out += format("  global memory: %" PRIu64 " B requested, %" PRIu64
                   " B moved in %" PRIu64 " 32-B sectors (%" PRIu64 " 64-B, %" PRIu64
                   " 128-B segments), efficiency %.1f%%\n",
-                  g.requested, g.unique, g.sectors * kSectorBytes, g.sectors, g.segments64,
+                  g.requested, g.sectors * kSectorBytes, g.sectors, g.segments64,
                   g.segments128, 100.0 * g.efficiency());
     const SharedCost s = k.sharedTotal();
     out += format("  shared memory: %" PRIu64 " B requested in %" PRIu64 " phases, %" PRIu64
                   " wavefronts, %" PRIu64 " bank conflicts (extra wavefronts)\n",
                   s.requested, s.phases, s.wavefronts, s.conflicts());
-    out += format("  memory instruction sites (%zu):\n", k.sites.size());
-    for (const Site &site : k.sites)
-      out += siteText(site);
+    const std::vector<Group> groups = groupSites(k.sites);
+    out += format("  memory instruction sites (%zu, of %zu instructions; xN: N instructions):\n",
+                  groups.size(), k.sites.size());
+    for (const Group &g : groups)
+      out += siteText(g);
   }
   return out;
 }
