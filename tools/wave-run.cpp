@@ -4,7 +4,7 @@
 //   wave-run FILE.wave [--kernel K] [-DSYM=V] [--size SYM=V] (--device URI | --reference)
 //            [--input NAME=FILE.npy | NAME=NUMBER] [--seed N] [--output-dir DIR]
 //            [--check] [--expect NAME=FILE.npy] [--rtol R] [--atol A] [--rel-norm T]
-//            [--bench N]
+//            [--bench N] [--profile] [--profile-format text|json] [--profile-output FILE]
 //            [--object CODE_OBJECT] [--target T]
 //
 // Exit status: 0 success; 1 a check failed, or compiling/launching failed; 2 bad command line
@@ -16,8 +16,13 @@
 // libwave_runtime. Outputs are poisoned (NaN, integers 0xAB bytes) before each device run, and
 // the reference evaluator starts from the same contents, so an element the kernel should have
 // written and did not, or wrote and should not have, is a mismatch.
+//
+// --profile (emulator devices only): the emulator counts global sectors, shared-memory bank
+// conflicts, the instruction mix and occupancy while it runs (runtime/src/emu/profile.h), and
+// wave-run prints the report (docs/user-guide.md, "Profiling on the emulator").
 #include "codegen/kernel_abi.h"
 #include "driver/files.h"
+#include "emu/profile.h"
 #include "frontend/large_stack.h"
 #include "frontend/parser.h"
 #include "npy.h"
@@ -64,7 +69,8 @@ struct ExitError {
 struct Options {
   std::string file, kernel, device, target, object, outputDir;
   std::vector<std::string> defines, sizes, inputs, expects;
-  bool reference = false, check = false;
+  bool reference = false, check = false, profile = false;
+  std::string profileFormat = "text", profileOutput;
   std::optional<uint64_t> seed;
   std::optional<double> rtol, atol, relNorm;
   unsigned bench = 0;
@@ -406,11 +412,57 @@ wave_device_t openDevice(const std::string &uri) {
   return nullptr;
 }
 
+// ---- --profile --------------------------------------------------------------------------------
+
+// The kernel's register use from wavec's metadata JSON (docs/schemas/metadata.schema.json):
+// fields that are null or absent stay -1 (unknown).
+emu::profile::Registers readRegisters(const std::string &json, const std::string &kernel) {
+  emu::profile::Registers r;
+  size_t at = json.find("\"name\": \"" + kernel + "\"");
+  size_t regs = at == std::string::npos ? at : json.find("\"registers\": ", at);
+  if (regs == std::string::npos)
+    return r;
+  const size_t end = json.find('}', regs);
+  auto field = [&](const std::string &name) {
+    size_t f = json.find("\"" + name + "\": ", regs);
+    if (f == std::string::npos || f > end)
+      return -1;
+    f += name.size() + 4;
+    return f < json.size() && std::isdigit(static_cast<unsigned char>(json[f]))
+               ? std::atoi(json.c_str() + f)
+               : -1;
+  };
+  r.vgprs = field("vgprs");
+  r.agprs = field("agprs");
+  r.sgprs = field("sgprs");
+  if (r.vgprs < 0)
+    r.regs = field("registers");
+  return r;
+}
+
+// Prints (or writes to --profile-output) the profile of every launch of the run.
+void reportProfile(const Options &o, std::vector<emu::profile::KernelProfile> kernels,
+                   const emu::profile::Registers &regs) {
+  for (auto &k : kernels)
+    k.registers = regs;
+  const std::string text = o.profileFormat == "json"
+                               ? emu::profile::renderJson(kernels, o.device)
+                               : emu::profile::renderText(kernels, o.device);
+  if (o.profileOutput.empty()) {
+    std::fputs(text.c_str(), stdout);
+    return;
+  }
+  std::vector<OutputFile> out{{o.profileOutput, "--profile-output", text}};
+  OutputError failed;
+  if (!writeOutputs(out, {o.file}, failed))
+    die(kFailed, fmt::format("{}: cannot write: {}", failed.path, failed.message));
+}
+
 // Runs the kernel on the device: `args` hold the initial contents, outputs are replaced by
-// the device's results.
+// the device's results. With --profile, `regs` receives the code object's registers.
 void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bool emu,
                  const ir::Kernel &kernel, const std::map<std::string, int64_t> &symbols,
-                 std::vector<HostTensor> &args) {
+                 std::vector<HostTensor> &args, emu::profile::Registers *regs = nullptr) {
   DiagnosticEngine diags;
   Distribution dist;
   const TargetInfo *ti = findTarget(target);
@@ -434,6 +486,11 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     if (at == std::string::npos)
       die(kFailed, "the kernel metadata from wavec names no dynamic_lds_bytes for " + kernel.name);
     dynamicShared = static_cast<uint32_t>(std::stoul(json.substr(at + 21)));
+  }
+  if (regs && emu) { // what the target's own code object uses (--profile's occupancy)
+    std::ifstream in(compileWithWavec(o, target, false, tmp.path, /*metadata=*/true));
+    std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    *regs = readRegisters(json, kernel.name);
   }
   check(wave_module_load_file(run.dev, object.c_str(), &run.module), "wave_module_load_file");
   wave_kernel_t k = nullptr;
@@ -529,6 +586,16 @@ int runMain(const Options &o) {
                    "(or compare the reference with --expect NAME=FILE.npy)");
   if (o.reference && o.bench)
     die(kBadInput, "--bench times a device run: give --device");
+  if (o.profileFormat != "text" && o.profileFormat != "json")
+    die(kBadInput, fmt::format("--profile-format {}: expected text or json", o.profileFormat));
+  if (o.profile && o.reference)
+    die(kBadInput, "--profile counts what the CPU emulator runs: give --device emu:TARGET");
+  if (o.profile && o.bench)
+    die(kBadInput, "--profile and --bench exclude each other (the profiled emulator is slower)");
+  if (o.profile && !o.device.empty() && o.device != "auto" && o.device.rfind("emu", 0) != 0)
+    die(kBadInput, fmt::format("--profile needs an emulator device (emu, emu:gfx942, emu:sm_90, "
+                               "...): '{}' is a GPU, whose counters the profiler cannot read",
+                               o.device));
   if (o.reference && !o.object.empty())
     die(kBadInput, "--object needs --device");
   if (o.check && !o.expects.empty())
@@ -553,6 +620,9 @@ int runMain(const Options &o) {
     std::string arch = info.arch;
     emu = arch.rfind("emu:", 0) == 0;
     std::string devTarget = emu ? arch.substr(4) : arch;
+    if (o.profile && !emu)
+      die(kBadInput, fmt::format("--profile needs an emulator device: '{}' opened the GPU {}",
+                                 o.device, arch));
     if (!o.target.empty() && o.target != devTarget)
       die(kBadInput, fmt::format("--target {} differs from the device's target {}", o.target,
                                  devTarget));
@@ -660,6 +730,9 @@ int runMain(const Options &o) {
                                  "(or -D{}=N to compile it in, or an --input with that dim)",
                                  s, s, s));
 
+  // Where wave-run's own lines go: standard error when standard output holds the JSON profile.
+  FILE *info = o.profile && o.profileFormat == "json" && o.profileOutput.empty() ? stderr : stdout;
+
   // Every argument: given, random, or poison (outputs the kernel does not read).
   uint64_t seed = o.seed ? *o.seed : std::random_device{}();
   std::mt19937_64 rng(seed);
@@ -689,7 +762,8 @@ int runMain(const Options &o) {
     }
   }
   if (random)
-    std::printf("wave-run: random inputs with --seed %llu\n", static_cast<unsigned long long>(seed));
+    std::fprintf(info, "wave-run: random inputs with --seed %llu\n",
+                 static_cast<unsigned long long>(seed));
   {
     std::map<std::string, int64_t> check = symbols;
     std::string error;
@@ -712,8 +786,15 @@ int runMain(const Options &o) {
                                k.name, error));
   }
   std::vector<HostTensor> result = o.reference ? refArgs : args;
-  if (!o.reference)
-    runOnDevice(o, run, target, emu, k, symbols, result);
+  emu::profile::Collector collector;
+  emu::profile::Registers regs;
+  if (!o.reference) {
+    struct Install { // the collector is installed for this run only
+      explicit Install(emu::profile::Collector *c) { emu::profile::setCollector(c); }
+      ~Install() { emu::profile::setCollector(nullptr); }
+    } install(o.profile ? &collector : nullptr);
+    runOnDevice(o, run, target, emu, k, symbols, result, o.profile ? &regs : nullptr);
+  }
 
   bool pass = true;
   if (o.check) {
@@ -748,8 +829,10 @@ int runMain(const Options &o) {
   }
   if (o.bench && !o.reference)
     bench(o, run, k, result);
+  if (o.profile)
+    reportProfile(o, collector.kernels(), regs);
   if (!o.check && o.expects.empty() && !o.bench)
-    std::printf("wave-run: %s ran on %s\n", k.name.c_str(),
+    std::fprintf(info, "wave-run: %s ran on %s\n", k.name.c_str(),
                 o.reference ? "the reference evaluator" : o.device.c_str());
   if (o.reference)
     for (size_t p = 0; p < k.params.size(); ++p)
@@ -792,6 +875,13 @@ int main(int argc, char **argv) {
       "pass when ||out - want|| / ||want|| (2-norms over the tensor) is below TOL, instead of "
       "the per-element rtol/atol check");
   app.add_option("--bench", o.bench, "time N runs after a warm-up and print the median");
+  app.add_flag("--profile", o.profile,
+               "emulator devices: count global sectors, shared-memory bank conflicts, the "
+               "instruction mix and occupancy, and print them per memory instruction and kernel");
+  auto *profileFormatOpt = app.add_option("--profile-format", o.profileFormat,
+                                          "the --profile report: text (default) or json");
+  app.add_option("--profile-output", o.profileOutput,
+                 "write the --profile report to FILE instead of standard output");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp &e) {
@@ -807,6 +897,8 @@ int main(int argc, char **argv) {
   }
   if (*seedOpt)
     o.seed = seed;
+  if (*profileFormatOpt || !o.profileOutput.empty())
+    o.profile = true; // --profile-format and --profile-output imply --profile
   if (*rtolOpt)
     o.rtol = rtol;
   if (*atolOpt)

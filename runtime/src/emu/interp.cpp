@@ -18,6 +18,7 @@
 // instead of running on (a damaged or wrong kernel that never ends).
 #include "emu.h"
 #include "interp_values.h"
+#include "profile.h"
 #include "numeric.h"
 
 #include "../internal.h"
@@ -30,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -93,6 +95,7 @@ public:
 
   bool runWorkgroup(const uint32_t wg[3]);
   std::string error;
+  profile::Recorder *prof = nullptr; // wave-run --profile (profile.h); null: not profiling
   wave_status_t status = WAVE_ERROR_LAUNCH; // of the reported error
 
 private:
@@ -138,6 +141,12 @@ private:
   void dropAsync();
   bool collective(uint32_t firstLane, uint32_t count);
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
+
+  // A memory access for the profiler (a no-op unless profiling).
+  void record(const Lane &lane, const Inst &in, uint64_t addr, uint32_t bytes, bool first = true) {
+    if (prof)
+      prof->access(lane.linear, uint32_t(&in - k_.code.data()), addr, bytes, first);
+  }
 
   std::string where(const Inst &in) const {
     const KernelCode::Loc &l = k_.locs[in.loc];
@@ -227,6 +236,7 @@ private:
       const uint64_t addr = base + soffset + uint64_t(voffset);
       if (!checkGlobal(lane, in, addr, bytes, what))
         return false;
+      record(lane, in, addr, bytes);
       if (store)
         copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(addr)), data, bytes);
       else
@@ -245,6 +255,7 @@ private:
       const uint64_t addr = base + soffset + uint64_t(voffset) + at;
       if (!checkGlobal(lane, in, addr, n, what))
         return false;
+      record(lane, in, addr, n, at == 0);
       if (store)
         copyBytes(reinterpret_cast<uint8_t *>(uintptr_t(addr)), data + at, n);
       else
@@ -355,7 +366,11 @@ void Runner::run(Lane &L) {
   // Instructions are counted per straight-line run, at its branch or stop: steps_ += the run's
   // length. Only a branch can make a thread run on, so the limit is checked there.
   uint32_t runStart = pc;
-  auto count = [&] { steps_ += uint64_t(pc - runStart) + 1; };
+  auto count = [&] {
+    steps_ += uint64_t(pc - runStart) + 1;
+    if (prof)
+      prof->run(runStart, pc);
+  };
   // A branch. False when the step limit faulted the lane.
   auto branchTo = [&](uint32_t target) {
     count();
@@ -643,7 +658,7 @@ void Runner::run(Lane &L) {
       uint64_t addr = rd<uint64_t>(f + in.a);
       uint32_t es = typeSize(t), bytes = es * in.lanes;
       bool masked = Op(in.op) == Op::MaskedLoad;
-      bool shared = in.imm == uint32_t(Space::Shared);
+      bool shared = in.imm == uint32_t(Space::Shared), first = true;
       for (uint32_t l = 0; l < (masked ? in.lanes : 1); ++l) {
         uint64_t at = masked ? addr + uint64_t(l) * es : addr;
         uint32_t n = masked ? es : bytes;
@@ -658,13 +673,16 @@ void Runner::run(Lane &L) {
             return;
           }
           std::memcpy(d, shared_.data() + at, n);
+          record(L, in, at, n, first);
         } else {
           if (!checkGlobal(L, in, at, n, "load")) {
             L.state = Done;
             return;
           }
           copyBytes(d, reinterpret_cast<const uint8_t *>(uintptr_t(at)), n);
+          record(L, in, at, n, first);
         }
+        first = false;
       }
       break;
     }
@@ -673,13 +691,15 @@ void Runner::run(Lane &L) {
       uint64_t addr = rd<uint64_t>(f + in.a);
       uint32_t es = typeSize(t), bytes = es * in.lanes;
       bool masked = Op(in.op) == Op::MaskedStore;
-      bool shared = in.imm == uint32_t(Space::Shared);
+      bool shared = in.imm == uint32_t(Space::Shared), first = true;
       for (uint32_t l = 0; l < (masked ? in.lanes : 1); ++l) {
         if (masked && !(f[in.c + l] & 1))
           continue;
         uint64_t at = masked ? addr + uint64_t(l) * es : addr;
         uint32_t n = masked ? es : bytes;
         const uint8_t *s = f + in.b + (masked ? l * es : 0);
+        record(L, in, at, n, first);
+        first = false;
         if (shared) {
           if (!checkShared(L, in, at, n, false, true, false, "store")) {
             L.state = Done;
@@ -714,6 +734,7 @@ void Runner::run(Lane &L) {
       uint32_t es = typeSize(t);
       bool shared = in.imm == uint32_t(Space::Shared);
       const char *what = Op(in.op) == Op::CmpXchg ? "compare-exchange" : "atomic";
+      record(L, in, addr, es);
       uint8_t *mem;
       if (shared) {
         if (!checkShared(L, in, addr, es, true, true, true, what)) {
@@ -900,6 +921,8 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
         d[l] = out.data() + size_t(l) * s.cBytes;
       }
     executeMma(Mma(in.imm), wave_, a, b, c, d);
+    if (prof)
+      prof->mma();
     for (uint32_t l = 0; l < wave_; ++l)
       if (byLane[l])
         std::memcpy(byLane[l]->frame + in.dst, d[l], s.cBytes);
@@ -961,6 +984,13 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
   case WaveOp::Ldmatrix: {
     uint32_t count = in.imm & 7;
     bool trans = in.imm & 8;
+    if (prof) { // lane 8j + r gives row r of matrix j: 16 bytes each
+      std::vector<profile::LaneAccess> rows;
+      for (uint32_t r = 0; r < 8 * count && r < wave_; ++r)
+        if (byLane[r])
+          rows.push_back({r, rd<uint64_t>(byLane[r]->frame + in.a), 16});
+      prof->waveExecution(uint32_t(&in - k_.code.data()), rows);
+    }
     for (uint32_t l = 0; l < wave_; ++l) {
       if (!byLane[l])
         continue;
@@ -1010,6 +1040,8 @@ bool Runner::collective(uint32_t first, uint32_t count) {
       if (faulted_)
         return false;
     }
+    if (prof)
+      prof->flushWave(first, count);
     uint32_t pc = UINT32_MAX;
     for (uint32_t i = 0; i < count; ++i)
       if (lanes_[first + i].state == AtWave)
@@ -1044,6 +1076,8 @@ bool Runner::asyncCopy(Lane &L, const Inst &in, uint64_t dst, uint64_t src, uint
   const uint32_t n = std::min(srcBytes, in.imm);
   if (n && !checkGlobal(L, in, src, n, "cp.async load"))
     return false;
+  if (n)
+    record(L, in, src, n);
   if (n)
     std::memcpy(c.data, reinterpret_cast<const uint8_t *>(uintptr_t(src)), n);
   if (dst > sharedBytes_ || sharedBytes_ - dst < c.bytes)
@@ -1136,6 +1170,8 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         l.lane = linear % wave_;
       }
   framesReady_ = true;
+  if (prof)
+    prof->workgroup(threads_);
   for (;;) {
     for (uint32_t w = 0; w < threads_; w += wave_)
       if (!collective(w, std::min(wave_, threads_ - w)))
@@ -1188,6 +1224,24 @@ uint32_t shflSource(WaveOp kind, uint32_t lane, uint32_t b, uint32_t c, bool *in
   return ok ? uint32_t(j) & 31 : lane;
 }
 
+namespace {
+// Adds one launch's recorders (those that ran) to the collector.
+void profileLaunch(profile::Collector &to,
+                   const std::vector<std::unique_ptr<profile::Recorder>> &recorders,
+                   const KernelCode &kernel, const LaunchParams &params) {
+  profile::KernelProfile launch;
+  for (const auto &rec : recorders)
+    if (rec)
+      launch.merge(rec->finish());
+  launch.name = kernel.name;
+  launch.launches = 1;
+  std::copy(params.grid, params.grid + 3, launch.grid);
+  std::copy(params.block, params.block + 3, launch.block);
+  launch.ldsBytes = kernel.staticShared + params.dynamicShared;
+  to.add(launch);
+}
+} // namespace
+
 wave_status_t runKernel(const Program &program, const KernelCode &kernel,
                         const LaunchParams &params) {
   if (kernel.block[0] && (kernel.block[0] != params.block[0] || kernel.block[1] != params.block[1] ||
@@ -1212,9 +1266,18 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
   std::mutex messageMutex;
   std::string message;
   wave_status_t failure = WAVE_ERROR_LAUNCH;
+  // Profiling (wave-run --profile): one recorder per host thread, added up after the launch.
+  profile::Collector *profiled = profile::collector();
+  std::vector<std::unique_ptr<profile::Recorder>> recorders(profiled ? workers : 0);
   auto work = [&](unsigned worker) {
     try {
       Runner runner(program, kernel, params);
+      if (profiled) {
+        recorders[worker] = std::make_unique<profile::Recorder>(
+            program, kernel, params.block[0] * params.block[1] * params.block[2],
+            params.waveSize, program.target);
+        runner.prof = recorders[worker].get();
+      }
       for (uint64_t i = worker; i < total; i += workers) {
         if (i > firstFailure.load())
           return;
@@ -1249,6 +1312,8 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
     for (auto &t : pool)
       t.join();
   }
+  if (profiled)
+    profileLaunch(*profiled, recorders, kernel, params);
   if (firstFailure.load() != UINT64_MAX)
     return rt::fail(failure, message);
   return WAVE_SUCCESS;
