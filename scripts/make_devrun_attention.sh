@@ -43,7 +43,7 @@ mkdir -p "$OUT"
 {
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,power.draw --format=csv,noheader
 g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 specs=()
 for d in */; do
   [[ -f $d/headdim ]] || continue

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 mkdir -p "$OUT"
 {
 g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -ldl -lpthread -o devrun/libwave_runtime.so 2>&1 | tail -5
+  -Iruntime/src -Iruntime/format -ldl -lpthread -o devrun/libwave_runtime.so 2>&1 | tail -5
 for k in copy elementwise; do
   cc -O2 -std=c99 -Wall -Wextra -Werror -Iruntime/include -Idevrun samples/$k/${k}_main.c \
     devrun/$k.c -Ldevrun -Wl,-rpath,$PWD/devrun -lwave_runtime -lm -o devrun/${k}_main

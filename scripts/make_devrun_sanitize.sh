@@ -51,7 +51,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 compute-sanitizer --version | tail -1
 g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 table=()
 for d in */; do
   d=${d%/}

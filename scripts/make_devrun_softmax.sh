@@ -7,7 +7,7 @@
 set -euo pipefail
 wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples"
-cp -r "$src/runtime/include" "$src/runtime/src" "$out/runtime/"
+cp -r "$src/runtime/include" "$src/runtime/src" "$src/runtime/format" "$out/runtime/"
 cp -r "$src/samples/common" "$out/samples/"
 mkdir -p "$out/samples/softmax" "$out/samples/layernorm"
 cp "$src/samples/softmax/softmax_main.c" "$out/samples/softmax/"
@@ -68,7 +68,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw,temperature.gpu --fo
 # The runtime, one compiler per file in parallel.
 mkdir -p obj
 ls runtime/src/*.cpp runtime/src/emu/*.cpp | xargs -P 16 -I{} sh -c \
-  'g++ -O2 -std=c++17 -fPIC -Iruntime/include -Iruntime/src -c {} -o obj/$(echo {} | tr / _).o'
+  'g++ -O2 -std=c++17 -fPIC -Iruntime/include -Iruntime/src -Iruntime/format -c {} -o obj/$(echo {} | tr / _).o'
 g++ -shared obj/*.o -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 for d in */; do
   d=${d%/}
