@@ -104,6 +104,7 @@ def prepare(args):
     os.makedirs(out)
     shutil.copytree(os.path.join(SRC, "runtime", "include"), os.path.join(out, "runtime", "include"))
     shutil.copytree(os.path.join(SRC, "runtime", "src"), os.path.join(out, "runtime", "src"))
+    shutil.copytree(os.path.join(SRC, "runtime", "format"), os.path.join(out, "runtime", "format"))
     shutil.copy(os.path.join(SRC, "samples", "common", "sample_util.h"), out)
     shutil.copy(os.path.abspath(__file__), out)
     # The aligned GEMM as scripts/make_devrun_gemm.sh makes it: `assume(K % 8 == 0)` lets every
@@ -187,7 +188,7 @@ mkdir -p "$OUT" obj
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ncu --version | tail -1
 ls runtime/src/*.cpp runtime/src/emu/*.cpp | xargs -P 16 -I{} sh -c \
-  'g++ -O2 -std=c++17 -fPIC -Iruntime/include -Iruntime/src -c {} -o obj/$(echo {} | tr / _).o'
+  'g++ -O2 -std=c++17 -fPIC -Iruntime/include -Iruntime/src -Iruntime/format -c {} -o obj/$(echo {} | tr / _).o'
 g++ -shared obj/*.o -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
 for d in */; do
   d=${d%/}
@@ -277,6 +278,14 @@ def rows_for(name, emu, ncu):
          g("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")),
         ("ldmatrix bank conflicts", e("s_ldsm_conflicts"),
          g("smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ldsm.sum")),
+        # Instruction counts (wave executions), to tell a different split of accesses into
+        # instructions from a different count per instruction.
+        ("global ld instructions", e("g_ld_execs"), g("smsp__sass_inst_executed_op_global_ld.sum")),
+        ("global st instructions", e("g_st_execs"), g("smsp__sass_inst_executed_op_global_st.sum")),
+        ("cp.async instructions", e("g_ldgsts_execs"), g("smsp__sass_inst_executed_op_ldgsts.sum")),
+        ("shared ld instructions", e("s_ld_execs"), g("smsp__sass_inst_executed_op_shared_ld.sum")),
+        ("shared st instructions", e("s_st_execs"), g("smsp__sass_inst_executed_op_shared_st.sum")),
+        ("ldmatrix instructions", e("s_ldsm_execs"), g("smsp__sass_inst_executed_op_ldsm.sum")),
         ("cp.async shared wavefronts", None,
          g("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum")),
         ("cp.async shared bank conflicts", None,
