@@ -278,8 +278,10 @@ def rows_for(name, emu, ncu):
         ("global ld sectors (incl. cp.async)", ld,
          g("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")),
         ("global st sectors", e("g_st_sectors"), g("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")),
-        ("cp.async global sectors", e("g_ldgsts_sectors"),
-         g("l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum")),
+        # L1 requests: one per wave instruction that reads global memory (a cp.async whose lanes
+        # all copy 0 source bytes, a masked-off tile's zero fill, makes none).
+        ("global ld requests (instructions)", None if emu is None else
+         e("g_ld_execs") + e("g_ldgsts_execs"), g("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")),
         ("shared ld wavefronts", e("s_ld_wavefronts"),
          g("smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")),
         ("shared st wavefronts", e("s_st_wavefronts"),
