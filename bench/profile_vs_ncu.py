@@ -10,7 +10,9 @@ Two halves, because the GPU machine has no wavec:
   on the device:    bash DIR/run.sh     (OUT=... ; builds the runtime and the host programs,
       runs each under `ncu --csv --page raw --metrics ...` for the one launch of the kernel,
       then `profile_vs_ncu.py compare DIR` prints the table)
-  compare:          bench/profile_vs_ncu.py compare DIR [--markdown]
+  compare:          bench/profile_vs_ncu.py compare DIR [--markdown] [--fail-above 0.05]
+      (bench/results/profile_vs_ncu_h100 holds the emulator JSON and ncu CSV of the 2026-11-25
+      run; docs/performance.md has its table)
 
 What is compared, per kernel (totals over the launch):
   global load / store sectors: emulator `sectors` of its global load / store sites against
@@ -347,6 +349,8 @@ def compare(args):
             print("%-16s %-32s %12s %12s %8s" % r)
     print("\nlargest |emulator / ncu - 1| over the sector, wavefront and conflict rows where both "
           "sides counted: %.3f (instruction rows are diagnostics)" % worst)
+    if args.fail_above is not None and worst > args.fail_above:
+        sys.exit(1)
 
 
 def main():
@@ -359,6 +363,8 @@ def main():
     c = sub.add_parser("compare")
     c.add_argument("dir")
     c.add_argument("--markdown", action="store_true")
+    c.add_argument("--fail-above", type=float,
+                   help="exit 1 when a sector, wavefront or conflict row is off by more than this")
     a = ap.parse_args()
     prepare(a) if a.cmd == "prepare" else compare(a)
 
