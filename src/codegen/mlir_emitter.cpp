@@ -177,9 +177,9 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     lds_ = saved;
     return true;
   }
-  case ir::OpKind::If: return unsupported("if", op.loc);
+  case ir::OpKind::If: return emitIf(op);
   case ir::OpKind::AtomicAdd:
-  case ir::OpKind::AtomicMin: return unsupported("atomics", op.loc);
+  case ir::OpKind::AtomicMin: return emitAtomic(op);
   case ir::OpKind::Allocate: return unsupported("allocate (shared memory)", op.loc);
   default: return unsupported(opKindName(op.kind), op.loc);
   }

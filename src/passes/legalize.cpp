@@ -91,6 +91,48 @@ struct Legalizer {
     }
   }
 
+  // control.cpp, emitIf: a branch is one scf.if region; barrier placement (barrier_insertion.h)
+  // reads the emitted lines in order, so nothing in a branch may touch shared memory, wait at
+  // a barrier or loop (the emitter refuses a branch that does, e.g. a reduction across waves).
+  int ifDepth = 0;
+  bool inBranch(const ir::Op &op) {
+    const char *what = op.kind == ir::OpKind::Iterate ? "an iterate inside an 'if'"
+                       : op.kind == ir::OpKind::Barrier ? "a barrier() inside an 'if'"
+                       : op.kind == ir::OpKind::Mma     ? "an mma inside an 'if'"
+                       : op.kind == ir::OpKind::Read && isPromotedRead(op)
+                           ? "a read of a `shared` parameter inside an 'if' (read it before)"
+                           : nullptr;
+    if (what)
+      refuse(&op, op.loc, DiagId::UnsupportedIf, {what}, what);
+    return !what;
+  }
+
+  // atomic.cpp, emitAtomic: global tensors of 32- or 64-bit integers, f32 or f64, unmapped.
+  void atomic(const ir::Op &op) {
+    const char *name = op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min";
+    const ScalarType ty = op.operands[1]->type.dtype;
+    if (op.mapping) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("'") + name + "' with a mapping"}, "an atomic with a mapping");
+      return;
+    }
+    if (op.operands[1]->type.space != AddressSpace::Global || op.operands[1]->paramIndex < 0) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("'") + name + "' on a `shared` tensor (only global tensors have atomics)"},
+             "an atomic on a shared tensor");
+      return;
+    }
+    const bool wide = bitWidth(ty) == 32 || bitWidth(ty) == 64;
+    if (!wide || isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 ||
+        ty == ScalarType::Index || (isFloat(ty) && ty != ScalarType::F32 && ty != ScalarType::F64)) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomicType,
+             {std::string(name) + " on " + tn(ty) + " values"}, std::string("atomics on ") + tn(ty));
+      return;
+    }
+    access(op, op.operands[1]);
+    note(std::string(name) + " on " + tn(ty) + ", one read-modify-write per element");
+  }
+
   void access(const ir::Op &op, const ir::Value *mem) {
     // access.cpp, prepareAccess: LLVM packs vector<N x i1> into bits in memory.
     if (mem->type.dtype == ScalarType::I1) {
@@ -215,6 +257,8 @@ struct Legalizer {
 
   void op(const ir::Op &op) {
     log << "  " << opKindName(op.kind) << where(op) << ":\n";
+    if (ifDepth && !inBranch(op))
+      return;
     switch (op.kind) {
     case ir::OpKind::Read:
       access(op, op.operands[0]);
@@ -252,15 +296,14 @@ struct Legalizer {
     case ir::OpKind::Barrier:
     case ir::OpKind::Yield: note("supported"); break;
     case ir::OpKind::If:
-      refuse(&op, op.loc, DiagId::UnsupportedIf, {}, "if");
-      return; // its regions are not looked at
-    case ir::OpKind::AtomicAdd:
-    case ir::OpKind::AtomicMin:
-      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
-             {std::string("'") + (op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min") +
-              "'"},
-             "atomics");
+      note(op.pred ? "branch on " + op.pred->str() : std::string("branch on an i1 scalar"));
+      ++ifDepth;
+      for (const auto &r : op.regions)
+        region(*r);
+      --ifDepth;
       return;
+    case ir::OpKind::AtomicAdd:
+    case ir::OpKind::AtomicMin: atomic(op); break;
     case ir::OpKind::Allocate:
       refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
       return;

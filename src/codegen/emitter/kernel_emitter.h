@@ -231,6 +231,16 @@ private:
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
   bool emitReduce(const ir::Op &op);
+  // `if` (control.cpp): the condition, one branch's ops and yields, a result's shape.
+  bool emitIf(const ir::Op &op);
+  std::string ifCondition(const ir::Op &op);
+  bool emitBranch(const ir::Op &op, size_t which, std::vector<RegVal> &yielded);
+  bool ifResultShape(const ir::Op &op, const RegVal &a, const RegVal &b, RegVal &out);
+  // Atomics (atomic.cpp): one read-modify-write per element of global memory.
+  bool emitAtomic(const ir::Op &op);
+  // One element's update at `ptr` (of type `ptrTy`); returns the old value.
+  std::string atomicElement(const ir::Op &op, ScalarType t, const std::string &ptr,
+                            const std::string &ptrTy, const std::string &val);
 
   // ---- thread layouts (passes/thread_layout.h) ----
   ThreadLayout layoutOf(const RegVal &v) const;
@@ -458,6 +468,10 @@ private:
   // value were read from a tensor of the register's shape (its shared-memory tile).
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
                      bool registerSide = false);
+  // The thread-id bits (per axis) of lanes holding copies of another lane's elements: only
+  // threads with none of them set update (false, after reporting, when that is not one-to-one).
+  bool atomicOwners(const ir::Op &op, const Access &acc, const std::vector<CloneAssign> &clones,
+                    int64_t owners[3]);
   // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
   // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
   bool mayBeEmptyDim(const ir::Dim &d) const {
