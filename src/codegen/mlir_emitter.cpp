@@ -179,7 +179,8 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   }
   case ir::OpKind::If: return emitIf(op);
   case ir::OpKind::AtomicAdd:
-  case ir::OpKind::AtomicMin: return emitAtomic(op);
+  case ir::OpKind::AtomicMin:
+  case ir::OpKind::AtomicMax: return emitAtomic(op);
   case ir::OpKind::Allocate: return unsupported("allocate (shared memory)", op.loc);
   default: return unsupported(opKindName(op.kind), op.loc);
   }

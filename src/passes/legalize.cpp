@@ -109,7 +109,9 @@ struct Legalizer {
 
   // atomic.cpp, emitAtomic: global tensors of 32- or 64-bit integers, f32 or f64, unmapped.
   void atomic(const ir::Op &op) {
-    const char *name = op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min";
+    const char *name = op.kind == ir::OpKind::AtomicAdd   ? "atomic_add"
+                       : op.kind == ir::OpKind::AtomicMin ? "atomic_min"
+                                                          : "atomic_max";
     const ScalarType ty = op.operands[1]->type.dtype;
     if (op.mapping) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomic,
@@ -303,7 +305,8 @@ struct Legalizer {
       --ifDepth;
       return;
     case ir::OpKind::AtomicAdd:
-    case ir::OpKind::AtomicMin: atomic(op); break;
+    case ir::OpKind::AtomicMin:
+    case ir::OpKind::AtomicMax: atomic(op); break;
     case ir::OpKind::Allocate:
       refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
       return;

@@ -1,4 +1,4 @@
-// Atomics (`atomic_add`, `atomic_min`) on global memory: one read-modify-write per element a
+// Atomics (`atomic_add`, `atomic_min`, `atomic_max`) on global memory: one read-modify-write per element a
 // thread holds in the access's layout (the layout a write of the value would have: access.cpp,
 // emitWrite), under an scf.if on the element's bounds, returning the old value (0 for a
 // masked-off element, which no output sees). docs/language.md section 8 has the rules.
@@ -116,15 +116,16 @@ bool KernelEmitter::atomicOwners(const ir::Op &op, const Access &acc,
 std::string KernelEmitter::atomicElement(const ir::Op &op, ScalarType t, const std::string &ptr,
                                          const std::string &ptrTy, const std::string &val) {
   const std::string ty = mlirType(t), r = fresh();
+  const bool max = op.kind == ir::OpKind::AtomicMax;
   if (op.kind == ir::OpKind::AtomicAdd || !isFloat(t)) {
-    const char *kind = op.kind == ir::OpKind::AtomicAdd ? (isFloat(t) ? "fadd" : "add")
-                       : isSigned(t)                    ? "min"
-                                                        : "umin";
+    const std::string kind = op.kind == ir::OpKind::AtomicAdd ? (isFloat(t) ? "fadd" : "add")
+                             : std::string(isSigned(t) ? "" : "u") + (max ? "max" : "min");
     line(r + " = llvm.atomicrmw " + kind + " " + ptr + ", " + val + " monotonic : " + ptrTy +
          ", " + ty);
     return r;
   }
-  // A float minimum as the language defines it (NaN propagates, -0 below +0: arith.minimumf),
+  // A float minimum or maximum as the language defines it (NaN propagates, -0 below +0:
+  // arith.minimumf / maximumf),
   // which no atomic instruction does: a compare-exchange loop on the bits.
   const std::string ity = "i" + std::to_string(bitWidth(t)), init = fresh(), old = fresh(),
                     mn = fresh(), oi = fresh(), ni = fresh(), pair = fresh(), seen = fresh(),
@@ -133,7 +134,7 @@ std::string KernelEmitter::atomicElement(const ir::Op &op, ScalarType t, const s
   line(r + " = scf.while (" + old + " = " + init + ") : (" + ty + ") -> " + ty + " {");
   const std::string saved = indent_;
   indent_ += "  ";
-  line(mn + " = arith.minimumf " + old + ", " + val + " : " + ty);
+  line(mn + (max ? " = arith.maximumf " : " = arith.minimumf ") + old + ", " + val + " : " + ty);
   line(oi + " = arith.bitcast " + old + " : " + ty + " to " + ity);
   line(ni + " = arith.bitcast " + mn + " : " + ty + " to " + ity);
   line(pair + " = llvm.cmpxchg " + ptr + ", " + oi + ", " + ni + " monotonic monotonic : " +
@@ -165,8 +166,7 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
   const RegVal &value = values_.at(op.operands[0]);
   if (value.dtype != t || opaque(t) || (bitWidth(t) != 32 && bitWidth(t) != 64))
     return unsupported(DiagId::UnsupportedAtomicType,
-                       std::string(op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min") +
-                           " on " + scalarTypeName(t) + " values",
+                       std::string(opKindName(op.kind)) + " on " + scalarTypeName(t) + " values",
                        op.loc);
   RegVal v;
   if (!convertTo(value, layoutFrom(acc.dims, acc.elems, t), v, op.loc))
@@ -181,10 +181,15 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
   if (!atomicOwners(op, acc, clones, owners))
     return false;
   const bool copies = owners[0] || owners[1] || owners[2];
-  if (copies && !op.results.empty() && !op.results[0]->users.empty())
+  const bool oldUsed = !op.results.empty() && !op.results[0]->users.empty();
+  if (copies && oldUsed)
     return unsupported(DiagId::UnsupportedAtomic,
-                       "the old values of an atomic whose value every lane of a row holds",
+                       "the old values of an atomic whose value several lanes hold (a row's "
+                       "reduction result)",
                        op.loc);
+  if (oldUsed && op.operands[0]->type.shape.size() != acc.dims.size())
+    return unsupported(DiagId::UnsupportedAtomic,
+                       "the old values of an atomic whose value is broadcast", op.loc);
   // The owner condition: no owner bit set in the thread ids.
   std::string owner;
   static const char *xyz[3] = {"x", "y", "z"};
