@@ -54,8 +54,8 @@ bool KernelEmitter::atomicOwners(const ir::Op &op, const Access &acc,
     if (split && !follows)
       return unsupported(DiagId::UnsupportedAtomic,
                          std::string(what) + " on a tensor without dim " + w.dim.str() +
-                             ", which workgroups split (each workgroup would update the same "
-                             "elements)",
+                             " while workgroups split " + w.dim.str() +
+                             " (every workgroup along it would update the same elements)",
                          op.loc);
   }
   ElementProbe probe{acc.dims, {}};
