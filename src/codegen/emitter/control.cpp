@@ -2,7 +2,9 @@
 // 7: the condition is an i1 scalar or a predicate over symbols), with the yielded values as the
 // scf.if's results. Each result takes the layout of the branch that yields a laid-out value
 // (the then branch's first); the other branch's value is converted to it (layout.cpp,
-// convertTo) before its scf.yield. A value uniform in both branches stays uniform.
+// convertTo) before its scf.yield. A value uniform in both branches stays uniform. The legalize
+// pass (passes/legalize.cpp, inBranch and ifYields) refuses what a branch may not hold and what
+// cannot be yielded; the checks here are its backstops (`codegen-unsupported`).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -23,10 +25,8 @@ std::string KernelEmitter::ifCondition(const ir::Op &op) {
   if (op.operands.empty())
     return unsupportedValue("an 'if' without a condition", op.loc);
   const RegVal &c = values_.at(op.operands[0]);
-  if (c.lazy || c.laidOut() || !c.cloneSyms.empty() || c.elems != 1) {
-    unsupported(DiagId::UnsupportedIf, "a condition that differs between lanes", op.loc);
-    return "%error";
-  }
+  if (c.lazy || c.laidOut() || !c.cloneSyms.empty() || c.elems != 1) // sema: an i1 scalar
+    return unsupportedValue("an 'if' condition that differs between lanes", op.loc);
   RegVal scalar;
   scalar.dtype = ScalarType::I1;
   return operandIn(c, scalar, {});
@@ -64,9 +64,8 @@ bool KernelEmitter::ifResultShape(const ir::Op &op, const RegVal &a, const RegVa
       return true;
     }
   if (a.deferred || b.deferred)
-    return unsupported(DiagId::UnsupportedIf,
-                       "a value computed from thread indices (self_index) yielded by an 'if' "
-                       "whose other branch yields no value read from memory",
+    return unsupported("a value computed from thread indices (self_index) yielded by an 'if' "
+                       "whose other branch yields no value with a layout",
                        op.loc);
   if (a.elems != b.elems && a.elems != 1 && b.elems != 1)
     return unsupported(DiagId::UnsupportedIf, "yielded values of different vector widths",
@@ -95,9 +94,8 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
     indent_ = outer;
     for (size_t i = mark; ok && i < items_.size(); ++i)
       if (items_[i].sync.kind != SyncItem::Other)
-        ok = unsupported(DiagId::UnsupportedIf,
-                         "a branch that uses shared memory, a barrier or a loop (barrier "
-                         "placement does not follow branches)",
+        ok = unsupported("a branch of an 'if' that uses shared memory, a barrier or a loop "
+                         "(barrier placement does not follow branches)",
                          op.loc);
     if (!ok)
       return false;

@@ -468,10 +468,6 @@ private:
   // value were read from a tensor of the register's shape (its shared-memory tile).
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
                      bool registerSide = false);
-  // The thread-id bits (per axis) of lanes holding copies of another lane's elements: only
-  // threads with none of them set update (false, after reporting, when that is not one-to-one).
-  bool atomicOwners(const ir::Op &op, const Access &acc, const std::vector<CloneAssign> &clones,
-                    int64_t owners[3]);
   // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
   // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
   bool mayBeEmptyDim(const ir::Dim &d) const {
