@@ -68,8 +68,7 @@ bool KernelEmitter::ifResultShape(const ir::Op &op, const RegVal &a, const RegVa
                        "whose other branch yields no value with a layout",
                        op.loc);
   if (a.elems != b.elems && a.elems != 1 && b.elems != 1)
-    return unsupported(DiagId::UnsupportedIf, "yielded values of different vector widths",
-                       op.loc);
+    return unsupported("yielded values of different vector widths", op.loc);
   out = a.elems >= b.elems ? a : b;
   out.clones.clear();
   out.cloneSyms.insert(a.cloneSyms.begin(), a.cloneSyms.end());
@@ -107,8 +106,7 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
   std::vector<RegVal> shapes(op.results.size());
   for (size_t i = 0; i < op.results.size(); ++i) {
     if (i >= br[0].yielded.size() || i >= br[1].yielded.size())
-      return unsupported(DiagId::UnsupportedIf, "an 'if' whose branches do not both yield",
-                         op.loc);
+      return unsupported("an 'if' whose branches do not both yield", op.loc); // sema: they do
     if (!ifResultShape(op, br[0].yielded[i], br[1].yielded[i], shapes[i]))
       return false;
   }
