@@ -163,7 +163,8 @@ bool isRead(const ir::Kernel &k, const ir::Value *param) {
   ir::walk(k.body, [&](const ir::Op &op) {
     if (op.kind == ir::OpKind::Read && op.operands[0] == param)
       read = true;
-    if ((op.kind == ir::OpKind::AtomicAdd || op.kind == ir::OpKind::AtomicMin) &&
+    if ((op.kind == ir::OpKind::AtomicAdd || op.kind == ir::OpKind::AtomicMin ||
+         op.kind == ir::OpKind::AtomicMax) &&
         op.operands[1] == param)
       read = true;
   });

@@ -59,7 +59,8 @@
 // register side, gathered through the mapping.
 //
 // Not supported yet (refused before emission by the legalize pass, passes/legalize.h, each with
-// its own `unsupported-*` id): if, atomics, allocate, arithmetic on fp8 types. Values that would
+// its own `unsupported-*` id): loops, barriers, mma and promoted reads inside an `if`, mapped
+// atomics and atomics on shared tensors, allocate, arithmetic on fp8 types. Values that would
 // have to cross waves to change layout are refused here (`unsupported-layout-change`).
 //
 // Files: this one holds the dispatch over ops (emitOp), the kernel's frame (emit: parameters,
@@ -67,7 +68,8 @@
 // KernelEmitter, whose methods sit in codegen/emitter/ by op family: index.cpp (index
 // lowering), access.cpp and access_buffer.cpp (loads and stores, masks, the AMD buffer path),
 // shared_memory.cpp (promotion), iterate.cpp (loops and pipelining), elementwise.cpp (with f64
-// math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows) and mma.cpp.
+// math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows), mma.cpp,
+// control.cpp (`if`) and atomic.cpp (global atomics).
 #include "codegen/emitter/kernel_emitter.h"
 #include "passes/pass_list.h"
 
@@ -177,9 +179,10 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     lds_ = saved;
     return true;
   }
-  case ir::OpKind::If: return unsupported("if", op.loc);
+  case ir::OpKind::If: return emitIf(op);
   case ir::OpKind::AtomicAdd:
-  case ir::OpKind::AtomicMin: return unsupported("atomics", op.loc);
+  case ir::OpKind::AtomicMin:
+  case ir::OpKind::AtomicMax: return emitAtomic(op);
   case ir::OpKind::Allocate: return unsupported("allocate (shared memory)", op.loc);
   default: return unsupported(opKindName(op.kind), op.loc);
   }

@@ -64,7 +64,7 @@ bool Type::operator==(const Type &o) const {
 
 const char *opKindName(OpKind k) {
   static const char *names[] = {"constant", "read",      "write",    "atomic_add", "atomic_min",
-                                "mma",      "reduce",    "unary",    "binary",     "math",
+                                "atomic_max", "mma",      "reduce",    "unary",    "binary",     "math",
                                 "select",   "cast",      "broadcast", "permute",   "self_index",
                                 "apply_expr", "allocate", "barrier",  "iterate",   "if",
                                 "yield"};
@@ -139,7 +139,8 @@ std::string opAttrs(const Op &op) {
   case OpKind::Read:
   case OpKind::Write:
   case OpKind::AtomicAdd:
-  case OpKind::AtomicMin: {
+  case OpKind::AtomicMin:
+  case OpKind::AtomicMax: {
     std::string s;
     if (op.mapping)
       s += " mapping=" + op.mapping->name;

@@ -72,6 +72,7 @@ enum class OpKind {
   Write,      // operands: value, mem
   AtomicAdd,  // operands: value, mem; result: old values
   AtomicMin,
+  AtomicMax,
   Mma,        // operands: lhs, rhs, acc; attrs: mma kind (null = auto/unresolved)
   Reduce,     // operands: x [, init]; attrs: reduce, dims[0] = reduced dim
   Unary,      // attrs: unary (Neg, BitNot)

@@ -408,7 +408,7 @@ private:
     if (op.kind == ir::OpKind::Read)
       return op.operands[0];
     if (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
-        op.kind == ir::OpKind::AtomicMin)
+        op.kind == ir::OpKind::AtomicMin || op.kind == ir::OpKind::AtomicMax)
       return op.operands[1];
     return nullptr;
   }
@@ -542,7 +542,7 @@ private:
   void visit(const ir::Op &op) {
     bool isRead = op.kind == ir::OpKind::Read;
     bool isWrite = op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
-                   op.kind == ir::OpKind::AtomicMin;
+                   op.kind == ir::OpKind::AtomicMin || op.kind == ir::OpKind::AtomicMax;
     if (!isRead && !isWrite)
       return;
     const ir::Value *mem = isRead ? op.operands[0] : op.operands[1];

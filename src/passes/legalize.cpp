@@ -137,6 +137,172 @@ struct Legalizer {
     }
   }
 
+  // control.cpp, emitIf: a branch is one scf.if region; barrier placement (barrier_insertion.h)
+  // reads the emitted lines in order, so nothing in a branch may touch shared memory, wait at
+  // a barrier or loop (the emitter refuses a branch that does, e.g. a reduction across waves).
+  int ifDepth = 0;
+  bool inBranch(const ir::Op &op) {
+    const char *what = op.kind == ir::OpKind::Iterate ? "an iterate inside an 'if'"
+                       : op.kind == ir::OpKind::Barrier ? "a barrier() inside an 'if'"
+                       : op.kind == ir::OpKind::Mma     ? "an mma inside an 'if'"
+                       : op.kind == ir::OpKind::Reduce &&
+                               d.wavesPerBlock[0] * d.wavesPerBlock[1] * d.wavesPerBlock[2] > 1
+                           ? "a reduction inside an 'if' in a workgroup of several waves (they "
+                             "may combine through shared memory)"
+                       : op.kind == ir::OpKind::Read && isPromotedRead(op)
+                           ? "a read of a `shared` parameter inside an 'if' (read it before)"
+                           : nullptr;
+    if (what)
+      refuse(&op, op.loc, DiagId::UnsupportedIf, {what}, what);
+    return !what;
+  }
+
+  // Ops whose value is computed from their operands' elements where they sit (no code of their
+  // own, or element-wise: elementwise.cpp, mlir_emitter.cpp).
+  static bool elementwiseLike(ir::OpKind k) {
+    switch (k) {
+    case ir::OpKind::Unary:
+    case ir::OpKind::Binary:
+    case ir::OpKind::Math:
+    case ir::OpKind::Select:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::Permute:
+    case ir::OpKind::ApplyExpr: return true;
+    default: return false;
+    }
+  }
+  // Whether `v` may be a streamed row (stream.cpp: a read of a dynamic or long row, and the
+  // element-wise ops on it, are emitted by each consumer's loop).
+  bool fromStreamedRow(const ir::Value *v, int depth = 0) const {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return depth > 64;
+    if (def->kind == ir::OpKind::Read) {
+      const AccessIndex *ai = accessOf(d, *def);
+      if (!ai)
+        return false;
+      for (const auto *dims : {&ai->dims, &ai->regDims})
+        for (const auto &di : *dims)
+          if (di.chunk > 0 || di.elements <= 0)
+            return true;
+      return false;
+    }
+    if (!elementwiseLike(def->kind))
+      return false;
+    for (const ir::Value *o : def->operands)
+      if (fromStreamedRow(o, depth + 1))
+        return true;
+    return false;
+  }
+  // Whether `v` may be computed from thread indices only (layout.cpp, computeDeferred: a
+  // self_index, an apply_expr, element-wise ops on those), so that it has no layout of its own.
+  static bool mayBeDeferred(const ir::Value *v, int depth = 0) {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return depth > 64;
+    if (def->kind == ir::OpKind::SelfIndex || def->kind == ir::OpKind::ApplyExpr)
+      return true;
+    if (!elementwiseLike(def->kind))
+      return false;
+    for (const ir::Value *o : def->operands)
+      if (mayBeDeferred(o, depth + 1))
+        return true;
+    return false;
+  }
+  // Whether `v` surely has a thread layout: a read of a tensor with dims, an mma, or an
+  // element-wise op on one (elementwise.cpp: the result takes its operands' layout).
+  static bool laidOut(const ir::Value *v, int depth = 0) {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return false;
+    if (def->kind == ir::OpKind::Mma ||
+        (def->kind == ir::OpKind::Read && !v->type.shape.empty()))
+      return true;
+    if (!elementwiseLike(def->kind) || def->kind == ir::OpKind::ApplyExpr)
+      return false;
+    for (const ir::Value *o : def->operands)
+      if (laidOut(o, depth + 1))
+        return true;
+    return false;
+  }
+  // control.cpp, ifResultShape: each result needs a branch whose value has a layout when either
+  // is computed from thread indices only; a streamed row cannot leave a branch.
+  bool ifYields(const ir::Op &op) {
+    std::vector<const ir::Op *> yields;
+    for (const auto &r : op.regions)
+      if (!r->ops.empty() && r->ops.back()->kind == ir::OpKind::Yield)
+        yields.push_back(r->ops.back().get());
+    if (yields.size() != 2)
+      return true;
+    for (size_t i = 0; i < op.results.size(); ++i) {
+      const ir::Value *a = yields[0]->operands.at(i), *b = yields[1]->operands.at(i);
+      if (fromStreamedRow(a) || fromStreamedRow(b)) {
+        refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+               {"a streamed row (a dynamic or long reduced row) yielded by an 'if'"},
+               "a streamed row yielded by an if");
+        return false;
+      }
+      if ((mayBeDeferred(a) || mayBeDeferred(b)) && !laidOut(a) && !laidOut(b)) {
+        refuse(&op, op.loc, DiagId::UnsupportedIf,
+               {"a value computed from thread indices (self_index) yielded by an 'if' whose "
+                "other branch yields no value read from memory"},
+               "an if yielding values of thread indices only");
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // atomic.cpp, emitAtomic: global tensors of 32- or 64-bit integers, f32 or f64, unmapped.
+  void atomic(const ir::Op &op) {
+    const char *name = op.kind == ir::OpKind::AtomicAdd   ? "atomic_add"
+                       : op.kind == ir::OpKind::AtomicMin ? "atomic_min"
+                                                          : "atomic_max";
+    const ScalarType ty = op.operands[1]->type.dtype;
+    if (op.mapping) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("'") + name + "' with a mapping"}, "an atomic with a mapping");
+      return;
+    }
+    if (op.operands[1]->type.space != AddressSpace::Global || op.operands[1]->paramIndex < 0) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("'") + name + "' on a `shared` tensor (only global tensors have atomics)"},
+             "an atomic on a shared tensor");
+      return;
+    }
+    const bool wide = bitWidth(ty) == 32 || bitWidth(ty) == 64;
+    if (!wide || isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 ||
+        ty == ScalarType::Index || (isFloat(ty) && ty != ScalarType::F32 && ty != ScalarType::F64)) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomicType,
+             {std::string(name) + " on " + tn(ty) + " values"}, std::string("atomics on ") + tn(ty));
+      return;
+    }
+    access(op, op.operands[1]);
+    int64_t owners[3];
+    std::string why;
+    if (fromStreamedRow(op.operands[0])) {
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {std::string("a streamed row updated by ") + name}, "a streamed row in an atomic");
+      return;
+    }
+    if (!atomicOwners(k, d, op, owners, why)) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic, {why}, why);
+      return;
+    }
+    const bool copies = owners[0] || owners[1] || owners[2];
+    if (!op.results.empty() && !op.results[0]->users.empty() &&
+        (copies || op.operands[0]->type.shape.size() != op.operands[1]->type.shape.size())) {
+      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
+             {std::string("the old values of '") + name +
+              "' whose value several lanes hold (a broadcast or a reduction result)"},
+             "old values of a replicated atomic");
+      return;
+    }
+    note(std::string(name) + " on " + tn(ty) + ", one read-modify-write per element" +
+         (copies ? ", by one lane of each group holding the same elements" : ""));
+  }
+
   void access(const ir::Op &op, const ir::Value *mem) {
     // access.cpp, prepareAccess: LLVM packs vector<N x i1> into bits in memory.
     if (mem->type.dtype == ScalarType::I1) {
@@ -264,6 +430,8 @@ struct Legalizer {
 
   void op(const ir::Op &op) {
     log << "  " << opKindName(op.kind) << where(op) << ":\n";
+    if (ifDepth && !inBranch(op))
+      return;
     switch (op.kind) {
     case ir::OpKind::Read:
       access(op, op.operands[0]);
@@ -301,15 +469,17 @@ struct Legalizer {
     case ir::OpKind::Barrier:
     case ir::OpKind::Yield: note("supported"); break;
     case ir::OpKind::If:
-      refuse(&op, op.loc, DiagId::UnsupportedIf, {}, "if");
-      return; // its regions are not looked at
+      if (!ifYields(op))
+        return;
+      note(op.pred ? "branch on " + op.pred->str() : std::string("branch on an i1 scalar"));
+      ++ifDepth;
+      for (const auto &r : op.regions)
+        region(*r);
+      --ifDepth;
+      return;
     case ir::OpKind::AtomicAdd:
     case ir::OpKind::AtomicMin:
-      refuse(&op, op.loc, DiagId::UnsupportedAtomic,
-             {std::string("'") + (op.kind == ir::OpKind::AtomicAdd ? "atomic_add" : "atomic_min") +
-              "'"},
-             "atomics");
-      return;
+    case ir::OpKind::AtomicMax: atomic(op); break;
     case ir::OpKind::Allocate:
       refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
       return;

@@ -51,4 +51,13 @@ bool isOpaqueFloat(ScalarType t, const TargetInfo &target);
 int wgmmaKSteps(const ir::Op &mma, const Distribution &dist);
 // wgmmaUser and isPromotedRead: passes/kernel_plan.h.
 
+// Which threads of a workgroup update the elements of an atomic (passes/atomic_owners.cpp): per
+// thread axis, the id bits of lanes holding copies of another lane's elements (a row's
+// reduction result every lane of the row holds); only threads with none set update. `why` is
+// set, and false returned, when the owners cannot be one-to-one with the elements (a tensor
+// without a dim that workgroups split, a streamed row, a layout whose copies no bit pattern
+// separates).
+bool atomicOwners(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &atomic,
+                  int64_t owners[3], std::string &why);
+
 } // namespace wave

@@ -604,7 +604,7 @@ bool Evaluator::readOp(const ir::Op &op, const std::vector<TensorPtr> &in, Tenso
   return true;
 }
 
-// write / atomic_add / atomic_min: `old` receives the old values for atomics.
+// write / atomic_add / atomic_min / atomic_max: `old` receives the old values for atomics.
 bool Evaluator::writeOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr *old) {
   const Tensor &val = *in[0];
   Tensor &mem = *in[1];
@@ -627,6 +627,8 @@ bool Evaluator::writeOp(const ir::Op &op, const std::vector<TensorPtr> &in, Tens
       x = fl ? fromFloat(t, cur.f + x.f) : fromInt(t, wrapAdd(cur.i, x.i));
     else if (op.kind == ir::OpKind::AtomicMin)
       x = fl ? fromFloat(t, fminimum(cur.f, x.f)) : fromInt(t, std::min(cur.i, x.i));
+    else if (op.kind == ir::OpKind::AtomicMax)
+      x = fl ? fromFloat(t, fmaximum(cur.f, x.f)) : fromInt(t, std::max(cur.i, x.i));
     m[lin] = x;
     mem.written[lin] = 1;
   };
@@ -851,6 +853,7 @@ bool Evaluator::evalOp(const ir::Op &op, std::vector<TensorPtr> *yielded) {
   case ir::OpKind::Write: return writeOp(op, in, nullptr);
   case ir::OpKind::AtomicAdd:
   case ir::OpKind::AtomicMin:
+  case ir::OpKind::AtomicMax:
     if (!writeOp(op, in, &out))
       return false;
     break;

@@ -12,7 +12,7 @@ namespace {
 const std::vector<std::string> kBuiltins = {
     "read", "write", "mma", "sum", "max", "min", "maximum", "minimum", "select", "exp", "exp2",
     "log", "log2", "sqrt", "rsqrt", "reciprocal", "abs", "tanh", "sin", "cos", "cast",
-    "broadcast", "permute", "self_index", "apply_expr", "atomic_add", "atomic_min", "allocate",
+    "broadcast", "permute", "self_index", "apply_expr", "atomic_add", "atomic_min", "atomic_max", "allocate",
     "barrier"};
 
 // Activation functions people reach for by name, and how to write them with the builtins: shown
@@ -119,6 +119,8 @@ EV KernelChecker::checkCall(const ast::Call &c) {
     return checkWrite(c, OpKind::AtomicAdd);
   if (n == "atomic_min")
     return checkWrite(c, OpKind::AtomicMin);
+  if (n == "atomic_max")
+    return checkWrite(c, OpKind::AtomicMax);
   if (n == "mma")
     return checkMma(c);
   if (n == "sum")
@@ -342,7 +344,9 @@ EV KernelChecker::checkWrite(const ast::Call &c, OpKind kind) {
   if (!args)
     return EV::invalid();
   const char *opName = kind == OpKind::Write ? "write"
-                       : kind == OpKind::AtomicAdd ? "atomic_add" : "atomic_min";
+                       : kind == OpKind::AtomicAdd ? "atomic_add"
+                       : kind == OpKind::AtomicMin ? "atomic_min"
+                                                   : "atomic_max";
   EV v = checkExpr(*(*args)[0]);
   if (!v.ok())
     return EV::invalid();
@@ -372,10 +376,11 @@ EV KernelChecker::checkWrite(const ast::Call &c, OpKind kind) {
                   scalarTypeName(reg->type.dtype)});
     return EV::invalid();
   }
-  if (kind != OpKind::Write && isFloat(reg->type.dtype) && kind == OpKind::AtomicMin &&
+  if (isFloat(reg->type.dtype) &&
+      (kind == OpKind::AtomicMin || kind == OpKind::AtomicMax) &&
       bitWidth(reg->type.dtype) < 32) {
     diags.report(DiagId::WrongDtype, (*args)[0]->range,
-                 {"atomic_min", "32- or 64-bit", scalarTypeName(reg->type.dtype)});
+                 {opName, "32- or 64-bit", scalarTypeName(reg->type.dtype)});
     return EV::invalid();
   }
   reg = broadcastTo(reg, expected, c.range);

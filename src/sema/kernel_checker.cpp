@@ -446,7 +446,7 @@ void KernelChecker::finish() {
   // Outputs: parameters that are written or updated atomically.
   ir::walk(kernel->body, [&](const ir::Op &op) {
     if (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
-        op.kind == ir::OpKind::AtomicMin) {
+        op.kind == ir::OpKind::AtomicMin || op.kind == ir::OpKind::AtomicMax) {
       ir::Value *mem = op.operands[1];
       if (mem->paramIndex >= 0)
         kernel->params[mem->paramIndex].isOutput = true;

@@ -503,6 +503,54 @@ TEST(EmuAtomics, GlobalAndSharedIntAndFloat) {
   wave_free(d.dev, buf);
 }
 
+// Atomics race only with plain accesses: every thread of a workgroup adds to one shared word
+// (clean); a plain load of it in the same barrier epoch after the atomics, or by thread 0
+// before the other threads' atomics, is a race.
+TEST(EmuAtomics, SharedAtomicsRaceOnlyWithPlainAccesses) {
+  for (int plain : {0, 1, 2}) { // none, a load after the atomic, a load before it
+    KernelBuilder k;
+    k.name = "mixed";
+    k.shared = 16;
+    uint32_t sh = k.constant<uint64_t>(0), old = k.slot(4), v = k.slot(4), isZero = k.slot(1);
+    // Thread 0 zeroes the word, then a barrier.
+    k.op(Op::ICmp, Type::I1, 1, isZero, k.tid64(), k.constant<uint64_t>(0), 0, 32,
+         uint8_t(Type::I64));
+    size_t br = k.op(Op::CondBr, Type::I8, 1, 0, isZero);
+    size_t zero =
+        k.op(Op::Store, Type::I32, 1, 0, sh, k.constant<uint32_t>(0), 0, uint32_t(Space::Shared));
+    size_t join = k.op(Op::Barrier, Type::I8, 1);
+    k.code[br].b = uint32_t(zero);
+    k.code[br].c = uint32_t(join);
+    if (plain == 2) { // thread 0 loads, the others add
+      size_t br2 = k.op(Op::CondBr, Type::I8, 1, 0, isZero);
+      size_t load = k.op(Op::Load, Type::I32, 1, v, sh, 0, 0, uint32_t(Space::Shared));
+      k.op(Op::Ret, Type::I8, 1);
+      k.code[br2].b = uint32_t(load);
+      k.code[br2].c = uint32_t(load + 2);
+    }
+    k.op(Op::AtomicRmw, Type::I32, 1, old, sh, k.constant<uint32_t>(1), 0,
+         uint32_t(Space::Shared), uint8_t(Rmw::Add));
+    if (plain == 1)
+      k.op(Op::Load, Type::I32, 1, v, sh, 0, 0, uint32_t(Space::Shared));
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    Device d("emu");
+    wave_status_t s = launch(d.dev, assemble("gfx942", 64, {k}), "mixed", 2, 64, {});
+    std::string msg = wave_last_error();
+    if (plain == 0) {
+      EXPECT_EQ(s, WAVE_SUCCESS) << msg;
+      continue;
+    }
+    EXPECT_EQ(s, WAVE_ERROR_LAUNCH) << plain;
+    EXPECT_TRUE(contains(msg, "shared-memory race on a")) << msg;
+    EXPECT_TRUE(contains(msg, plain == 1 ? "was written by atomic operations"
+                                         : "race on a atomic at handmade.wave:7:3 in workgroup "
+                                           "(0,0,0) thread (1,0,0): byte 0 was read by thread "
+                                           "(0,0,0)"))
+        << msg;
+  }
+}
+
 // ---- detectors ----------------------------------------------------------------------------------
 
 // Every thread stores to the same shared word: a write-write race between threads 0 and 1.

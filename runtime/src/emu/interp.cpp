@@ -306,6 +306,8 @@ private:
             return race(lane, in, what, off + i, s.reader, "read");
         } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAtomic) {
           return race(lane, in, what, off + i, s.writer, "written");
+        } else if (s.readStamp == stamp_ && s.reader != me) { // a plain read, then an atomic
+          return race(lane, in, what, off + i, s.reader, "read");
         }
         s.writeStamp = stamp_;
         s.writer = atomic ? kAtomic : me;

@@ -231,6 +231,16 @@ private:
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
   bool emitReduce(const ir::Op &op);
+  // `if` (control.cpp): the condition, one branch's ops and yields, a result's shape.
+  bool emitIf(const ir::Op &op);
+  std::string ifCondition(const ir::Op &op);
+  bool emitBranch(const ir::Op &op, size_t which, std::vector<RegVal> &yielded);
+  bool ifResultShape(const ir::Op &op, const RegVal &a, const RegVal &b, RegVal &out);
+  // Atomics (atomic.cpp): one read-modify-write per element of global memory.
+  bool emitAtomic(const ir::Op &op);
+  // One element's update at `ptr` (of type `ptrTy`); returns the old value.
+  std::string atomicElement(const ir::Op &op, ScalarType t, const std::string &ptr,
+                            const std::string &ptrTy, const std::string &val);
 
   // ---- thread layouts (passes/thread_layout.h) ----
   ThreadLayout layoutOf(const RegVal &v) const;
