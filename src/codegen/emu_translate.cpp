@@ -57,6 +57,10 @@ struct ModuleState {
   std::map<std::string, uint32_t> stringIds;
   std::map<const llvm::GlobalVariable *, uint32_t> ldsOffsets;
   uint32_t ldsBytes = 0;
+  // NVPTX splits a vector load or store whose alignment is below its size into accesses of the
+  // alignment (PTX's vector accesses must be aligned to their size); the emulator does the same
+  // so that what it executes, and what `wave-run --profile` counts, is what the GPU executes.
+  bool splitUnderaligned = false;
   uint32_t str(const std::string &s) {
     auto it = stringIds.find(s);
     if (it != stringIds.end())
@@ -407,6 +411,8 @@ private:
   void translate(const llvm::Instruction &i);
   bool translateArith(const llvm::Instruction &i);
   bool translateMemory(const llvm::Instruction &i);
+  void access(Op op, const Layout &l, uint32_t value, uint32_t ptr, uint64_t align,
+              uint32_t addressSpace);
   bool translateAggregate(const llvm::Instruction &i);
   bool translateControl(const llvm::Instruction &i);
   void emitPhiCopies(const llvm::BasicBlock *from, const llvm::BasicBlock *to);
@@ -897,6 +903,28 @@ bool FunctionTranslator::translateArith(const llvm::Instruction &i) {
 }
 
 // translate() of address arithmetic and memory accesses (GEP, load, store, atomics, fences).
+// One load (`value` the destination) or store (`value` the source) of layout l at `ptr`, split
+// into pieces of its alignment where the target does so (ModuleState::splitUnderaligned).
+void FunctionTranslator::access(Op op, const Layout &l, uint32_t value, uint32_t ptr,
+                                uint64_t align, uint32_t addressSpace) {
+  const uint32_t es = emu::typeSize(l.type);
+  uint32_t lanes = l.lanes;
+  if (ms_.splitUnderaligned && l.lanes > 1 && align < uint64_t(es) * l.lanes)
+    lanes = std::max<uint32_t>(1, uint32_t(std::min<uint64_t>(align, 16) / es));
+  for (uint32_t first = 0; first < l.lanes; first += lanes) {
+    uint32_t at = ptr;
+    if (first > 0) {
+      at = alloc(8);
+      emit(Op::PtrAddConst, Type::Ptr, 1, at, ptr, 0, 0, first * es);
+    }
+    const uint32_t n = std::min(lanes, l.lanes - first);
+    if (op == Op::Load)
+      emit(Op::Load, l.type, n, value + first * es, at, 0, 0, addressSpace);
+    else
+      emit(Op::Store, l.type, n, 0, at, value + first * es, 0, addressSpace);
+  }
+}
+
 // False when `i` is none of them.
 bool FunctionTranslator::translateMemory(const llvm::Instruction &i) {
   using I = llvm::Instruction;
@@ -947,8 +975,8 @@ bool FunctionTranslator::translateMemory(const llvm::Instruction &i) {
     Layout l = layoutOf(ld.getType());
     if (l.type == Type::I8 && ld.getType()->isStructTy())
       unsupported("a load of a struct");
-    emit(Op::Load, l.type, l.lanes, slot(&i), operand(0), 0, 0,
-         space(ld.getPointerAddressSpace(), i));
+    access(Op::Load, l, slot(&i), operand(0), ld.getAlign().value(),
+           space(ld.getPointerAddressSpace(), i));
     return true;
   }
   case I::Store: {
@@ -956,8 +984,8 @@ bool FunctionTranslator::translateMemory(const llvm::Instruction &i) {
     Layout l = layoutOf(st.getValueOperand()->getType());
     if (l.type == Type::I8 && st.getValueOperand()->getType()->isStructTy())
       unsupported("a store of a struct");
-    emit(Op::Store, l.type, l.lanes, 0, operand(1), operand(0), 0,
-         space(st.getPointerAddressSpace(), i));
+    access(Op::Store, l, operand(0), operand(1), st.getAlign().value(),
+           space(st.getPointerAddressSpace(), i));
     return true;
   }
   case I::AtomicRMW: {
@@ -1200,6 +1228,7 @@ bool translateToEmuImage(const llvm::Module &module, const std::vector<EmuKernel
   const TargetInfo *target = findTarget(targetName);
   const uint8_t bufferRules = target && target->bufferOobSelect ? 1 : 0;
   ModuleState ms;
+  ms.splitUnderaligned = target && target->vendor == Vendor::NVIDIA;
   try {
     // Shared memory: every addrspace(3) global gets an offset; zero-sized (extern) ones are the
     // dynamic shared memory and start after the static part.
