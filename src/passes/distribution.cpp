@@ -181,8 +181,16 @@ public:
     for (int a = 0; a < 3; ++a) {
       IndexExpr g = 1;
       for (const auto &w : kernel.workgroups)
-        if (w.axis == static_cast<unsigned>(a) && w.primary)
-          g = g * ceilDiv(w.dim.size, w.tile);
+        if (w.axis == static_cast<unsigned>(a) && w.primary) {
+          IndexExpr n = ceilDiv(w.dim.size, w.tile);
+          // A tensor written without this dim (a reduction over it) has elements even when the
+          // dim is empty: at least one workgroup runs along it to write them (the identity).
+          if (writesWithout(w.dim)) {
+            n = max(n, IndexExpr(1));
+            out.gridCoversEmpty.push_back(w.dim);
+          }
+          g = g * n;
+        }
       out.grid[a] = out.facts.simplify(g);
       checkGridLimit(a);
     }
@@ -217,6 +225,22 @@ public:
   }
 
 private:
+  // Whether some write or atomic of the kernel goes to a tensor that lacks dim `d`.
+  bool writesWithout(const ir::Dim &d) const {
+    bool found = false;
+    ir::walk(kernel.body, [&](const ir::Op &op) {
+      if (op.operands.size() < 2 || (op.kind != ir::OpKind::Write && !isAtomicOp(op.kind)))
+        return;
+      const ir::Shape &shape = op.operands[1]->type.shape;
+      found |= std::find(shape.begin(), shape.end(), d) == shape.end();
+    });
+    return found;
+  }
+  static bool isAtomicOp(ir::OpKind k) {
+    return k == ir::OpKind::AtomicAdd || k == ir::OpKind::AtomicMin ||
+           k == ir::OpKind::AtomicMax;
+  }
+
   // A grid the bound sizes make too large for the target fails here; a dynamic one is checked
   // by the host stub at launch.
   void checkGridLimit(int axis) {

@@ -77,6 +77,10 @@ struct Distribution {
   std::vector<ExpansionInfo> expansion;
   std::vector<AccessIndex> accesses;
   sym::Facts facts; // hardware ranges + assumptions, for later passes
+  // Workgroup dims whose grid axis runs one workgroup even when the dim is empty (a tensor the
+  // kernel writes lacks the dim: a reduction over it writes the identity). Every other
+  // workgroup dim is non-empty in any launch that runs a workgroup.
+  std::vector<ir::Dim> gridCoversEmpty;
 };
 
 // Fills `out`; reports conflicts (e.g. an elements_per_thread that contradicts an MMA layout).

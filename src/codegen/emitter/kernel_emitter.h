@@ -480,10 +480,12 @@ private:
   bool prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
                      bool registerSide = false);
   // Whether dim d may have size 0 in a launch that runs: not when the facts prove d >= 1, nor
-  // when d sets the grid of a workgroup axis (a size of 0 launches nothing).
+  // when d sets the grid of a workgroup axis (a size of 0 launches nothing) unless that axis
+  // runs a workgroup for an empty dim too (Distribution::gridCoversEmpty).
   bool mayBeEmptyDim(const ir::Dim &d) const {
+    const auto &covers = d_.gridCoversEmpty;
     for (const auto &w : k_.workgroups)
-      if (w.primary && w.dim == d)
+      if (w.primary && w.dim == d && std::find(covers.begin(), covers.end(), d) == covers.end())
         return false;
     return !facts_.prove(sym::Pred::cmp(sym::Pred::Ge, d.size, IndexExpr(1))).value_or(false);
   }
