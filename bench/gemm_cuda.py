@@ -16,10 +16,9 @@ clocks and temperature between runs; interleaving compares like with like).
 import ctypes
 import statistics
 import sys
-import time
 
 import torch
-from wave_bench import open_runtime
+from wave_bench import open_runtime, timer
 
 
 def main():
@@ -78,18 +77,7 @@ def main():
         reps = 2 if quick else max(3, int(2e13 / flop))
         batches = 1 if quick else 7
 
-        def bench(fn, sync):
-            fn()
-            sync()
-            times = []
-            for _ in range(batches):
-                sync()
-                t = time.perf_counter()
-                for _ in range(reps):
-                    fn()
-                sync()
-                times.append((time.perf_counter() - t) / reps)
-            return statistics.median(times)
+        bench = timer(reps, batches)
 
         tsync = torch.cuda.synchronize
         torch_fn = lambda: torch.matmul(a16, b16.t())  # noqa: E731

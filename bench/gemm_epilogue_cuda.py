@@ -17,27 +17,10 @@ f16). Prints TFLOP/s (2·M·N·K flops) and, per config, the epilogue's time ove
 import ctypes
 import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
-from wave_bench import open_runtime
-
-
-def timer(reps, batches):
-    def bench(fn, sync):
-        fn()
-        sync()
-        times = []
-        for _ in range(batches):
-            sync()
-            t = time.perf_counter()
-            for _ in range(reps):
-                fn()
-            sync()
-            times.append((time.perf_counter() - t) / reps)
-        return statistics.median(times)
-    return bench
+from wave_bench import open_runtime, timer
 
 
 def main():
