@@ -15,28 +15,16 @@ SDPA is the peer; its individual backends are timed too where they run.
 import contextlib
 import ctypes
 import math
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-from wave_bench import open_runtime
+from wave_bench import open_runtime, timer
 
 
 def median_time(fn, sync, reps):
-    fn()
-    sync()
-    times = []
-    for _ in range(7):
-        sync()
-        t = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        sync()
-        times.append((time.perf_counter() - t) / reps)
-    return statistics.median(times)
+    return timer(reps, 7)(fn, sync)
 
 
 def main():

@@ -999,6 +999,20 @@ const AccessIndex *accessOf(const Distribution &d, const ir::Op &op) {
   return nullptr;
 }
 
+LaneVector laneVector(const std::vector<DimIndex> &dims) {
+  LaneVector v;
+  int along = 0;
+  for (const DimIndex &di : dims)
+    if (di.start.dependsOn("$g")) {
+      ++along;
+      v.elems = std::max(v.elems, di.elements);
+      v.dim = di.dim.str();
+    }
+  if (along != 1)
+    v.dim.clear();
+  return v;
+}
+
 const DimIndex *dimIndexOf(const AccessIndex &a, const ir::Dim &dim) {
   const DimIndex *found = nullptr;
   for (const auto &x : a.dims)

@@ -109,6 +109,16 @@ const AccessIndex *accessOf(const Distribution &d, const ir::Op &op);
 // The index of memory dim `dim` in an access (null when the access has none for it).
 const DimIndex *dimIndexOf(const AccessIndex &a, const ir::Dim &dim);
 
+// The vector of an access over `dims`: elements per lane, the most along a dim whose index
+// depends on the element g (1 when none), and the one dim g runs along (empty when none or
+// several). The emitter's rule (codegen/emitter/access.cpp, setVectorDim); used by the passes
+// that predict its accesses (legalize, carried shapes).
+struct LaneVector {
+  int64_t elems = 1;
+  std::string dim;
+};
+LaneVector laneVector(const std::vector<DimIndex> &dims);
+
 std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target,
                               const Distribution &d);
 

@@ -63,9 +63,8 @@ public:
       if (di.chunk > 0 || (di.start.dependsOn("$g") && di.elements <= 0))
         return false; // streamed or dynamic: the emitter's own checks
       out.dims.push_back({di.dim, di.start});
-      if (di.start.dependsOn("$g"))
-        out.elems = std::max(out.elems, di.elements);
     }
+    out.elems = laneVector(dims).elems;
     out.dtype = mem->type.dtype;
     return !out.dims.empty();
   }

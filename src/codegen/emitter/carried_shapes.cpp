@@ -38,27 +38,14 @@ bool KernelEmitter::readShape(const ir::Op &op, RegVal &out) const {
   const AccessIndex *ai = wave::accessOf(d_, op);
   if (!ai)
     return false;
-  int64_t elems = 1;
-  for (const DimIndex &di : ai->dims) {
+  for (const DimIndex &di : ai->dims)
     if (di.chunk > 0)
       return false; // a streamed row: its consumers loop over it
-    if (di.start.dependsOn("$g"))
-      elems = std::max(elems, di.elements);
-  }
+  const LaneVector lv = laneVector(ai->dims);
   const ScalarType t = op.operands[0]->type.dtype;
-  if (op.mapping) {
-    out = layoutFrom(ai->regDims, elems, t);
-    return true;
-  }
-  out = layoutFrom(ai->dims, elems, t);
-  int along = 0;
-  for (const DimIndex &di : ai->dims)
-    along += di.start.dependsOn("$g") ? 1 : 0;
-  out.vecDim.clear();
-  if (along == 1)
-    for (const DimIndex &di : ai->dims)
-      if (di.start.dependsOn("$g"))
-        out.vecDim = di.dim.str();
+  out = layoutFrom(op.mapping ? ai->regDims : ai->dims, lv.elems, t);
+  if (!op.mapping)
+    out.vecDim = lv.dim; // emitRead: the one dim g runs along, whatever the element count
   return true;
 }
 
