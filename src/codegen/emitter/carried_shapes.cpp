@@ -8,8 +8,11 @@
 // The shape rules here are the emitter's own: reads take their access's layout (access.cpp,
 // emitRead), matrix products the accumulator layout of their kind (mma.cpp), element-wise ops
 // their widest laid-out operand (elementwise.cpp, widestLaidOut), reductions reducedShape
-// (reduce.cpp). An op the rules do not know leaves the loop unpredicted; the emitter then
-// widens by emitting again (emitIterate) and the dump says so.
+// (reduce.cpp), an `if` its branches' yields (control.cpp, ifYieldShape), an atomic its
+// access's layout (atomic.cpp), a streamed row its access's layout until a reduction loops over
+// it (stream.cpp). An op the rules do not know is one the emitter refuses: the loop is then
+// emitted in its inits' shapes, and the refusal or a yield that does not fit is reported
+// (emitIterate).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -49,27 +52,151 @@ bool KernelEmitter::readShape(const ir::Op &op, RegVal &out) const {
   return true;
 }
 
-// The shapes of op's results from its operands' shapes; false when the rules do not know it.
+// The shape of a streamed row (access.cpp, emitRead): not emitted where it is defined, laid
+// out as its access, streamed along the dim with a chunk.
+bool KernelEmitter::streamedReadShape(const ir::Op &op, RegVal &out) const {
+  const AccessIndex *ai = wave::accessOf(d_, op);
+  if (!ai)
+    return false;
+  out = RegVal();
+  out.lazy = &op;
+  out.dtype = op.operands[0]->type.dtype;
+  for (const DimIndex &di : op.mapping ? ai->regDims : ai->dims) {
+    if (di.chunk > 0 && out.streamDim.empty())
+      out.streamDim = di.dim.str();
+    out.layout[di.dim.str()] = di;
+    for (const auto &s : di.start.freeSymbols())
+      if (s.rfind("$i_", 0) == 0)
+        out.cloneSyms.insert(s);
+  }
+  return !out.streamDim.empty();
+}
+
+// Ops with a streamed operand (mlir_emitter.cpp, emitOp): element-wise ops and broadcasts stay
+// streamed (stream.cpp, deferStreamed), a reduction along the streamed dim loops over the row
+// and reduces the per-lane partials of one chunk (emitStreamedReduce), a write loops; the
+// emitter refuses the rest.
+bool KernelEmitter::streamedOpShape(const ir::Op &op, const std::vector<const RegVal *> &ins,
+                                    RegVal &out) const {
+  switch (op.kind) {
+  case ir::OpKind::Unary:
+  case ir::OpKind::Binary:
+  case ir::OpKind::Math:
+  case ir::OpKind::Select:
+  case ir::OpKind::Cast:
+  case ir::OpKind::Broadcast:
+    out = RegVal();
+    out.lazy = &op;
+    out.dtype = op.results[0]->type.dtype;
+    for (const RegVal *v : ins) {
+      if (!v)
+        return false;
+      if (v->lazy) {
+        if (!out.streamDim.empty() && out.streamDim != v->streamDim)
+          return false;
+        out.streamDim = v->streamDim;
+      }
+      for (const auto &[dim, di] : v->layout)
+        out.layout.emplace(dim, di);
+      out.cloneSyms.insert(v->cloneSyms.begin(), v->cloneSyms.end());
+    }
+    return true;
+  case ir::OpKind::Reduce: {
+    const RegVal *x = ins[0];
+    const std::string dim = op.dims[0].str();
+    if (!x || !x->lazy || x->streamDim != dim || (ins.size() > 1 && ins[1] && ins[1]->lazy))
+      return false;
+    // One chunk's partials, nothing masked (emitStreamedReduce), reduced as a held value.
+    RegVal held = *x;
+    held.lazy = nullptr;
+    held.streamDim.clear();
+    DimIndex &di = held.layout.at(dim);
+    held.elems = di.chunk;
+    di.elements = di.chunk;
+    di.chunk = 0;
+    for (auto &[name, d] : held.layout)
+      d.masked = false;
+    std::vector<std::vector<int64_t>> groups;
+    return reducedShape(op, held, out, groups);
+  }
+  default: return false;
+  }
+}
+
+// The shape of an atomic's old values (atomic.cpp, emitAtomic): the access's layout, with the
+// clones of the value too.
+bool KernelEmitter::atomicShape(const ir::Op &op, const RegVal *value, RegVal &out) const {
+  const AccessIndex *ai = wave::accessOf(d_, op);
+  if (!ai || op.mapping || !value)
+    return false;
+  out = layoutFrom(ai->dims, laneVector(ai->dims).elems, op.operands[1]->type.dtype);
+  out.cloneSyms.insert(value->cloneSyms.begin(), value->cloneSyms.end());
+  return true;
+}
+
+// The shapes of an `if`'s results: both branches' ops, then ifYieldShape (control.cpp) of
+// what they yield.
+bool KernelEmitter::ifShape(const ir::Op &op, ShapeMap &shapes) const {
+  std::vector<const RegVal *> yields[2];
+  for (size_t which = 0; which < op.regions.size() && which < 2; ++which)
+    for (const auto &o : op.regions[which]->ops) {
+      if (o->kind == ir::OpKind::Yield) {
+        for (const ir::Value *y : o->operands)
+          yields[which].push_back(shapeIn(shapes, y));
+        break;
+      }
+      if (!opShape(*o, shapes))
+        return false;
+    }
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    if (i >= yields[0].size() || i >= yields[1].size() || !yields[0][i] || !yields[1][i])
+      return false;
+    RegVal r;
+    DiagId id;
+    if (ifYieldShape(*yields[0][i], *yields[1][i], r, id))
+      return false;
+    shapes[op.results[i]] = std::move(r);
+  }
+  return true;
+}
+
+// The shapes of op's results from its operands' shapes; false when the rules do not know it
+// (then the emitter refuses it too, see emitIterate).
 bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
   std::vector<const RegVal *> ins;
+  bool streamedIn = false;
   for (const ir::Value *o : op.operands) {
     const RegVal *v = shapeIn(shapes, o);
     if (!v && o->paramIndex < 0)
       return false;
-    if (v && v->lazy)
-      return false;
+    streamedIn |= v && v->lazy;
     ins.push_back(v);
   }
   RegVal out;
   out.dtype = op.results.empty() ? ScalarType::F32 : op.results[0]->type.dtype;
+  if (streamedIn && op.kind != ir::OpKind::Write) {
+    if (!streamedOpShape(op, ins, out) || op.results.size() != 1)
+      return false;
+    shapes[op.results[0]] = std::move(out);
+    return true;
+  }
   switch (op.kind) {
   case ir::OpKind::Write:
   case ir::OpKind::Barrier: return true;
   case ir::OpKind::Constant: break;
   case ir::OpKind::Read:
-    if (!readShape(op, out))
+    if (!readShape(op, out) && !streamedReadShape(op, out))
       return false;
     break;
+  case ir::OpKind::AtomicAdd:
+  case ir::OpKind::AtomicMin:
+  case ir::OpKind::AtomicMax:
+    if (op.results.empty())
+      return true;
+    if (!atomicShape(op, ins[0], out))
+      return false;
+    break;
+  case ir::OpKind::If: return ifShape(op, shapes);
   case ir::OpKind::Mma:
     if (!op.mma)
       return false;
@@ -196,13 +323,12 @@ void KernelEmitter::widenCarried(RegVal &c, const RegVal &y) {
 
 // What the carried-shapes dump says of one loop.
 void KernelEmitter::dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried,
-                                bool predicted, int emissions) {
+                                bool predicted) {
   if (!dumps_ || !dumps_->wants("carried-shapes"))
     return;
   std::string &out = carriedText_;
   out += "loop over " + op.dims[0].str() + " (line " + std::to_string(op.loc.begin.line) +
-         "): " + (predicted ? "predicted" : "not predicted") + ", emitted " +
-         std::to_string(emissions) + (emissions == 1 ? " time\n" : " times\n");
+         "): " + (predicted ? "predicted" : "not predicted, the inits' shapes fit") + "\n";
   for (size_t i = 0; i < carried.size(); ++i) {
     const RegVal &c = carried[i];
     const ir::Value *arg = op.regions[0]->args[i];

@@ -48,32 +48,32 @@ bool KernelEmitter::emitBranch(const ir::Op &op, size_t which, std::vector<RegVa
 }
 
 // The shape a result takes: the first laid-out yield's layout, else uniform (the clones and
-// elements of both). False (after reporting) for what cannot be carried out of a branch.
-bool KernelEmitter::ifResultShape(const ir::Op &op, const RegVal &a, const RegVal &b,
-                                  RegVal &out) {
+// elements of both). The carried-shapes pass (carried_shapes.cpp) predicts with the same rule.
+// Returns nullptr, or why the value cannot be carried out of a branch (with `id`).
+const char *ifYieldShape(const RegVal &a, const RegVal &b, RegVal &out, DiagId &id) {
+  id = DiagId::CodegenUnsupported;
   for (const RegVal *y : {&a, &b})
-    if (y->lazy)
-      return unsupported(DiagId::UnsupportedStreamedRow,
-                         "a streamed row (a dynamic or long reduced row) yielded by an 'if'",
-                         op.loc);
+    if (y->lazy) {
+      id = DiagId::UnsupportedStreamedRow;
+      return "a streamed row (a dynamic or long reduced row) yielded by an 'if'";
+    }
   for (const RegVal *y : {&a, &b})
     if (y->laidOut()) {
       out = *y;
       out.clones.clear();
       out.deferred = nullptr;
-      return true;
+      return nullptr;
     }
   if (a.deferred || b.deferred)
-    return unsupported("a value computed from thread indices (self_index) yielded by an 'if' "
-                       "whose other branch yields no value with a layout",
-                       op.loc);
+    return "a value computed from thread indices (self_index) yielded by an 'if' whose other "
+           "branch yields no value with a layout";
   if (a.elems != b.elems && a.elems != 1 && b.elems != 1)
-    return unsupported("yielded values of different vector widths", op.loc);
+    return "yielded values of different vector widths";
   out = a.elems >= b.elems ? a : b;
   out.clones.clear();
   out.cloneSyms.insert(a.cloneSyms.begin(), a.cloneSyms.end());
   out.cloneSyms.insert(b.cloneSyms.begin(), b.cloneSyms.end());
-  return true;
+  return nullptr;
 }
 
 bool KernelEmitter::emitIf(const ir::Op &op) {
@@ -107,8 +107,9 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
   for (size_t i = 0; i < op.results.size(); ++i) {
     if (i >= br[0].yielded.size() || i >= br[1].yielded.size())
       return unsupported("an 'if' whose branches do not both yield", op.loc); // sema: they do
-    if (!ifResultShape(op, br[0].yielded[i], br[1].yielded[i], shapes[i]))
-      return false;
+    DiagId id;
+    if (const char *why = ifYieldShape(br[0].yielded[i], br[1].yielded[i], shapes[i], id))
+      return unsupported(id, why, op.loc);
   }
   std::string types, results = op.results.empty() ? "" : "%if" + std::to_string(next_++);
   size_t count = 0;

@@ -12,40 +12,31 @@ bool KernelEmitter::emitIterate(const ir::Op &op) {
     carried.push_back(values_.at(o));
   // The carried values' shapes are those of their inits widened by what the body yields (a
   // splat 0 init of an MMA accumulator becomes one vector per clone): the carried-shapes pass
-  // (carried_shapes.cpp) finds them from shapes alone, so the loop is emitted once. Where it
-  // cannot (an op its rules do not know), emit, compare, widen and emit again until they
-  // settle; the pass's dump counts the emissions.
+  // (carried_shapes.cpp) finds them from shapes alone, and the loop is emitted once, in them.
+  // Its rules are the emitter's own, so what the body yields fits them; where the rules give
+  // up, the body holds what the emitter refuses (a streamed row a loop cannot carry, say),
+  // and emitting in the inits' shapes reports it.
   std::vector<RegVal> predicted = carried;
   const bool known = predictCarried(op, predicted);
   if (known)
     carried = std::move(predicted);
-  for (int round = 0; round < 4; ++round) {
-    const size_t mark = items_.size();
-    auto cache = exprCache_;
-    std::vector<RegVal> yielded;
-    if (!emitLoopOnce(op, carried, yielded))
-      return false;
-    bool settled = true;
-    for (size_t i = 0; i < carried.size(); ++i) {
-      RegVal &c = carried[i];
-      const RegVal &y = yielded[i];
-      if (carriedFits(c, y))
-        continue;
-      settled = false;
-      if (c.laidOut() || y.deferred)
-        return unsupported(DiagId::UnsupportedLoopCarried,
-                           "a loop-carried value whose layout changes in the loop", op.loc);
-      widenCarried(c, y);
-    }
-    if (settled) {
-      dumpCarried(op, carried, known, round + 1);
-      return true;
-    }
-    items_.resize(mark);
-    exprCache_ = cache;
+  std::vector<RegVal> yielded;
+  if (!emitLoopOnce(op, carried, yielded))
+    return false;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    if (carriedFits(carried[i], yielded[i]))
+      continue;
+    if (carried[i].laidOut() || yielded[i].deferred)
+      return unsupported(DiagId::UnsupportedLoopCarried,
+                         "a loop-carried value whose layout changes in the loop", op.loc);
+    return unsupported(DiagId::UnsupportedLoopCarried,
+                       std::string("a loop-carried value whose shape in the loop the "
+                                   "carried-shapes pass ") +
+                           (known ? "mispredicted (a wavec bug)" : "cannot find"),
+                       op.loc);
   }
-  return unsupported(DiagId::UnsupportedLoopCarried, "a loop whose carried values do not settle",
-                     op.loc);
+  dumpCarried(op, carried, known);
+  return true;
 }
 
 // The state one emission of a loop shares between its steps (emitLoopOnce).

@@ -89,6 +89,10 @@ inline std::string cloneKey(const CloneAssign &a, const std::set<std::string> &s
   return key;
 }
 
+// The shape of an `if` result from the shapes its branches yield (control.cpp); nullptr, or
+// why it cannot be carried out of a branch, with the diagnostic id in `id`.
+const char *ifYieldShape(const RegVal &a, const RegVal &b, RegVal &out, DiagId &id);
+
 // A float constant of type t as MLIR parses it back exactly (elementwise.cpp).
 std::string floatLiteral(double v, ScalarType t);
 // An integer constant of type t as MLIR parses it (elementwise.cpp).
@@ -235,7 +239,6 @@ private:
   bool emitIf(const ir::Op &op);
   std::string ifCondition(const ir::Op &op);
   bool emitBranch(const ir::Op &op, size_t which, std::vector<RegVal> &yielded);
-  bool ifResultShape(const ir::Op &op, const RegVal &a, const RegVal &b, RegVal &out);
   // Atomics (atomic.cpp): one read-modify-write per element of global memory.
   bool emitAtomic(const ir::Op &op);
   // One element's update at `ptr` (of type `ptrTy`); returns the old value.
@@ -340,11 +343,15 @@ private:
   using ShapeMap = std::map<const ir::Value *, RegVal>;
   const RegVal *shapeIn(const ShapeMap &shapes, const ir::Value *v) const;
   bool readShape(const ir::Op &op, RegVal &out) const;
+  bool streamedReadShape(const ir::Op &op, RegVal &out) const;
+  bool streamedOpShape(const ir::Op &op, const std::vector<const RegVal *> &ins,
+                       RegVal &out) const;
+  bool atomicShape(const ir::Op &op, const RegVal *value, RegVal &out) const;
+  bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;
   static void widenCarried(RegVal &c, const RegVal &y);
-  void dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried, bool predicted,
-                   int emissions);
+  void dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried, bool predicted);
   std::string carriedText_; // the dump, one paragraph per loop in emission order
   static const RegVal *widestLaidOut(const std::vector<const RegVal *> &ins);
   bool reducedShape(const ir::Op &op, const RegVal &x, RegVal &out,
