@@ -246,6 +246,40 @@ std::string KernelEmitter::barrierText(const std::vector<BarrierPlacement> &barr
   return out;
 }
 
+// Each tile's live span for the shared-memory plan: from the first emitted access to the last,
+// widened to the whole of the outermost loop around any of them (a loop's later iterations
+// come back to its first accesses).
+void KernelEmitter::liveSpans() {
+  std::vector<long> closeOf(items_.size(), -1), outermost(items_.size(), -1);
+  std::vector<size_t> open;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const SyncItem &it = items_[i].sync;
+    if (it.kind == SyncItem::LoopEnd && !open.empty()) {
+      closeOf[open.back()] = static_cast<long>(i);
+      open.pop_back();
+    }
+    outermost[i] = open.empty() ? -1 : static_cast<long>(open.front());
+    if (it.kind == SyncItem::LoopBegin)
+      open.push_back(i);
+  }
+  for (auto &al : allocs_)
+    al.liveFirst = al.liveLast = -1;
+  for (size_t i = 0; i < items_.size(); ++i) {
+    const SyncItem &it = items_[i].sync;
+    if ((it.kind != SyncItem::Read && it.kind != SyncItem::Write) || it.resource < 0 ||
+        static_cast<size_t>(it.resource) >= allocs_.size())
+      continue;
+    long first = static_cast<long>(i), last = first;
+    if (outermost[i] >= 0) {
+      first = outermost[i];
+      last = closeOf[first] >= 0 ? closeOf[first] : static_cast<long>(items_.size());
+    }
+    SharedTile &al = allocs_[it.resource];
+    al.liveFirst = al.liveFirst < 0 ? first : std::min(al.liveFirst, first);
+    al.liveLast = std::max(al.liveLast, last);
+  }
+}
+
 bool KernelEmitter::emit(std::ostream &os) {
   // Signature: memory pointers and scalars in parameter order, then dynamic symbols as i64.
   std::string sig;
@@ -301,6 +335,7 @@ bool KernelEmitter::emit(std::ostream &os) {
                                       (carriedText_.empty() ? "no loops\n" : carriedText_);
   if (dumps_ && dumps_->wants("emit"))
     dumps_->text["emit"] += emittedText();
+  liveSpans();
   if (!planSharedMemory(plan))
     return false;
   dumpPlan({"shared-memory-plan"});
@@ -343,7 +378,12 @@ bool KernelEmitter::emit(std::ostream &os) {
     sync.push_back(it.sync);
   std::vector<int> keepInFlight;
   std::vector<bool> proxyFence;
-  std::vector<BarrierPlacement> barrier = placeBarriers(sync, &keepInFlight, &proxyFence);
+  std::vector<std::vector<bool>> overlap(allocs_.size(), std::vector<bool>(allocs_.size()));
+  for (size_t i = 0; i < allocs_.size(); ++i)
+    for (size_t j = 0; j < allocs_.size(); ++j)
+      overlap[i][j] = i != j && tilesOverlap(allocs_[i], allocs_[j]);
+  std::vector<BarrierPlacement> barrier = placeBarriers(
+      sync, &keepInFlight, &proxyFence, plan_.sharedMemory.reused ? &overlap : nullptr);
   if (dumps_ && dumps_->wants("barrier-insertion"))
     dumps_->text["barrier-insertion"] += barrierText(barrier, keepInFlight, proxyFence);
   for (size_t i = 0; i < items_.size(); ++i) {

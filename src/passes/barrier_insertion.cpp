@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <cstddef>
 #include <set>
 #include <utility>
@@ -11,6 +12,15 @@ namespace wave {
 namespace {
 
 constexpr int kAny = INT_MIN; // a tile offset that may be any buffer
+
+// Whether two distinct allocations share bytes.
+struct Alias {
+  const std::vector<std::vector<bool>> &overlap;
+  bool operator()(int a, int b) const {
+    return a >= 0 && b >= 0 && static_cast<size_t>(a) < overlap.size() &&
+           static_cast<size_t>(b) < overlap[a].size() && overlap[a][b];
+  }
+};
 
 // Accesses made since the last barrier, as (allocation, tile offset). Inside a loop of S
 // buffers, offsets t and u touch the same buffer when t ≡ u (mod S); outside loops only when
@@ -33,17 +43,30 @@ struct Pending {
       return a == b;
     return ((a - b) % stages + stages) % stages == 0;
   }
-  // The newest conflicting tile offset of `s` (kAny when one may be any), or nothing.
+  // The newest conflicting tile offset of `s` (kAny when one may be any), or nothing. An entry
+  // of another allocation that shares bytes with `res` (`alias`) conflicts in any buffer.
   static bool hits(const std::set<std::pair<int, int>> &s, int res, int tile, int stages,
-                   int *newest = nullptr) {
+                   int *newest = nullptr, const Alias *alias = nullptr) {
     bool hit = false;
-    for (const auto &[r, t] : s)
-      if (r == res && sameBuffer(t, tile, stages)) {
+    for (const auto &[r, t] : s) {
+      const bool other = r != res && alias && (*alias)(r, res);
+      if (other || (r == res && sameBuffer(t, tile, stages))) {
+        const int at = other ? kAny : t;
         if (newest)
-          *newest = hit ? (*newest == kAny || t == kAny ? kAny : std::max(*newest, t)) : t;
+          *newest = hit ? (*newest == kAny || at == kAny ? kAny : std::max(*newest, at)) : at;
         hit = true;
       }
+    }
     return hit;
+  }
+  // Whether `s` holds an entry of another allocation that shares bytes with `res`.
+  static bool hitsOther(const std::set<std::pair<int, int>> &s, int res, const Alias *alias) {
+    if (!alias)
+      return false;
+    for (const auto &[r, t] : s)
+      if (r != res && (*alias)(r, res))
+        return true;
+    return false;
   }
   // The state as the next iteration of a loop of `stages` buffers sees it: tile i + k of
   // iteration i is tile (i + 1) + (k - 1). Reads and synchronous writes only matter modulo the
@@ -78,8 +101,8 @@ struct Pending {
 
 class Placer {
 public:
-  explicit Placer(const std::vector<SyncItem> &items)
-      : items_(items), before_(items.size(), BarrierPlacement::None), keep_(items.size(), 0),
+  Placer(const std::vector<SyncItem> &items, const std::vector<std::vector<bool>> *overlap)
+      : items_(items), alias_(overlap ? std::optional<Alias>(Alias{*overlap}) : std::nullopt), before_(items.size(), BarrierPlacement::None), keep_(items.size(), 0),
         fence_(items.size(), false), match_(items.size(), -1) {
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -113,8 +136,13 @@ private:
     if (it.kind == SyncItem::Read && it.asyncProxy)
       fence_[i] = true;
     int newest = 0;
+    const Alias *alias = alias_ ? &*alias_ : nullptr;
     bool wait = it.kind == SyncItem::Read &&
-                Pending::hits(s.inflight, it.resource, tileOf(it), stages, &newest);
+                Pending::hits(s.inflight, it.resource, tileOf(it), stages, &newest, alias);
+    if (it.kind == SyncItem::Write && Pending::hitsOther(s.inflight, it.resource, alias)) {
+      wait = true; // copies into bytes this write reuses: all of them complete first
+      newest = kAny;
+    }
     if (wait) {
       std::set<std::pair<int, int>> kept;
       std::set<int> newerTiles;
@@ -149,6 +177,7 @@ private:
   // Walks items [begin, end) from state `s` inside a loop of `stages` buffers (0: outside any
   // loop); returns the state after them.
   Pending walk(std::size_t begin, std::size_t end, Pending s, int stages) {
+    const Alias *alias = alias_ ? &*alias_ : nullptr;
     for (std::size_t i = begin; i < end; ++i) {
       const SyncItem &it = items_[i];
       const int tile = tileOf(it);
@@ -156,14 +185,16 @@ private:
       case SyncItem::Barrier: s.reads.clear(); s.writes.clear(); break;
       case SyncItem::Read:
         if (before_[i] != BarrierPlacement::None ||
-            Pending::hits(s.writes, it.resource, tile, stages) ||
-            Pending::hits(s.inflight, it.resource, tile, stages))
+            Pending::hits(s.writes, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hits(s.inflight, it.resource, tile, stages, nullptr, alias))
           barrierAt(i, s, stages);
         s.reads.insert({it.resource, tile});
         break;
       case SyncItem::Write:
         if (before_[i] != BarrierPlacement::None ||
-            Pending::hits(s.reads, it.resource, tile, stages))
+            Pending::hits(s.reads, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hitsOther(s.writes, it.resource, alias) ||
+            Pending::hitsOther(s.inflight, it.resource, alias))
           barrierAt(i, s, stages);
         (it.async ? s.inflight : s.writes).insert({it.resource, tile});
         break;
@@ -199,6 +230,7 @@ private:
   }
 
   const std::vector<SyncItem> &items_;
+  std::optional<Alias> alias_;
   std::vector<BarrierPlacement> before_;
   std::vector<int> keep_;
   std::vector<bool> fence_;
@@ -209,8 +241,9 @@ private:
 
 std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
                                             std::vector<int> *waitKeep,
-                                            std::vector<bool> *proxyFence) {
-  return Placer(items).run(waitKeep, proxyFence);
+                                            std::vector<bool> *proxyFence,
+                                            const std::vector<std::vector<bool>> *overlap) {
+  return Placer(items, overlap).run(waitKeep, proxyFence);
 }
 
 } // namespace wave

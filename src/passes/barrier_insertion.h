@@ -4,8 +4,9 @@
 // The emitter describes its instruction stream as a list of items: shared-memory reads and
 // writes (each naming the allocation it touches), the begin and end of loops, explicit
 // barriers, and everything else. Two accesses to the same allocation conflict when one reads
-// and the other writes (there is no address-range disjointness test: the resource is the
-// allocation). Two writes do not conflict: every store phase the emitter produces (a
+// and the other writes (there is no address-range disjointness test within an allocation;
+// allocations that share bytes, `overlap` below, conflict as one, writes included). Two writes
+// to one allocation do not conflict: every store phase the emitter produces (a
 // cooperative copy) gives each element of a tile one writer, as in Wave's rule. A conflict
 // between an access and a later one needs a workgroup barrier between them.
 //
@@ -55,8 +56,14 @@ enum class BarrierPlacement {
 // body; LoopBegin/LoopEnd must nest. `waitKeep` (optional) receives, per WaitAndBarrier, how many
 // of the newest copy groups the wait may leave in flight (`cp.async.wait_group N`);
 // `proxyFence` (optional), per item, whether its barrier needs the async-proxy fence first.
+// `overlap` (optional, indexed by allocation) says which allocations share bytes (the
+// shared-memory plan lets tiles with disjoint live spans do so): an access then conflicts with
+// any access to an allocation it overlaps, a write too (the two tiles' writers differ), and a
+// copy still in flight into an overlapping allocation is waited for, all of them.
 std::vector<BarrierPlacement> placeBarriers(const std::vector<SyncItem> &items,
                                             std::vector<int> *waitKeep = nullptr,
-                                            std::vector<bool> *proxyFence = nullptr);
+                                            std::vector<bool> *proxyFence = nullptr,
+                                            const std::vector<std::vector<bool>> *overlap =
+                                                nullptr);
 
 } // namespace wave

@@ -125,11 +125,23 @@ std::string printSharedMemory(const KernelPlan &plan) {
                      : m.dynamicBytes > 0 ? "dynamic shared memory (the launch provides it)"
                                           : std::string("static")) +
                     ", base aligned to " + std::to_string(m.align) + "\n";
+  if (m.reused)
+    out += "  tiles share bytes: " + std::to_string(m.sequentialBytes) +
+           " bytes with a place for every tile\n";
   for (size_t i = 0; i < plan.tiles.size(); ++i) {
     const SharedTile &t = plan.tiles[i];
     out += "  tile " + std::to_string(i) + " at " + std::to_string(t.offsetBytes) + ": " +
            (t.scratch ? "reduction scratch of " : "") + opLabel(t.op) + ", " +
-           std::to_string(t.stages) + " x " + std::to_string(t.bytes) + " bytes\n";
+           std::to_string(t.stages) + " x " + std::to_string(t.bytes) + " bytes";
+    if (m.reused) {
+      std::string with;
+      for (size_t j = 0; j < plan.tiles.size(); ++j)
+        if (j != i && tilesOverlap(t, plan.tiles[j]))
+          with += (with.empty() ? "" : ", ") + std::to_string(j);
+      out += ", live in items " + std::to_string(t.liveFirst) + ".." +
+             std::to_string(t.liveLast) + (with.empty() ? "" : ", shares bytes with tile " + with);
+    }
+    out += "\n";
   }
   return out;
 }

@@ -50,6 +50,11 @@ struct SharedTile {
   // 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
   int64_t blockBytes = 0;
   int64_t align = 16;
+  // The span of the emitted code that uses the tile (indices of the emitter's item stream,
+  // from its first access to its last, widened to the whole of the outermost loop around any
+  // of them); -1: not known, live throughout. Tiles whose spans are disjoint may share bytes
+  // (shared-memory-plan).
+  long liveFirst = -1, liveLast = -1;
 };
 
 // A read of a `shared` tensor staged through a tile.
@@ -94,6 +99,8 @@ struct SharedMemoryPlan {
   int64_t bytes = 0;
   int64_t align = 16;
   int64_t dynamicBytes = 0;
+  int64_t sequentialBytes = 0; // the arena with every tile in bytes of its own
+  bool reused = false;         // tiles with disjoint live spans share bytes
 };
 
 struct KernelPlan {
@@ -158,10 +165,16 @@ void relayout(SharedTile &tile, ScalarType t, bool swizzle);
 // Whether a tile's 16-byte chunks may be rotated instead of padding its rows.
 bool swizzlable(const std::vector<int64_t> &tile, ScalarType t);
 // Byte offsets of the tiles in the arena (each aligned to its `align`) and the arena's size,
-// with room to align its base at run time when a tile needs more than 16 bytes.
-int64_t placeTiles(std::vector<SharedTile> &tiles);
-// The arena of the emitted kernel (its tiles complete); false after reporting when it exceeds
-// the target's shared memory.
+// with room to align its base at run time when a tile needs more than 16 bytes. Each tile goes
+// above every earlier tile, or with `reuse`, above every earlier tile live at the same time
+// (SharedTile::liveFirst/liveLast), so tiles with disjoint spans may share bytes.
+int64_t placeTiles(std::vector<SharedTile> &tiles, bool reuse = false);
+// Whether two tiles' bytes overlap in the arena (after placeTiles).
+bool tilesOverlap(const SharedTile &a, const SharedTile &b);
+// The arena of the emitted kernel (its tiles complete, with their live spans); false after
+// reporting when it exceeds the target's shared memory. Tiles share bytes only when the arena
+// with a place of its own for every tile would exceed the target's static shared memory
+// (sharing costs a barrier between the uses; below that limit it buys nothing that matters).
 bool planSharedMemory(PlanContext &c);
 
 // The plan passes before emission, in pipeline order: promotion (tiles numbered in the order

@@ -1,9 +1,13 @@
 // The shared-memory-plan pass (kernel_plan.h): where each tile sits in the workgroup's arena,
-// and whether the arena is static shared memory or provided by the launch. It runs after
-// emission, because the emitter adds the scratch tiles of cross-wave reductions (their size
-// follows from the operand's layout, known only there). Tile layouts (padding, swizzle) are
+// which tiles share bytes, and whether the arena is static shared memory or provided by the
+// launch. It runs after emission, because the emitter adds the scratch tiles of cross-wave
+// reductions (their size follows from the operand's layout, known only there) and because a
+// tile's live span is where the emitted code uses it. Tiles that share bytes are one resource
+// for barrier insertion (barrier_insertion.h, placeBarriers' `overlap`). Tile layouts (padding, swizzle) are
 // decided here too, for the promotion and schedule passes.
 #include "passes/kernel_plan.h"
+
+#include <algorithm>
 
 namespace wave {
 
@@ -21,14 +25,32 @@ void relayout(SharedTile &al, ScalarType t, bool swizzle) {
   al.bytes = stride * bytes;
 }
 
-int64_t placeTiles(std::vector<SharedTile> &tiles) {
+namespace {
+bool liveTogether(const SharedTile &a, const SharedTile &b) {
+  if (a.liveFirst < 0 || b.liveFirst < 0)
+    return true;
+  return a.liveFirst <= b.liveLast && b.liveFirst <= a.liveLast;
+}
+int64_t endOf(const SharedTile &t) { return t.offsetBytes + t.bytes * t.stages; }
+} // namespace
+
+int64_t placeTiles(std::vector<SharedTile> &tiles, bool reuse) {
   int64_t end = 0, align = 16;
-  for (auto &al : tiles) {
-    al.offsetBytes = (end + al.align - 1) / al.align * al.align;
-    end = al.offsetBytes + al.bytes * al.stages;
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    SharedTile &al = tiles[i];
+    int64_t from = 0;
+    for (size_t j = 0; j < i; ++j)
+      if (!reuse || liveTogether(al, tiles[j]))
+        from = std::max(from, endOf(tiles[j]));
+    al.offsetBytes = (from + al.align - 1) / al.align * al.align;
+    end = std::max(end, endOf(al));
     align = std::max(align, al.align);
   }
   return end > 0 && align > 16 ? end + align - 16 : end;
+}
+
+bool tilesOverlap(const SharedTile &a, const SharedTile &b) {
+  return a.offsetBytes < endOf(b) && b.offsetBytes < endOf(a) && a.bytes > 0 && b.bytes > 0;
 }
 
 // Rotating 16-byte chunks needs rows of 2, 4 or 8 whole chunks that divide the 128-byte bank
@@ -41,7 +63,13 @@ bool swizzlable(const std::vector<int64_t> &tile, ScalarType t) {
 
 bool planSharedMemory(PlanContext &c) {
   SharedMemoryPlan &m = c.plan.sharedMemory;
-  m.bytes = placeTiles(c.plan.tiles);
+  m.bytes = m.sequentialBytes = placeTiles(c.plan.tiles);
+  m.reused = false;
+  if (m.bytes > c.target.ldsBytes) {
+    const int64_t shared = placeTiles(c.plan.tiles, /*reuse=*/true);
+    m.reused = shared < m.bytes;
+    m.bytes = m.reused ? shared : placeTiles(c.plan.tiles);
+  }
   m.align = 16;
   for (const auto &al : c.plan.tiles)
     m.align = std::max(m.align, al.align);

@@ -173,5 +173,34 @@ TEST(Barriers, AfterTheLoopBuffersAreUnknown) {
   EXPECT_EQ(b[3], P::Barrier);
 }
 
+TEST(Barriers, AllocationsSharingBytesConflictAsOne) {
+  // Tiles 0 and 1 share bytes (the shared-memory plan reused tile 0's for tile 1): writing tile
+  // 1 after reading tile 0 is a WAR hazard, and the read of tile 1 then needs its own barrier.
+  const std::vector<SyncItem> items = {wr(0), rd(0), wr(1), rd(1)};
+  const std::vector<std::vector<bool>> overlap = {{false, true}, {true, false}};
+  EXPECT_EQ(placeBarriers(items), (std::vector<P>{P::None, P::Barrier, P::None, P::Barrier}));
+  EXPECT_EQ(placeBarriers(items, nullptr, nullptr, &overlap),
+            (std::vector<P>{P::None, P::Barrier, P::Barrier, P::Barrier}));
+}
+
+TEST(Barriers, WritesToAllocationsSharingBytesConflict) {
+  // Two writes to one allocation never conflict (one writer per element), but writes to two
+  // tiles that share bytes come from different writers: the second waits for the first.
+  const std::vector<std::vector<bool>> overlap = {{false, true}, {true, false}};
+  EXPECT_EQ(count(placeBarriers({wr(0), wr(1)})), 0);
+  EXPECT_EQ(placeBarriers({wr(0), wr(1)}, nullptr, nullptr, &overlap),
+            (std::vector<P>{P::None, P::Barrier}));
+}
+
+TEST(Barriers, CopiesInFlightIntoSharedBytesAreWaitedFor) {
+  // An async copy into tile 0 still in flight when tile 1 (the same bytes) is written: wait for
+  // every copy (keep none in flight), then the barrier.
+  const std::vector<std::vector<bool>> overlap = {{false, true}, {true, false}};
+  std::vector<int> keep;
+  auto b = placeBarriers({wr(0, -1, true), wr(1)}, &keep, nullptr, &overlap);
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::WaitAndBarrier}));
+  EXPECT_EQ(keep[1], 0);
+}
+
 } // namespace
 } // namespace wave

@@ -401,6 +401,7 @@ private:
   KernelPlan plan_;
   std::map<const ir::Op *, Promotion> &promotions_ = plan_.promotions;
   std::vector<LdsAlloc> &allocs_ = plan_.tiles;
+  void liveSpans(); // each tile's SharedTile::liveFirst/liveLast from the emitted items
   std::set<const ir::Op *> staged_; // promoted reads whose tile the enclosing loop staged
   int64_t dynamicShared_ = 0;
   bool isPromoted(const ir::Op &op) const { return isPromotedRead(op); }
