@@ -325,6 +325,7 @@ bool KernelEmitter::emit(std::ostream &os) {
   PlanContext plan{k_, d_, target_, facts_, *this, plan_};
   if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
     return false;
+  planReductionScratch();
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
       return false;

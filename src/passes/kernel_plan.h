@@ -13,8 +13,10 @@
 //                                              tile's copy; cp.async or through registers
 //   schedule           schedule.cpp            per loop: buffers, swizzle, copy kind, prefetch
 //                                              distance, fragment read-ahead, wgmma overlap
-//   shared-memory-plan shared_memory_plan.cpp  offsets, alignment, static or dynamic (after
-//                                              emission: reductions add scratch tiles)
+//   shared-memory-plan shared_memory_plan.cpp  reduction scratch sizes (before emission,
+//                                              codegen/emitter/reduction_scratch.cpp), then
+//                                              offsets, sharing of bytes, alignment, static or
+//                                              dynamic (after emission: live spans)
 #pragma once
 
 #include "frontend/diagnostics.h"
@@ -33,7 +35,7 @@ namespace wave {
 // One tile of the workgroup's shared-memory arena.
 struct SharedTile {
   const ir::Op *op = nullptr;   // the promoted read, or the reduction whose scratch it is
-  bool scratch = false;         // a cross-wave reduction's scratch (added by the emitter)
+  bool scratch = false;         // a cross-wave reduction's scratch (sized before emission)
   ScalarType dtype = ScalarType::F32;
   int64_t offsetBytes = 0, bytes = 0;  // offset in the arena (shared-memory-plan); one buffer
   std::vector<int64_t> tile;           // per memory dim (unpadded)

@@ -1,7 +1,7 @@
 // The shared-memory-plan pass (kernel_plan.h): where each tile sits in the workgroup's arena,
 // which tiles share bytes, and whether the arena is static shared memory or provided by the
-// launch. It runs after emission, because the emitter adds the scratch tiles of cross-wave
-// reductions (their size follows from the operand's layout, known only there) and because a
+// launch. The scratch tiles of cross-wave reductions are sized before emission, from shapes
+// alone (codegen/emitter/reduction_scratch.cpp); the placement runs after emission, because a
 // tile's live span is where the emitted code uses it. Tiles that share bytes are one resource
 // for barrier insertion (barrier_insertion.h, placeBarriers' `overlap`). Tile layouts (padding, swizzle) are
 // decided here too, for the promotion and schedule passes.

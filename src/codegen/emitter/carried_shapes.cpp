@@ -72,6 +72,21 @@ bool KernelEmitter::streamedReadShape(const ir::Op &op, RegVal &out) const {
   return !out.streamDim.empty();
 }
 
+// What a reduction over the streamed dim of `x` reduces after its loop over the row
+// (emitStreamedReduce): one chunk's per-lane partials, nothing masked.
+RegVal KernelEmitter::streamedPartials(const RegVal &x) {
+  RegVal held = x;
+  held.lazy = nullptr;
+  held.streamDim.clear();
+  DimIndex &di = held.layout.at(x.streamDim);
+  held.elems = di.chunk;
+  di.elements = di.chunk;
+  di.chunk = 0;
+  for (auto &[name, d] : held.layout)
+    d.masked = false;
+  return held;
+}
+
 // Ops with a streamed operand (mlir_emitter.cpp, emitOp): element-wise ops and broadcasts stay
 // streamed (stream.cpp, deferStreamed), a reduction along the streamed dim loops over the row
 // and reduces the per-lane partials of one chunk (emitStreamedReduce), a write loops; the
@@ -106,18 +121,8 @@ bool KernelEmitter::streamedOpShape(const ir::Op &op, const std::vector<const Re
     const std::string dim = op.dims[0].str();
     if (!x || !x->lazy || x->streamDim != dim || (ins.size() > 1 && ins[1] && ins[1]->lazy))
       return false;
-    // One chunk's partials, nothing masked (emitStreamedReduce), reduced as a held value.
-    RegVal held = *x;
-    held.lazy = nullptr;
-    held.streamDim.clear();
-    DimIndex &di = held.layout.at(dim);
-    held.elems = di.chunk;
-    di.elements = di.chunk;
-    di.chunk = 0;
-    for (auto &[name, d] : held.layout)
-      d.masked = false;
     std::vector<std::vector<int64_t>> groups;
-    return reducedShape(op, held, out, groups);
+    return reducedShape(op, streamedPartials(*x), out, groups);
   }
   default: return false;
   }

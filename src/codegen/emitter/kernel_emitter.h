@@ -148,6 +148,8 @@ private:
   // A check only the emitter can make (it depends on layouts or loops it decides while
   // emitting), with its own id (docs/internals.md, "Legalize", lists them).
   bool unsupported(DiagId id, const std::string &what, SourceRange loc) {
+    if (probing_) // asking whether something can be generated, not generating it
+      return false;
     if (!failed_)
       diags_.report(id, loc, {what});
     failed_ = true;
@@ -309,7 +311,7 @@ private:
   reduceInLanes(const RegVal &x, const std::string &dim, const Combiner &c, const DimIndex &rowDi,
                 bool masked, const std::vector<std::vector<int64_t>> &groups,
                 const std::vector<int64_t> &laneMasks, const std::vector<CloneAssign> &outClones);
-  void reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
+  bool reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
                          const std::vector<int> &waveAxes,
                          std::vector<std::vector<std::string>> &parts);
   bool emitStreamedReduce(const ir::Op &op);
@@ -329,6 +331,7 @@ private:
   const DimIndex *streamedDim(const ir::Op &op);
   bool deferStreamed(const ir::Op &op);
   std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
+  bool probing_ = false; // unsupported() reports nothing (planReductionScratch)
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
@@ -347,6 +350,13 @@ private:
   bool streamedOpShape(const ir::Op &op, const std::vector<const RegVal *> &ins,
                        RegVal &out) const;
   bool atomicShape(const ir::Op &op, const RegVal *value, RegVal &out) const;
+  static RegVal streamedPartials(const RegVal &x);
+  // The scratch tiles of cross-wave reductions, sized before emission from shapes alone
+  // (reduction_scratch.cpp) and placed by the shared-memory plan after it.
+  void planReductionScratch();
+  void scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes);
+  void planScratch(const ir::Op &op, const ShapeMap &shapes);
+  int64_t scratchSlots(int64_t nc, int64_t eo) const;
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;

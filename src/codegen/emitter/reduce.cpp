@@ -375,26 +375,21 @@ KernelEmitter::reduceInLanes(const RegVal &x, const std::string &dim, const Comb
 
 // Step 4 of reduceHeld: the partial results `parts` ([clone][element], `eo` elements) of the
 // waves along the axes `waveAxes`, combined through a shared-memory scratch (one per reduction).
-void KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
+bool KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
                                       const std::vector<int> &waveAxes,
                                       std::vector<std::vector<std::string>> &parts) {
-  const int64_t waves =
-      int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
   const int64_t nc = static_cast<int64_t>(parts.size());
   const ScalarType t = c.t;
   const int64_t w = d_.groupSize;
-  const int64_t slots = waves * nc * eo * w;
-  auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
-  if (added) {
-    LdsAlloc al; // a scratch tile, which the shared-memory plan places with the others
-    al.op = &op;
-    al.scratch = true;
-    al.dtype = t;
-    al.tile = {slots};
-    al.strides = {IndexExpr(1)};
-    al.bytes = slots * byteSize(t);
-    allocs_.push_back(al);
-  }
+  // The scratch the shared-memory plan sized before emission (reduction_scratch.cpp).
+  auto it = scratch_.find(&op);
+  const std::vector<int64_t> slots = {scratchSlots(nc, eo)};
+  if (it == scratch_.end() || allocs_[it->second].tile != slots || allocs_[it->second].dtype != t)
+    return unsupported(DiagId::UnsupportedReductionLayout,
+                       "a cross-wave reduction whose scratch the shared-memory plan " +
+                           std::string(it == scratch_.end() ? "did not size" : "sized otherwise") +
+                           " (a wavec bug)",
+                       op.loc);
   const int alloc = it->second;
   const IndexExpr t0 = IndexExpr::symbol("$T0");
   using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
@@ -446,6 +441,7 @@ void KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64
       }
       parts[ci][j] = acc;
     }
+  return !failed_;
 }
 
 // The shape of reduction `op` of x (its dim D = op.dims[0]): the lane's elements with equal
@@ -543,8 +539,8 @@ bool KernelEmitter::reduceHeld(const ir::Op &op, const RegVal &x, bool masked) {
                     outClones);
 
   // Step 4: across the waves along D, through a shared-memory scratch.
-  if (!waveAxes.empty())
-    reduceAcrossWaves(op, c, eo, waveAxes, parts);
+  if (!waveAxes.empty() && !reduceAcrossWaves(op, c, eo, waveAxes, parts))
+    return false;
 
   // Step 5: the vector of the lane's results, then init (in the result's layout).
   RegVal initIn;

@@ -1,0 +1,94 @@
+// The reduction scratch of the shared-memory plan: before any op is emitted, every reduction
+// whose operand's reduced dim is spread over the waves of the workgroup gets its scratch tile
+// (waves x result clones x result elements x lanes slots of the element type), sized from
+// shapes alone with the carried-shapes rules (carried_shapes.cpp) and reduceHeld's own planning
+// steps (reduce.cpp: reducedShape, reduceSpread). The shared-memory-plan pass places the tiles
+// after emission, when their live spans are known (mlir_emitter.cpp, liveSpans). The emitter
+// only looks its tile up (reduceAcrossWaves) and refuses, as a wavec bug, a reduction the plan
+// sized differently or missed. docs/internals.md ("shared-memory-plan") describes it.
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+// The slots of one cross-wave reduction's scratch: one per wave, result clone, result element
+// and lane.
+int64_t KernelEmitter::scratchSlots(int64_t nc, int64_t eo) const {
+  const int64_t waves =
+      int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  return waves * nc * eo * d_.groupSize;
+}
+
+// Sizes the scratch of reduction `op` when its operand's shape is known and its reduced dim
+// spreads over waves; anything else is left to emission, which refuses what it cannot reduce.
+void KernelEmitter::planScratch(const ir::Op &op, const ShapeMap &shapes) {
+  const RegVal *in = shapeIn(shapes, op.operands[0]);
+  if (!in || in->deferred || (in->lazy && in->streamDim != op.dims[0].str()))
+    return;
+  const RegVal x = in->lazy ? streamedPartials(*in) : *in;
+  const std::string dim = op.dims[0].str();
+  auto lay = x.layout.find(dim);
+  const DimIndex rowDi = lay == x.layout.end() ? DimIndex{} : lay->second;
+  std::vector<std::vector<int64_t>> groups;
+  RegVal out;
+  if (!reducedShape(op, x, out, groups))
+    return;
+  std::vector<int64_t> laneMasks;
+  std::vector<int> waveAxes;
+  probing_ = true;
+  const bool spread = reduceSpread(op, x, rowDi, groups, laneMasks, waveAxes);
+  probing_ = false;
+  if (!spread || waveAxes.empty())
+    return;
+  const int64_t nc = static_cast<int64_t>(clonesOver(out.cloneSyms).size());
+  const int64_t slots = scratchSlots(nc, out.elems);
+  LdsAlloc al; // placed by the shared-memory plan with the others
+  al.op = &op;
+  al.scratch = true;
+  al.dtype = x.dtype;
+  al.tile = {slots};
+  al.strides = {IndexExpr(1)};
+  al.bytes = slots * byteSize(x.dtype);
+  scratch_.emplace(&op, static_cast<int>(allocs_.size()));
+  allocs_.push_back(al);
+}
+
+// The ops of one region in program order (the order emission reaches them), with the shapes of
+// their results; loops with their carried shapes, both branches of an `if`.
+void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes) {
+  for (const auto &o : ops) {
+    const ir::Op &op = *o;
+    if (op.kind == ir::OpKind::Yield)
+      return;
+    if (op.kind == ir::OpKind::Reduce)
+      planScratch(op, shapes);
+    if (op.kind == ir::OpKind::Iterate && !op.regions.empty()) {
+      std::vector<RegVal> carried;
+      for (const ir::Value *v : op.operands) {
+        const RegVal *s = shapeIn(shapes, v);
+        if (!s)
+          return; // the shapes from here on are unknown: emission sizes what is left
+        carried.push_back(*s);
+        carried.back().clones.clear();
+      }
+      std::vector<RegVal> predicted = carried;
+      if (predictCarried(op, predicted))
+        carried = std::move(predicted);
+      const ir::Region &body = *op.regions[0];
+      for (size_t i = 0; i < body.args.size() && i < carried.size(); ++i)
+        shapes[body.args[i]] = carried[i];
+      scratchIn(body.ops, shapes);
+    }
+    if (op.kind == ir::OpKind::If)
+      for (const auto &r : op.regions)
+        scratchIn(r->ops, shapes);
+    if (!opShape(op, shapes))
+      return;
+  }
+}
+
+void KernelEmitter::planReductionScratch() {
+  ShapeMap shapes;
+  scratchIn(k_.body.ops, shapes);
+}
+
+} // namespace wave::codegen::detail
