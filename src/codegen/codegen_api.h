@@ -45,6 +45,9 @@ struct KernelResources {
   int64_t sgprs = -1;        // AMD: scalar registers
   int64_t scratchBytes = -1; // private (stack) bytes per thread
   int64_t spills = -1;       // AMD: VGPR + SGPR spill count; NVIDIA: spill store bytes
+  // Matrix instructions (MFMA, WMMA, mma.sync, wgmma) per trip of each innermost loop, in the
+  // order of the loops in the kernel (lowering.cpp, collectLoopMatrixOps).
+  std::vector<int64_t> loopMatrixOps;
 };
 
 struct CodegenOptions {

@@ -52,6 +52,9 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "llvm/IR/DebugInfo.h"
+#include "llvm/Analysis/LoopInfo.h"
+#include "llvm/IR/Dominators.h"
+#include "llvm/IR/InlineAsm.h"
 #include "lld/Common/Driver.h"
 
 #include "llvm/IR/DiagnosticInfo.h"
@@ -71,7 +74,9 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 
 LLD_HAS_DRIVER(elf)
@@ -254,6 +259,57 @@ void collectSharedBytes(const llvm::Module &m, const std::vector<CodegenKernel> 
         bytes += static_cast<int64_t>(m.getDataLayout().getTypeAllocSize(g.getValueType()));
     }
     resourcesOf(out, f->getName()).sharedBytes = bytes;
+  }
+}
+
+// Whether an instruction of the optimized module is a matrix instruction: an MFMA, WMMA or
+// mma.sync intrinsic, or the inline PTX of a wgmma (not its fences, commits and waits).
+bool isMatrixInstruction(const llvm::Instruction &inst) {
+  const auto *call = llvm::dyn_cast<llvm::CallBase>(&inst);
+  if (!call)
+    return false;
+  if (const auto *asmCall = llvm::dyn_cast<llvm::InlineAsm>(call->getCalledOperand())) {
+    const std::string &text = asmCall->getAsmString();
+    return text.find("mma_async") != std::string::npos || text.find("mma.sync") != std::string::npos;
+  }
+  const llvm::Function *callee = call->getCalledFunction();
+  if (!callee)
+    return false;
+  const llvm::StringRef n = callee->getName();
+  return n.starts_with("llvm.amdgcn.mfma") || n.starts_with("llvm.amdgcn.smfmac") ||
+         n.starts_with("llvm.amdgcn.wmma") || n.starts_with("llvm.nvvm.mma.") ||
+         n.starts_with("llvm.nvvm.wgmma.mma_async");
+}
+
+// Matrix instructions per trip of each innermost loop of each kernel, loops in the order of
+// their headers in the function (the static figure --emit=metadata reports; instruction
+// selection maps each such call to one instruction).
+void collectLoopMatrixOps(llvm::Module &m, const std::vector<CodegenKernel> &kernels,
+                          std::vector<KernelResources> &out) {
+  for (const auto &k : kernels) {
+    llvm::Function *f = m.getFunction(k.kernel->name);
+    if (!f || f->isDeclaration())
+      continue;
+    llvm::DominatorTree dt(*f);
+    llvm::LoopInfo loops(dt);
+    std::map<const llvm::BasicBlock *, size_t> order;
+    for (const llvm::BasicBlock &b : *f)
+      order.emplace(&b, order.size());
+    std::vector<std::pair<size_t, int64_t>> found;
+    for (const llvm::Loop *l : loops.getLoopsInPreorder()) {
+      if (!l->isInnermost())
+        continue;
+      int64_t n = 0;
+      for (const llvm::BasicBlock *b : l->blocks())
+        for (const llvm::Instruction &inst : *b)
+          n += isMatrixInstruction(inst);
+      found.push_back({order.at(l->getHeader()), n});
+    }
+    std::sort(found.begin(), found.end());
+    KernelResources &r = resourcesOf(out, f->getName());
+    r.loopMatrixOps.clear();
+    for (const auto &[at, n] : found)
+      r.loopMatrixOps.push_back(n);
   }
 }
 
@@ -681,6 +737,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   timer.lap("LLVM optimization");
   if (options.resources) {
     collectSharedBytes(*llvmModule, kernels, *options.resources);
+    collectLoopMatrixOps(*llvmModule, kernels, *options.resources);
     for (const auto &[name, bytes] : dynamicShared)
       resourcesOf(*options.resources, name).dynamicSharedBytes = bytes;
   }

@@ -1,6 +1,7 @@
 #include "driver/metadata.h"
 
 #include "frontend/diagnostics.h"
+#include "occupancy.h"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,35 @@ std::string stringArray(const std::vector<std::string> &items) {
   for (size_t i = 0; i < items.size(); ++i)
     out += (i ? ", " : "") + jsonString(items[i]);
   return out + "]";
+}
+
+// A limit in workgroups per compute unit, or null for none.
+std::string limitOrNull(uint32_t n) { return n == UINT32_MAX ? "null" : std::to_string(n); }
+
+// Resident workgroups and waves per compute unit by the target's limits (occupancy.h, shared
+// with the emulator's profiler), from the block, the shared memory and the registers.
+std::string occupancyJson(const TargetInfo &target, const Distribution &d,
+                          const KernelResources &r) {
+  occupancy::Registers regs;
+  if (target.vendor == Vendor::AMD) {
+    regs.vgprs = static_cast<int>(r.registers);
+    regs.agprs = static_cast<int>(r.agprs);
+    regs.sgprs = static_cast<int>(r.sgprs);
+  } else {
+    regs.regs = static_cast<int>(r.registers);
+  }
+  const int64_t lds = std::max<int64_t>(r.sharedBytes, 0) + r.dynamicSharedBytes;
+  const occupancy::Occupancy o = occupancy::occupancy(
+      target.name, d.waveSize, d.block[0] * d.block[1] * d.block[2],
+      static_cast<uint32_t>(std::min<int64_t>(lds, UINT32_MAX)), regs);
+  if (!o.knownTarget)
+    return "      \"occupancy\": null,\n";
+  return fmt::format("      \"occupancy\": {{\"unit\": \"{}\", \"workgroups\": {}, \"waves\": {}, "
+                     "\"max_waves\": {}, \"limited_by\": \"{}\", \"by_waves\": {}, "
+                     "\"by_lds\": {}, \"by_registers\": {}}},\n",
+                     o.unit, o.blocks, o.waves(), o.maxWaves, o.limitedBy,
+                     limitOrNull(o.byWaves), limitOrNull(o.byLds),
+                     o.registersKnown ? limitOrNull(o.byRegisters) : "null");
 }
 
 } // namespace
@@ -60,6 +90,11 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
                          "\"spill_store_bytes\": {}}},\n",
                          countOrNull(r.registers), countOrNull(r.scratchBytes),
                          countOrNull(r.spills));
+    out += occupancyJson(target, d, r);
+    std::string loops;
+    for (int64_t n : r.loopMatrixOps)
+      loops += (loops.empty() ? "" : ", ") + std::to_string(n);
+    out += "      \"loop_matrix_ops\": [" + loops + "],\n";
     out += "      \"dynamic_symbols\": " + stringArray(d.dynamicSymbols) + ",\n";
     out += "      \"assumptions\": " + stringArray(k.assumptionText) + ",\n";
     out += fmt::format("      \"kernarg_size\": {},\n", abi.size);

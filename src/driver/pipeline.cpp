@@ -192,14 +192,19 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
 }
 
 // The kernels' resources as cache text: one line per kernel, "name shared registers agprs sgprs
-// scratch spills dynamic-shared".
+// scratch spills dynamic-shared loops", loops the innermost loops' matrix instructions per trip
+// ("n,n,..." or "-" for none).
 std::string resourcesText(const std::vector<KernelResources> &resources) {
   std::string out;
-  for (const auto &r : resources)
+  for (const auto &r : resources) {
+    std::string loops;
+    for (int64_t n : r.loopMatrixOps)
+      loops += (loops.empty() ? "" : ",") + std::to_string(n);
     out += r.name + " " + std::to_string(r.sharedBytes) + " " + std::to_string(r.registers) + " " +
            std::to_string(r.agprs) + " " + std::to_string(r.sgprs) + " " +
            std::to_string(r.scratchBytes) + " " + std::to_string(r.spills) + " " +
-           std::to_string(r.dynamicSharedBytes) + "\n";
+           std::to_string(r.dynamicSharedBytes) + " " + (loops.empty() ? "-" : loops) + "\n";
+  }
   return out;
 }
 
@@ -209,9 +214,19 @@ bool parseResources(const std::string &text, std::vector<KernelResources> &out) 
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     KernelResources r;
+    std::string loops;
     if (!(fields >> r.name >> r.sharedBytes >> r.registers >> r.agprs >> r.sgprs >>
-          r.scratchBytes >> r.spills >> r.dynamicSharedBytes))
+          r.scratchBytes >> r.spills >> r.dynamicSharedBytes >> loops))
       return false;
+    if (loops != "-") {
+      std::istringstream list(loops);
+      std::string n;
+      while (std::getline(list, n, ',')) {
+        if (n.empty() || n.size() > 18 || n.find_first_not_of("0123456789") != std::string::npos)
+          return false;
+        r.loopMatrixOps.push_back(std::stoll(n));
+      }
+    }
     out.push_back(r);
   }
   return true;

@@ -179,6 +179,21 @@ expect("metadata of the GEMM sample validates and reports the code object's LDS 
        and meta["kernels"][0]["registers"]["vgprs"] > 0
        and meta["kernels"][0]["registers"]["scratch_bytes"] == 0
        and meta["kernels"][0]["assumptions"], p)
+# Its static figures: 8 MFMAs per trip of the K loop (64 x 64 tile, 2 x 2 waves of 32 x 32 in
+# 16 x 16 x 16 instructions: 2 x 2 per wave and 2 K steps of 16 in BLOCK_K = 32), and occupancy
+# by the CU's limits from the same registers and LDS (4 waves per workgroup, no more than 32
+# waves per CU, 65536 / 9216 = 7 workgroups by LDS).
+occ = meta["kernels"][0]["occupancy"] if meta else None
+expect("metadata of the GEMM sample: MFMAs per loop trip and occupancy by the CU's limits",
+       meta is not None and meta["kernels"][0]["loop_matrix_ops"] == [8] and occ is not None
+       and occ["unit"] == "CU" and occ["max_waves"] == 32 and occ["by_lds"] == 7
+       and occ["by_waves"] == 8 and occ["waves"] == 4 * occ["workgroups"]
+       and occ["workgroups"] == min(occ["by_waves"], occ["by_lds"], occ["by_registers"]), p)
+p = run([ELEMENTWISE, "--emit=metadata", "--target=gfx942"])
+meta = json.loads(p.stdout) if p.returncode == 0 else None
+expect("metadata of a kernel without loops: no loop figures, occupancy without an LDS limit",
+       meta is not None and meta["kernels"][0]["loop_matrix_ops"] == []
+       and meta["kernels"][0]["occupancy"]["by_lds"] is None, p)
 p = run([gemm, "-o", os.path.join(tmp, "g.hsaco"), "--header", os.path.join(tmp, "g.h"),
          "--stub", os.path.join(tmp, "g.c")])
 stub = open(os.path.join(tmp, "g.c")).read() if p.returncode == 0 else ""

@@ -16,6 +16,7 @@
 #define WAVE_EMU_PROFILE_H
 
 #include "emu_image.h"
+#include "occupancy.h"
 
 #include <array>
 #include <cstddef>
@@ -87,32 +88,10 @@ SharedCost sharedCost(const LaneAccess *accesses, size_t n, uint32_t width,
                       const BankRules &rules);
 
 /// Register use of the compiled code object (wavec --emit=metadata), -1 where unknown.
-struct Registers {
-  int vgprs = -1, agprs = -1, sgprs = -1; // AMD
-  int regs = -1;                          // NVIDIA, per thread
-  bool known() const { return vgprs >= 0 || regs >= 0; }
-};
-
-/// Resident workgroups (and waves) per compute unit (AMD CU / RDNA WGP, NVIDIA SM).
-struct Occupancy {
-  bool knownTarget = false;
-  uint32_t maxWaves = 0;     // waves a CU/SM holds at most
-  uint32_t wavesPerBlock = 0;
-  uint32_t blocks = 0;       // resident workgroups by the tightest limit
-  uint32_t byWaves = 0, byLds = 0, byRegisters = 0; // workgroups each limit allows (0xffffffff:
-                                                    // no limit)
-  bool registersKnown = false;
-  const char *limitedBy = "";  // "waves", "lds", "registers"
-  const char *unit = "";       // "CU", "WGP", "SM"
-  uint32_t ldsPerUnit = 0;
-  uint32_t waves() const { return blocks * wavesPerBlock; }
-  double fraction() const { return maxWaves ? double(waves()) / maxWaves : 0; }
-};
-
-/// Occupancy of a kernel on `target` with `threads` threads per workgroup in waves of
-/// `waveSize`, `ldsBytes` of shared memory per workgroup and the given registers.
-Occupancy occupancy(const std::string &target, uint32_t waveSize, uint32_t threads,
-                    uint32_t ldsBytes, const Registers &regs);
+// Registers, occupancy: shared with the compiler (format/occupancy.h).
+using occupancy::Occupancy;
+using occupancy::Registers;
+using occupancy::occupancy;
 
 // ---- what one kernel's launches measured ----------------------------------------------------
 
