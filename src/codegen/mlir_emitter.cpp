@@ -70,7 +70,8 @@
 // lowering), access.cpp and access_buffer.cpp (loads and stores, masks, the AMD buffer path),
 // shared_memory.cpp (promotion), iterate.cpp (loops and pipelining), elementwise.cpp (with f64
 // math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows), mma.cpp,
-// control.cpp (`if`) and atomic.cpp (global atomics).
+// control.cpp (`if`) and atomic.cpp (atomics on global tensors and allocated tiles);
+// `allocate` is emitAllocate and rebaseAllocated in access.cpp.
 #include "codegen/emitter/kernel_emitter.h"
 #include "passes/pass_list.h"
 

@@ -98,6 +98,12 @@ bool allocateAccess(const Distribution &d, const ir::Op &op, const ir::Value *me
     const sym::Range r = f.rangeOf(locals[i]);
     if (r.boundedBelow() && r.boundedAbove() && r.lo >= 0 && r.hi < tile)
       continue;
+    // A dim no workgroup splits whose size is at most the tile (`assume(N <= 32)`): a place
+    // beyond the tile is beyond the dim, an element the bounds mask leaves alone.
+    const sym::Range size = f.rangeOf(mem->type.shape[i].size);
+    if (origin[i].asInteger() == std::optional<int64_t>(0) && r.lo >= 0 &&
+        size.boundedAbove() && size.hi <= tile)
+      continue;
     std::vector<std::pair<std::string, int64_t>> syms; // symbol, count
     int64_t total = 1;
     for (const auto &s : locals[i].freeSymbols()) {
