@@ -5,19 +5,41 @@
 //
 // A workgroup holds one tile of the allocated tensor: along each dim, the part that its own
 // accesses reach. An access's index is the distribution's (passes/distribution.h), in which
-// the workgroup ids ($WG0..2) give the workgroup's part of the tensor and the thread ids,
-// expansion clones and elements ($T*, $i_*, $g) the element inside it. The origin of a dim is
-// what the workgroup ids contribute (the index with them at 0 subtracted), and the rest, the
-// element's place in the tile, must stay inside the allocated tile for every thread, clone and
-// element of the workgroup.
+// the workgroup ids ($WG0..2) and, inside `iterate D`, the trip ($IV_D) give the part of the
+// tensor, and the thread ids, expansion clones and elements ($T*, $i_*, $g) the element inside
+// it. The origin of a dim is what the workgroup ids and trips contribute (the index with them
+// at 0 subtracted), and the rest, the element's place in the tile, must stay inside the
+// allocated tile for every thread, clone and element of the workgroup. An origin that moves
+// with a loop's trips belongs to that loop (AllocatePlace::loop): each trip reuses the tile.
 #include "passes/legalize.h"
 
 #include <functional>
+#include <set>
 
 namespace wave {
 
 namespace {
 bool isWorkgroupId(const std::string &s) { return s.rfind("$WG", 0) == 0; }
+bool isTrip(const std::string &s) { return s.rfind("$IV_", 0) == 0; }
+// The innermost `iterate` around `op` whose trip symbol is one of `trips`, or null.
+const ir::Op *loopOf(const ir::Region &r, const ir::Op &op, const std::set<std::string> &trips,
+                     const ir::Op *around, bool &found) {
+  for (const auto &o : r.ops) {
+    if (o.get() == &op) {
+      found = true;
+      return around;
+    }
+    const ir::Op *inner = around;
+    if (o->kind == ir::OpKind::Iterate && trips.count("$IV_" + o->dims[0].str()))
+      inner = o.get();
+    for (const auto &sub : o->regions) {
+      const ir::Op *l = loopOf(*sub, op, trips, inner, found);
+      if (found)
+        return l;
+    }
+  }
+  return nullptr;
+}
 bool isLaneSymbol(const std::string &s) {
   return s.rfind("$T", 0) == 0 || s.rfind("$i_", 0) == 0 || s == "$g";
 }
@@ -40,9 +62,21 @@ bool allocateShape(const ir::Kernel &k, const ir::Op &alloc, std::string &why) {
   return true;
 }
 
-bool allocateAccess(const Distribution &d, const ir::Op &op, const ir::Value *mem,
-                    std::vector<sym::IndexExpr> &origin, std::string &why) {
+bool samePlace(const AllocatePlace &a, const AllocatePlace &b) {
+  if (a.loop != b.loop || a.origin.size() != b.origin.size())
+    return false;
+  for (size_t i = 0; i < a.origin.size(); ++i)
+    if (!a.origin[i].equals(b.origin[i]))
+      return false;
+  return true;
+}
+
+bool allocateAccess(const ir::Kernel &k, const Distribution &d, const ir::Op &op,
+                    const ir::Value *mem, AllocatePlace &place, std::string &why) {
+  std::vector<sym::IndexExpr> &origin = place.origin;
   origin.clear();
+  place.loop = nullptr;
+  std::set<std::string> trips;
   const ir::Op *alloc = mem->def;
   const AccessIndex *ai = accessOf(d, op);
   if (!alloc || alloc->kind != ir::OpKind::Allocate || !ai)
@@ -67,18 +101,16 @@ bool allocateAccess(const Distribution &d, const ir::Op &op, const ir::Value *me
     if (di->start.dependsOn("$g"))
       elems = std::max(elems, di->elements);
     std::map<std::string, sym::IndexExpr> zero;
-    for (const auto &s : di->start.freeSymbols()) {
-      if (s.rfind("$IV", 0) == 0)
-        return (why = "an access to an allocated tile along " + memDim.str() +
-                      " inside an iterate over it (the tile would move with the loop's trips)"),
-               false;
-      if (isWorkgroupId(s))
+    for (const auto &s : di->start.freeSymbols())
+      if (isWorkgroupId(s) || isTrip(s)) {
         zero[s] = sym::IndexExpr(0);
-    }
+        if (isTrip(s))
+          trips.insert(s);
+      }
     const sym::IndexExpr local = f.simplify(di->start.subs(zero));
     const sym::IndexExpr org = f.simplify(di->start - local);
     for (const auto &s : org.freeSymbols())
-      if (!isWorkgroupId(s))
+      if (!isWorkgroupId(s) && !isTrip(s))
         return (why = "an access to an allocated tile whose index along " + memDim.str() +
                       " does not split into the workgroup's origin and a place in the tile"),
                false;
@@ -89,6 +121,13 @@ bool allocateAccess(const Distribution &d, const ir::Op &op, const ir::Value *me
                false;
     origin.push_back(org);
     locals.push_back(local);
+  }
+  if (!trips.empty()) {
+    bool found = false;
+    place.loop = loopOf(k.body, op, trips, nullptr, found);
+    if (!place.loop)
+      return (why = "an access to an allocated tile whose index moves with a loop it is not in"),
+             false;
   }
   f.setRange("$g", 0, elems - 1);
   // Every element's place in the tile: from the ranges when they prove it, else by evaluating

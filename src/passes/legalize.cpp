@@ -171,7 +171,7 @@ struct Legalizer {
   // workgroup, placed before any loop or branch; every access lands inside its tile, at the
   // same origin as the allocation's other accesses.
   int loopDepth = 0;
-  std::map<const ir::Op *, std::vector<sym::IndexExpr>> allocOrigins;
+  std::map<const ir::Op *, AllocatePlace> allocPlaces;
   void allocate(const ir::Op &op) {
     std::string why;
     if (loopDepth) {
@@ -191,27 +191,30 @@ struct Legalizer {
          " per workgroup");
   }
   bool allocatedAccess(const ir::Op &op, const ir::Value *mem) {
-    std::vector<sym::IndexExpr> origin;
+    AllocatePlace place;
     std::string why;
-    if (!allocateAccess(d, op, mem, origin, why)) {
+    if (!allocateAccess(k, d, op, mem, place, why)) {
       refuse(&op, op.loc, DiagId::UnsupportedAllocate, {why}, why);
       return false;
     }
-    auto [it, first] = allocOrigins.emplace(mem->def, origin);
-    bool same = it->second.size() == origin.size();
-    for (size_t i = 0; same && i < origin.size(); ++i)
-      same = it->second[i].equals(origin[i]);
-    if (!same) {
-      const std::string w = "an access to an allocated tile whose workgroup part differs from "
-                            "that of the tile's first access (another layout of its dims: "
-                            "use the same workgroup tiles)";
+    auto [it, first] = allocPlaces.emplace(mem->def, place);
+    if (!samePlace(it->second, place)) {
+      const std::string w =
+          it->second.loop != place.loop
+              ? "an access to an allocated tile outside the iterate of its first access along "
+                "the dim that iterate walks (each trip reuses the tile: keep all its accesses "
+                "in that loop)"
+              : "an access to an allocated tile whose workgroup part differs from that of the "
+                "tile's first access (another layout of its dims: use the same workgroup tiles)";
       refuse(&op, op.loc, DiagId::UnsupportedAllocate, {w}, w);
       return false;
     }
     std::string o;
-    for (size_t i = 0; i < origin.size(); ++i)
-      o += (i ? ", " : "") + origin[i].str();
-    note("in the workgroup's shared-memory tile at origin (" + o + ")");
+    for (size_t i = 0; i < place.origin.size(); ++i)
+      o += (i ? ", " : "") + place.origin[i].str();
+    note("in the workgroup's shared-memory tile at origin (" + o + ")" +
+         (place.loop ? ", reused by each trip of the loop over " + place.loop->dims[0].str()
+                     : std::string()));
     return true;
   }
 

@@ -108,14 +108,14 @@ bool KernelEmitter::rebaseAllocated(const ir::Op &op, const ir::Value *mem, Acce
   auto at = allocated_.find(mem->def);
   if (at == allocated_.end())
     return unsupported("an access to an allocated tile before its allocate", op.loc);
-  std::vector<IndexExpr> origin;
+  AllocatePlace place;
   std::string why;
-  if (!allocateAccess(d_, op, mem, origin, why))
+  if (!allocateAccess(k_, d_, op, mem, place, why))
     return unsupported(why, op.loc);
-  auto [it, first] = allocOrigins_.emplace(mem->def, origin);
-  for (size_t i = 0; i < origin.size(); ++i)
-    if (!it->second[i].equals(origin[i]))
-      return unsupported("an access to an allocated tile at another origin", op.loc);
+  auto [it, first] = allocPlaces_.emplace(mem->def, place);
+  if (!samePlace(it->second, place))
+    return unsupported("an access to an allocated tile at another origin or loop", op.loc);
+  const std::vector<IndexExpr> &origin = place.origin;
   const LdsAlloc &al = allocs_[at->second];
   acc.alloc = at->second;
   acc.base = ldsBase(at->second);

@@ -9,6 +9,7 @@
 
 #include "passes/barrier_insertion.h"
 #include "passes/kernel_plan.h"
+#include "passes/legalize.h"
 #include "passes/thread_layout.h"
 
 #include "symbolic/ginac_functions.h"
@@ -457,7 +458,7 @@ private:
   // the workgroup's tile that its first access found (passes/allocate_access.cpp); an access to
   // it addresses the tile at its index minus that origin (rebaseAllocated).
   std::map<const ir::Op *, int> allocated_;
-  std::map<const ir::Op *, std::vector<IndexExpr>> allocOrigins_;
+  std::map<const ir::Op *, AllocatePlace> allocPlaces_;
   bool emitAllocate(const ir::Op &op);
   bool rebaseAllocated(const ir::Op &op, const ir::Value *mem, Access &acc);
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
