@@ -59,8 +59,9 @@
 // register side, gathered through the mapping.
 //
 // Not supported yet (refused before emission by the legalize pass, passes/legalize.h, each with
-// its own `unsupported-*` id): loops, barriers, mma and promoted reads inside an `if`, mapped
-// atomics and atomics on shared tensors, allocate, arithmetic on fp8 types. Values that would
+// its own `unsupported-*` id): loops, barriers, mma, promoted reads and allocated tiles inside
+// an `if`, mapped atomics and atomics on `shared` parameters, allocated tiles a workgroup's
+// accesses overrun, arithmetic on fp8 types. Values that would
 // have to cross waves to change layout are refused here (`unsupported-layout-change`).
 //
 // Files: this one holds the dispatch over ops (emitOp), the kernel's frame (emit: parameters,
@@ -69,7 +70,8 @@
 // lowering), access.cpp and access_buffer.cpp (loads and stores, masks, the AMD buffer path),
 // shared_memory.cpp (promotion), iterate.cpp (loops and pipelining), elementwise.cpp (with f64
 // math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows), mma.cpp,
-// control.cpp (`if`) and atomic.cpp (global atomics).
+// control.cpp (`if`) and atomic.cpp (atomics on global tensors and allocated tiles);
+// `allocate` is emitAllocate and rebaseAllocated in access.cpp.
 #include "codegen/emitter/kernel_emitter.h"
 #include "passes/pass_list.h"
 
@@ -173,9 +175,10 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::Reduce: return emitReduce(op);
   case ir::OpKind::Iterate: return emitIterate(op);
   case ir::OpKind::Barrier: {
+    // The kernel's own barrier(): the barrier analysis counts it (barrier_insertion.h).
     SyncItem saved = lds_;
     lds_ = {SyncItem::Barrier, -1};
-    line("gpu.barrier");
+    line(lower_->workgroupBarrier());
     lds_ = saved;
     return true;
   }
@@ -183,7 +186,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::AtomicAdd:
   case ir::OpKind::AtomicMin:
   case ir::OpKind::AtomicMax: return emitAtomic(op);
-  case ir::OpKind::Allocate: return unsupported("allocate (shared memory)", op.loc);
+  case ir::OpKind::Allocate: return emitAllocate(op);
   default: return unsupported(opKindName(op.kind), op.loc);
   }
 }
@@ -198,7 +201,7 @@ void KernelEmitter::dumpPlan(std::initializer_list<const char *> passes) {
 // barrier analysis sees (`--print-ir-after=emit`).
 std::string KernelEmitter::emittedText() const {
   static const char *kinds[] = {"", "shared read", "shared write", "loop begin", "loop end",
-                                "barrier"};
+                                "barrier", "shared atomic"};
   std::string out = "kernel " + k_.name + ": emitted, before barrier insertion\n";
   for (const auto &it : items_) {
     out += it.text.find_first_not_of(' ') == std::string::npos ? it.text + "(no text)" : it.text;
@@ -266,8 +269,9 @@ void KernelEmitter::liveSpans() {
     al.liveFirst = al.liveLast = -1;
   for (size_t i = 0; i < items_.size(); ++i) {
     const SyncItem &it = items_[i].sync;
-    if ((it.kind != SyncItem::Read && it.kind != SyncItem::Write) || it.resource < 0 ||
-        static_cast<size_t>(it.resource) >= allocs_.size())
+    const bool access = it.kind == SyncItem::Read || it.kind == SyncItem::Write ||
+                        it.kind == SyncItem::Atomic;
+    if (!access || it.resource < 0 || static_cast<size_t>(it.resource) >= allocs_.size())
       continue;
     long first = static_cast<long>(i), last = first;
     if (outermost[i] >= 0) {
@@ -400,7 +404,7 @@ bool KernelEmitter::emit(std::ostream &os) {
     if (barrier[i] != BarrierPlacement::None && proxyFence[i])
       os << ind << lower_->asyncProxyFence() << "\n";
     if (barrier[i] != BarrierPlacement::None && insertBarriers_)
-      os << ind << "gpu.barrier\n";
+      os << ind << lower_->workgroupBarrier() << "\n";
     if (t.find_first_not_of(' ') != std::string::npos) // not a mark()
       os << items_[i].text << "\n";
   }

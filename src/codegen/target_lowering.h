@@ -107,6 +107,13 @@ public:
   virtual std::string matrixLoad(const std::string &ptr, unsigned regs, bool trans,
                                  const std::string &structType);
 
+  // ---- workgroup barrier ----
+  // The barrier of every thread of the workgroup that orders their shared-memory accesses
+  // (the kernel's barrier() and those barrier_insertion.h places). By default `gpu.barrier`,
+  // which MLIR's ROCDL and NVVM conversions lower to s_barrier and bar.sync 0 with the fences
+  // shared memory needs.
+  virtual std::string workgroupBarrier() const { return "gpu.barrier"; }
+
   // ---- kernel ----
   // Attributes after known_block_size on the gpu.func (", name = value", or "").
   virtual std::string kernelAttributes(const std::string &block) const { return ""; }

@@ -27,14 +27,16 @@ struct Alias {
 // equal. Asynchronous writes stay in `inflight` until a wait completes them (a barrier alone
 // does not); synchronous ones in `writes` until the next barrier.
 struct Pending {
-  std::set<std::pair<int, int>> reads, writes, inflight;
+  std::set<std::pair<int, int>> reads, writes, inflight, atomics;
   bool operator==(const Pending &o) const {
-    return reads == o.reads && writes == o.writes && inflight == o.inflight;
+    return reads == o.reads && writes == o.writes && inflight == o.inflight &&
+           atomics == o.atomics;
   }
   void join(const Pending &o) {
     reads.insert(o.reads.begin(), o.reads.end());
     writes.insert(o.writes.begin(), o.writes.end());
     inflight.insert(o.inflight.begin(), o.inflight.end());
+    atomics.insert(o.atomics.begin(), o.atomics.end());
   }
   static bool sameBuffer(int a, int b, int stages) {
     if (a == kAny || b == kAny)
@@ -85,6 +87,8 @@ struct Pending {
       p.writes.insert({r, norm(t)});
     for (const auto &[r, t] : inflight)
       p.inflight.insert({r, t == kAny || t - 1 < 0 || stages <= 1 ? kAny : t - 1});
+    for (const auto &[r, t] : atomics)
+      p.atomics.insert({r, norm(t)});
     return p;
   }
   Pending anyStage() const {
@@ -95,6 +99,8 @@ struct Pending {
       p.writes.insert({r, kAny});
     for (const auto &[r, t] : inflight)
       p.inflight.insert({r, kAny});
+    for (const auto &[r, t] : atomics)
+      p.atomics.insert({r, kAny});
     return p;
   }
 };
@@ -139,7 +145,8 @@ private:
     const Alias *alias = alias_ ? &*alias_ : nullptr;
     bool wait = it.kind == SyncItem::Read &&
                 Pending::hits(s.inflight, it.resource, tileOf(it), stages, &newest, alias);
-    if (it.kind == SyncItem::Write && Pending::hitsOther(s.inflight, it.resource, alias)) {
+    if ((it.kind == SyncItem::Write || it.kind == SyncItem::Atomic) &&
+        Pending::hitsOther(s.inflight, it.resource, alias)) {
       wait = true; // copies into bytes this write reuses: all of them complete first
       newest = kAny;
     }
@@ -172,6 +179,7 @@ private:
     }
     s.reads.clear();
     s.writes.clear();
+    s.atomics.clear();
   }
 
   // Walks items [begin, end) from state `s` inside a loop of `stages` buffers (0: outside any
@@ -182,21 +190,37 @@ private:
       const SyncItem &it = items_[i];
       const int tile = tileOf(it);
       switch (it.kind) {
-      case SyncItem::Barrier: s.reads.clear(); s.writes.clear(); break;
+      case SyncItem::Barrier:
+        s.reads.clear();
+        s.writes.clear();
+        s.atomics.clear();
+        break;
       case SyncItem::Read:
         if (before_[i] != BarrierPlacement::None ||
             Pending::hits(s.writes, it.resource, tile, stages, nullptr, alias) ||
-            Pending::hits(s.inflight, it.resource, tile, stages, nullptr, alias))
+            Pending::hits(s.inflight, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hits(s.atomics, it.resource, tile, stages, nullptr, alias))
           barrierAt(i, s, stages);
         s.reads.insert({it.resource, tile});
         break;
       case SyncItem::Write:
         if (before_[i] != BarrierPlacement::None ||
             Pending::hits(s.reads, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hits(s.atomics, it.resource, tile, stages, nullptr, alias) ||
+            (it.exclusive && Pending::hits(s.writes, it.resource, tile, stages)) ||
             Pending::hitsOther(s.writes, it.resource, alias) ||
             Pending::hitsOther(s.inflight, it.resource, alias))
           barrierAt(i, s, stages);
         (it.async ? s.inflight : s.writes).insert({it.resource, tile});
+        break;
+      case SyncItem::Atomic:
+        if (before_[i] != BarrierPlacement::None ||
+            Pending::hits(s.reads, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hits(s.writes, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hits(s.inflight, it.resource, tile, stages, nullptr, alias) ||
+            Pending::hitsOther(s.atomics, it.resource, alias))
+          barrierAt(i, s, stages);
+        s.atomics.insert({it.resource, tile});
         break;
       case SyncItem::LoopBegin: {
         if (before_[i] != BarrierPlacement::None)

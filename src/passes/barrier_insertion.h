@@ -6,9 +6,12 @@
 // barriers, and everything else. Two accesses to the same allocation conflict when one reads
 // and the other writes (there is no address-range disjointness test within an allocation;
 // allocations that share bytes, `overlap` below, conflict as one, writes included). Two writes
-// to one allocation do not conflict: every store phase the emitter produces (a
-// cooperative copy) gives each element of a tile one writer, as in Wave's rule. A conflict
-// between an access and a later one needs a workgroup barrier between them.
+// to one allocation do not conflict: every store phase the emitter produces (a cooperative
+// copy) gives each element of a tile one writer, as in Wave's rule, unless the later one is
+// `exclusive` (a write of the kernel's own to an `allocate`d tile, whose elements an earlier
+// write may have given to other lanes). Atomics (read-modify-writes of an allocated tile)
+// conflict with reads and writes but not with each other: the hardware orders them. A
+// conflict between an access and a later one needs a workgroup barrier between them.
 //
 // Placement is the greedy solution of the interval-stabbing problem: walking in program order,
 // a barrier goes right before the first access that conflicts with an access made since the
@@ -32,8 +35,8 @@
 namespace wave {
 
 struct SyncItem {
-  enum Kind { Other, Read, Write, LoopBegin, LoopEnd, Barrier } kind = Other;
-  int resource = -1; // the allocation of a Read or Write
+  enum Kind { Other, Read, Write, LoopBegin, LoopEnd, Barrier, Atomic } kind = Other;
+  int resource = -1; // the allocation of a Read, Write or Atomic
   // Multi-buffered allocations: a Read/Write inside a loop of `stages` (on its LoopBegin)
   // buffers touches tile iteration + stage, in buffer (iteration + stage) % stages; before the
   // loop, tile `stage` of iteration 0. -1 = not multi-buffered (any buffer).
@@ -44,6 +47,9 @@ struct SyncItem {
   // barrier placed before it is preceded by `fence.proxy.async.shared::cta`, which makes the
   // generic-proxy writes before it (stores, completed cp.async copies) visible to that proxy.
   bool asyncProxy = false;
+  // A Write that conflicts with earlier writes of its allocation too (set on the first item
+  // of a store op only, so that its own items do not conflict with each other).
+  bool exclusive = false;
 };
 
 enum class BarrierPlacement {

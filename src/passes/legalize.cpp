@@ -150,10 +150,72 @@ struct Legalizer {
                              "may combine through shared memory)"
                        : op.kind == ir::OpKind::Read && isPromotedRead(op)
                            ? "a read of a `shared` parameter inside an 'if' (read it before)"
+                       : op.kind == ir::OpKind::Allocate ? "an allocate inside an 'if'"
+                       : touchesAllocated(op)
+                           ? "an access to an allocated (shared-memory) tile inside an 'if'"
                            : nullptr;
     if (what)
       refuse(&op, op.loc, DiagId::UnsupportedIf, {what}, what);
     return !what;
+  }
+
+  static bool touchesAllocated(const ir::Op &op) {
+    return (op.kind == ir::OpKind::Read && isAllocated(op.operands[0])) ||
+           (op.kind != ir::OpKind::Read && op.operands.size() == 2 &&
+            (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
+             op.kind == ir::OpKind::AtomicMin || op.kind == ir::OpKind::AtomicMax) &&
+            isAllocated(op.operands[1]));
+  }
+
+  // allocate (passes/allocate_access.cpp; the emitter's access.cpp, prepareAccess): one tile per
+  // workgroup, placed before any loop or branch; every access lands inside its tile, at the
+  // same origin as the allocation's other accesses.
+  int loopDepth = 0;
+  std::map<const ir::Op *, AllocatePlace> allocPlaces;
+  void allocate(const ir::Op &op) {
+    std::string why;
+    if (loopDepth) {
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate,
+             {"an allocate inside an 'iterate' (allocate the tile before the loop)"},
+             "allocate in a loop");
+      return;
+    }
+    if (!allocateShape(k, op, why)) {
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {why}, why);
+      return;
+    }
+    std::string tile;
+    for (size_t i = 0; i < op.tile.size(); ++i)
+      tile += (i ? " x " : "") + std::to_string(op.tile[i]);
+    note("shared-memory tile [" + tile + "] of " + tn(op.results[0]->type.dtype) +
+         " per workgroup");
+  }
+  bool allocatedAccess(const ir::Op &op, const ir::Value *mem) {
+    AllocatePlace place;
+    std::string why;
+    if (!allocateAccess(k, d, op, mem, place, why)) {
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {why}, why);
+      return false;
+    }
+    auto [it, first] = allocPlaces.emplace(mem->def, place);
+    if (!samePlace(it->second, place)) {
+      const std::string w =
+          it->second.loop != place.loop
+              ? "an access to an allocated tile outside the iterate of its first access along "
+                "the dim that iterate walks (each trip reuses the tile: keep all its accesses "
+                "in that loop)"
+              : "an access to an allocated tile whose workgroup part differs from that of the "
+                "tile's first access (another layout of its dims: use the same workgroup tiles)";
+      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {w}, w);
+      return false;
+    }
+    std::string o;
+    for (size_t i = 0; i < place.origin.size(); ++i)
+      o += (i ? ", " : "") + place.origin[i].str();
+    note("in the workgroup's shared-memory tile at origin (" + o + ")" +
+         (place.loop ? ", reused by each trip of the loop over " + place.loop->dims[0].str()
+                     : std::string()));
+    return true;
   }
 
   // Ops whose value is computed from their operands' elements where they sit (no code of their
@@ -264,20 +326,29 @@ struct Legalizer {
              {std::string("'") + name + "' with a mapping"}, "an atomic with a mapping");
       return;
     }
-    if (op.operands[1]->type.space != AddressSpace::Global || op.operands[1]->paramIndex < 0) {
+    const bool allocated = isAllocated(op.operands[1]);
+    if (!allocated &&
+        (op.operands[1]->type.space != AddressSpace::Global || op.operands[1]->paramIndex < 0)) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomic,
-             {std::string("'") + name + "' on a `shared` tensor (only global tensors have atomics)"},
-             "an atomic on a shared tensor");
+             {std::string("'") + name +
+              "' on a `shared` parameter (atomics update global tensors and allocated tiles)"},
+             "an atomic on a shared parameter");
       return;
     }
-    const bool wide = bitWidth(ty) == 32 || bitWidth(ty) == 64;
+    // Shared-memory atomics: 32-bit elements (every target has them on its shared memory).
+    const bool wide = bitWidth(ty) == 32 || (!allocated && bitWidth(ty) == 64);
     if (!wide || isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 ||
         ty == ScalarType::Index || (isFloat(ty) && ty != ScalarType::F32 && ty != ScalarType::F64)) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomicType,
-             {std::string(name) + " on " + tn(ty) + " values"}, std::string("atomics on ") + tn(ty));
+             {std::string(name) + " on " + tn(ty) + " values" + (allocated ? " in shared memory" : ""),
+              allocated ? "atomics on an allocated tile take 32-bit integers or f32"
+                        : "atomics take 32- or 64-bit integers, f32 or f64"},
+             std::string("atomics on ") + tn(ty));
       return;
     }
     access(op, op.operands[1]);
+    if (allocated && !allocatedAccess(op, op.operands[1]))
+      return;
     int64_t owners[3];
     std::string why;
     if (fromStreamedRow(op.operands[0])) {
@@ -298,7 +369,8 @@ struct Legalizer {
              "old values of a replicated atomic");
       return;
     }
-    note(std::string(name) + " on " + tn(ty) + ", one read-modify-write per element" +
+    note(std::string(name) + " on " + tn(ty) + (allocated ? " in shared memory" : "") +
+         ", one read-modify-write per element" +
          (copies ? ", by one lane of each group holding the same elements" : ""));
   }
 
@@ -436,8 +508,20 @@ struct Legalizer {
       access(op, op.operands[0]);
       if (ok && isPromotedRead(op))
         promoted(op);
+      if (isAllocated(op.operands[0]))
+        allocatedAccess(op, op.operands[0]);
       break;
-    case ir::OpKind::Write: access(op, op.operands[1]); break;
+    case ir::OpKind::Write:
+      access(op, op.operands[1]);
+      if (isAllocated(op.operands[1]) && allocatedAccess(op, op.operands[1])) {
+        // access.cpp, emitWrite: one lane stores each element (atomic_owners.cpp).
+        int64_t owners[3];
+        std::string why;
+        if (!atomicOwners(k, d, op, owners, why))
+          refuse(&op, op.loc, DiagId::UnsupportedAllocate, {"a write to an allocated tile: " + why},
+                 why);
+      }
+      break;
     case ir::OpKind::Constant: {
       const ScalarType ty = op.results[0]->type.dtype;
       if (arithmeticType(op, ty, "a constant"))
@@ -464,7 +548,13 @@ struct Legalizer {
     case ir::OpKind::Permute: note("no code of its own"); break;
     case ir::OpKind::Mma: mma(op); break;
     case ir::OpKind::Reduce: reduce(op); break;
-    case ir::OpKind::Iterate: note("loop over " + op.dims[0].str()); break;
+    case ir::OpKind::Iterate:
+      note("loop over " + op.dims[0].str());
+      ++loopDepth;
+      for (const auto &r : op.regions)
+        region(*r);
+      --loopDepth;
+      return;
     case ir::OpKind::Barrier:
     case ir::OpKind::Yield: note("supported"); break;
     case ir::OpKind::If:
@@ -479,9 +569,7 @@ struct Legalizer {
     case ir::OpKind::AtomicAdd:
     case ir::OpKind::AtomicMin:
     case ir::OpKind::AtomicMax: atomic(op); break;
-    case ir::OpKind::Allocate:
-      refuse(&op, op.loc, DiagId::UnsupportedAllocate, {}, "allocate");
-      return;
+    case ir::OpKind::Allocate: allocate(op); return;
     }
     for (const auto &r : op.regions)
       region(*r);

@@ -60,4 +60,27 @@ int wgmmaKSteps(const ir::Op &mma, const Distribution &dist);
 bool atomicOwners(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &atomic,
                   int64_t owners[3], std::string &why);
 
+// Explicit shared-memory tiles (`allocate`, passes/allocate_access.cpp). allocateShape: whether
+// the allocated tensor can be one tile per workgroup (it has every dim that workgroups split;
+// an element type that memory holds). allocateAccess: for a read, write or atomic of allocated
+// tensor `mem`, the origin of the workgroup's tile per dim of `mem` (an expression of the
+// workgroup ids and of the trips of the iterates around the access; the access's index minus
+// it is the element's place in the tile) and the innermost of those iterates (`loop`: the tile
+// is reused by each of its trips), or false with `why` when the place may leave the tile or
+// cannot be separated from the origin. Every access to one allocation must have the same
+// place (samePlace: the legalize pass and the code generator compare them), so all accesses
+// along a dim an iterate walks are inside that one iterate.
+struct AllocatePlace {
+  std::vector<sym::IndexExpr> origin;
+  const ir::Op *loop = nullptr;
+};
+bool allocateShape(const ir::Kernel &kernel, const ir::Op &alloc, std::string &why);
+bool allocateAccess(const ir::Kernel &kernel, const Distribution &dist, const ir::Op &access,
+                    const ir::Value *mem, AllocatePlace &place, std::string &why);
+bool samePlace(const AllocatePlace &a, const AllocatePlace &b);
+// Whether `mem` is a tensor that `allocate` made.
+inline bool isAllocated(const ir::Value *mem) {
+  return mem && mem->def && mem->def->kind == ir::OpKind::Allocate;
+}
+
 } // namespace wave

@@ -376,6 +376,30 @@ def test_gemm_barriers(a, tmp):
     check("gpu.barrier" not in off, "--debug-no-barriers removes them", off[:2000])
 
 
+def test_shared_atomics_isa(a, tmp):
+    # Atomics on an allocated tile are the targets' shared-memory atomic instructions (the f32
+    # minimum a compare-exchange loop, docs/language.md section 16), and the kernel's own
+    # barrier() stays when --debug-no-barriers drops the placed ones.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "allocate_atomics.wave")
+    for t, patterns in (("gfx942", (r"ds_add_rtn_f32", r"ds_add_u32", r"ds_min_rtn_i32",
+                                    r"ds_max_rtn_u32", r"ds_min_u32", r"ds_cmpst_rtn_b32")),
+                        ("gfx1100", (r"ds_add_rtn_f32", r"ds_min_rtn_i32", r"ds_max_rtn_u32",
+                                     r"ds_cmpstore_rtn_b32")),
+                        ("sm_90", (r"atom\.shared\.add\.f32", r"atom\.shared\.add\.u32",
+                                   r"atom\.shared\.min\.s32", r"atom\.shared\.max\.u32",
+                                   r"atom\.shared\.cas\.b32"))):
+        text = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        for pattern in patterns:
+            check(re.search(pattern, text), f"{t}: shared-memory atomics show {pattern}", text[:3000])
+        check(not re.search(r"global_atomic|atom\.global|flat_atomic", text),
+              f"{t}: no global atomics for the tile", text[:3000])
+    hist = os.path.join(a.source_dir, "samples", "histogram", "histogram.wave")
+    on = run([a.wavec, hist, "--target=sm_90", "--emit=mlir"]).stdout.decode()
+    off = run([a.wavec, hist, "--target=sm_90", "--emit=mlir", "--debug-no-barriers"]).stdout.decode()
+    check(on.count("gpu.barrier") == 2 and off.count("gpu.barrier") == 1,
+          "the histogram: one placed barrier and the kernel's own barrier()", on[:3000])
+
+
 def test_gemm_dynamic_shared(a, tmp):
     # A block tile whose 3-buffer cp.async pipeline needs more than the 48 KB of static shared
     # memory (256 x 128 x 32 f16: 3 x 24 KB) gets dynamic shared memory on NVIDIA: an unsized

@@ -41,6 +41,33 @@ TEST(Barriers, OneBarrierCoversSeveralHazards) {
   EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::Barrier, P::None}));
 }
 
+SyncItem atom(int res) { return {K::Atomic, res}; }
+SyncItem exclusiveWr(int res) {
+  SyncItem s = wr(res);
+  s.exclusive = true;
+  return s;
+}
+
+TEST(Barriers, AtomicsConflictWithReadsAndWritesButNotEachOther) {
+  // write; atomic (after the write: barrier); atomic; atomic (none among atomics); read
+  // (after atomics: barrier); atomic (after the read: barrier); atomic of another tile (none).
+  auto b = placeBarriers({wr(0), atom(0), atom(0), atom(0), rd(0), atom(0), atom(1)});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::Barrier, P::None, P::None, P::Barrier, P::Barrier,
+                               P::None}));
+  // A write after atomics waits for them too.
+  EXPECT_EQ(placeBarriers({atom(0), wr(0)}), (std::vector<P>{P::None, P::Barrier}));
+}
+
+TEST(Barriers, ExclusiveWritesConflictWithEarlierWrites) {
+  // An allocated tile's second store op (its first item exclusive) waits for the first; the
+  // store's own further items do not; cooperative-copy writes (not exclusive) never do.
+  auto b = placeBarriers({exclusiveWr(0), wr(0), exclusiveWr(0), wr(0), wr(1), wr(1)});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::Barrier, P::None, P::None, P::None}));
+  // Inside a loop, the previous trip's store counts as earlier.
+  auto l = placeBarriers({loop(), exclusiveWr(0), end()});
+  EXPECT_EQ(l, (std::vector<P>{P::None, P::Barrier, P::None}));
+}
+
 TEST(Barriers, UserBarrierCounts) {
   EXPECT_EQ(count(placeBarriers({wr(0), {K::Barrier}, rd(0)})), 0);
 }

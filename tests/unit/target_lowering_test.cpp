@@ -53,6 +53,16 @@ TEST(TargetLowering, StorageTypeAndBufferChoice) {
   EXPECT_FALSE(nv.lower->bufferAccesses());
 }
 
+TEST(TargetLowering, WorkgroupBarrier) {
+  // The kernel's barrier() and the placed ones: one line, which MLIR's ROCDL and NVVM
+  // conversions lower (docs/language.md section 16).
+  for (const char *t : {"gfx942", "gfx90a", "gfx1100", "sm_80", "sm_90", "sm_90a"}) {
+    Lowered l(t);
+    EXPECT_EQ(l.lower->workgroupBarrier(), "gpu.barrier") << t;
+    EXPECT_TRUE(l.host.text.empty()) << t;
+  }
+}
+
 TEST(TargetLowering, MfmaAndWmma) {
   Lowered cdna("gfx942"), rdna("gfx1100");
   std::string r = cdna.lower->mmaInstruction(cdna.kind("F32_16x16x16_F16"), ScalarType::F16,

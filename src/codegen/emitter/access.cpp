@@ -1,6 +1,7 @@
 // Memory accesses: the access of a read or write, bounds checks and masks, wide and
 // element-wise loads and stores, the masked-store prefix loop; the read and write ops.
 #include "codegen/emitter/kernel_emitter.h"
+#include "passes/legalize.h"
 
 namespace wave::codegen::detail {
 
@@ -8,7 +9,8 @@ namespace wave::codegen::detail {
 
 bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access &acc,
                                   bool registerSide) {
-  if (mem->paramIndex < 0)
+  const bool allocated = isAllocated(mem);
+  if (mem->paramIndex < 0 && !allocated)
     return unsupported("an access to a tensor that is not a kernel parameter", op.loc);
   // i1 tensors are excluded: LLVM packs vector<N x i1> into bits in memory.
   if (mlirType(mem->type.dtype).empty() || mem->type.dtype == ScalarType::I1)
@@ -18,7 +20,7 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   if (!ai || ai->dims.size() != mem->type.shape.size())
     return unsupported("an access without a distributed index", op.loc);
   acc.mem = mem;
-  acc.base = pointers_.at(mem);
+  acc.base = allocated ? "" : pointers_.at(mem);
   acc.dtype = mem->type.dtype;
   for (const auto &memDim : mem->type.shape) {
     const DimIndex *di = dimIndexOf(*ai, memDim);
@@ -76,7 +78,55 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
   acc.strides.assign(acc.sizes.size(), IndexExpr(1));
   for (size_t i = acc.sizes.size(); i-- > 1;)
     acc.strides[i - 1] = acc.strides[i] * acc.sizes[i];
+  if (allocated && !rebaseAllocated(op, mem, acc))
+    return false;
   return setVectorDim(acc, op.loc);
+}
+
+bool KernelEmitter::emitAllocate(const ir::Op &op) {
+  // One tile per workgroup, rows unpadded, placed by the shared-memory plan with the others.
+  LdsAlloc al;
+  al.op = &op;
+  al.dtype = op.results[0]->type.dtype;
+  al.tile = op.tile;
+  al.strides.assign(op.tile.size(), IndexExpr(1));
+  int64_t elems = 1;
+  for (size_t i = op.tile.size(); i-- > 0;) {
+    al.strides[i] = IndexExpr(elems);
+    elems *= op.tile[i];
+  }
+  al.bytes = elems * static_cast<int64_t>(byteSize(al.dtype));
+  allocated_[&op] = static_cast<int>(allocs_.size());
+  allocs_.push_back(al);
+  return true;
+}
+
+// An access to an allocated tile keeps its (global) indices and their masks; its offset is the
+// index minus the workgroup's origin (passes/allocate_access.cpp), in the tile's strides.
+bool KernelEmitter::rebaseAllocated(const ir::Op &op, const ir::Value *mem, Access &acc) {
+  // The legalize pass refused what follows (passes/legalize.cpp, allocatedAccess): backstops.
+  auto at = allocated_.find(mem->def);
+  if (at == allocated_.end())
+    return unsupported("an access to an allocated tile before its allocate", op.loc);
+  AllocatePlace place;
+  std::string why;
+  if (!allocateAccess(k_, d_, op, mem, place, why))
+    return unsupported(why, op.loc);
+  auto [it, first] = allocPlaces_.emplace(mem->def, place);
+  if (!samePlace(it->second, place))
+    return unsupported("an access to an allocated tile at another origin or loop", op.loc);
+  const std::vector<IndexExpr> &origin = place.origin;
+  const LdsAlloc &al = allocs_[at->second];
+  acc.alloc = at->second;
+  acc.base = ldsBase(at->second);
+  acc.ptr = "!llvm.ptr<3>";
+  acc.mayBeEmpty = false; // the tile always has its elements
+  acc.strides = al.strides;
+  IndexExpr extra(0);
+  for (size_t i = 0; i < origin.size(); ++i)
+    extra = extra - origin[i] * al.strides[i];
+  acc.extra = extra;
+  return true;
 }
 
 bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
@@ -622,6 +672,9 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
       v.vecDim = acc.dims[acc.vecDim].dim.str();
   }
   BufferBatch batch(*this);
+  std::optional<LdsScope> shared;
+  if (acc.alloc >= 0)
+    shared.emplace(*this, acc.alloc, /*write=*/false);
   for (const auto &a : clonesOver(v.cloneSyms))
     v.clones[cloneKey(a, v.cloneSyms)] = loadClone(acc, a);
   values_[op.results[0]] = std::move(v);
@@ -648,9 +701,35 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
       if (s.rfind("$i_", 0) == 0)
         syms.insert(s);
   BufferBatch batch(*this);
+  std::optional<LdsScope> shared;
+  std::string owner;
+  if (acc.alloc >= 0) {
+    // The kernel's own stores to a tile may give an element another lane than an earlier
+    // write did: they wait for the writes before them (barrier_insertion.h). An element that
+    // several lanes hold (a reduction's result, a broadcast) is stored by one of them, as an
+    // atomic updates it (passes/atomic_owners.cpp): one writer per element in shared memory.
+    shared.emplace(*this, acc.alloc, /*write=*/true);
+    lds_.exclusive = true;
+    int64_t owners[3];
+    std::string why;
+    if (!atomicOwners(k_, d_, op, owners, why)) // the legalize pass refused it: a backstop
+      return unsupported(why, op.loc);
+    owner = ownerCondition(owners);
+  }
+  const std::string saved = indent_;
+  if (!owner.empty()) {
+    line("scf.if " + owner + " {");
+    indent_ += "  ";
+  }
+  auto cache = exprCache_;
   for (const auto &a : clonesOver(syms))
     storeClone(acc, a, operandAt(v, a, acc.elems));
-  return true;
+  if (!owner.empty()) {
+    exprCache_ = cache;
+    indent_ = saved;
+    line("}");
+  }
+  return !failed_;
 }
 
 } // namespace wave::codegen::detail

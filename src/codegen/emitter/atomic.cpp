@@ -1,4 +1,5 @@
-// Atomics (`atomic_add`, `atomic_min`, `atomic_max`) on global memory: one read-modify-write
+// Atomics (`atomic_add`, `atomic_min`, `atomic_max`) on global memory and on `allocate`d
+// shared-memory tiles (32-bit elements there): one read-modify-write
 // per element a thread holds in the access's layout (the layout a write of the value would
 // have: access.cpp, emitWrite), under an scf.if on the element's bounds, returning the old value
 // (0 for a masked-off element, which no output sees). docs/language.md section 15 has the rules.
@@ -29,8 +30,13 @@ std::string KernelEmitter::atomicElement(const ir::Op &op, ScalarType t, const s
   const std::string ity = "i" + std::to_string(bitWidth(t)), init = fresh(), old = fresh(),
                     mn = fresh(), oi = fresh(), ni = fresh(), pair = fresh(), seen = fresh(),
                     ok = fresh(), again = fresh(), seenf = fresh();
-  line(init + " = llvm.load " + ptr + " : " + ptrTy + " -> " + ty);
-  line(r + " = scf.while (" + old + " = " + init + ") : (" + ty + ") -> " + ty + " {");
+  // In shared memory the first guess is the value itself (a plain load of an element other
+  // lanes update atomically is a race there); a wrong guess costs one more round.
+  const bool shared = ptrTy == "!llvm.ptr<3>";
+  if (!shared)
+    line(init + " = llvm.load " + ptr + " : " + ptrTy + " -> " + ty);
+  line(r + " = scf.while (" + old + " = " + (shared ? val : init) + ") : (" + ty + ") -> " + ty +
+       " {");
   const std::string saved = indent_;
   indent_ += "  ";
   line(mn + (max ? " = arith.maximumf " : " = arith.minimumf ") + old + ", " + val + " : " + ty);
@@ -54,15 +60,32 @@ std::string KernelEmitter::atomicElement(const ir::Op &op, ScalarType t, const s
   return r;
 }
 
+// The owner condition of atomicOwners' bits: no owner bit set in the thread ids ("" when every
+// thread owns its elements).
+std::string KernelEmitter::ownerCondition(const int64_t owners[3]) {
+  std::string owner;
+  static const char *xyz[3] = {"x", "y", "z"};
+  for (int axis = 0; axis < 3; ++axis) {
+    if (!owners[axis])
+      continue;
+    std::string m = fresh(), z = fresh();
+    line(m + " = arith.andi %tid_" + xyz[axis] + ", " + constIndex(owners[axis]) + " : index");
+    line(z + " = arith.cmpi eq, " + m + ", " + constIndex(0) + " : index");
+    owner = owner.empty() ? z : andAll({owner, z});
+  }
+  return owner;
+}
+
 bool KernelEmitter::emitAtomic(const ir::Op &op) {
   Access acc;
   if (!prepareAccess(op, op.operands[1], acc))
     return false;
   const ScalarType t = acc.dtype;
-  if (acc.mapped || acc.ptr != "!llvm.ptr<1>")
-    return unsupported("an atomic with a mapping or in shared memory", op.loc);
+  const bool shared = acc.alloc >= 0;
+  if (acc.mapped || (acc.ptr != "!llvm.ptr<1>" && !shared))
+    return unsupported("an atomic with a mapping or on a `shared` parameter", op.loc);
   const RegVal &value = values_.at(op.operands[0]);
-  if (value.dtype != t || opaque(t) || (bitWidth(t) != 32 && bitWidth(t) != 64))
+  if (value.dtype != t || opaque(t) || (bitWidth(t) != 32 && (shared || bitWidth(t) != 64)))
     return unsupported(std::string(opKindName(op.kind)) + " on " + scalarTypeName(t) + " values",
                        op.loc);
   RegVal v;
@@ -83,19 +106,16 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
   const bool oldUsed = !op.results.empty() && !op.results[0]->users.empty();
   if (oldUsed && (copies || op.operands[0]->type.shape.size() != acc.dims.size()))
     return unsupported("the old values of an atomic whose value several lanes hold", op.loc);
-  // The owner condition: no owner bit set in the thread ids.
-  std::string owner;
-  static const char *xyz[3] = {"x", "y", "z"};
-  for (int axis = 0; axis < 3; ++axis) {
-    if (!owners[axis])
-      continue;
-    std::string m = fresh(), z = fresh();
-    line(m + " = arith.andi %tid_" + xyz[axis] + ", " + constIndex(owners[axis]) + " : index");
-    line(z + " = arith.cmpi eq, " + m + ", " + constIndex(0) + " : index");
-    owner = owner.empty() ? z : andAll({owner, z});
-  }
   RegVal result = layoutFrom(acc.dims, acc.elems, t);
   result.cloneSyms = syms;
+  // An allocated tile's atomics: ordered among themselves by the hardware, against its reads
+  // and writes by the barriers the analysis places (barrier_insertion.h).
+  std::optional<LdsScope> scope;
+  if (shared) {
+    scope.emplace(*this, acc.alloc, /*write=*/true);
+    lds_.kind = SyncItem::Atomic;
+  }
+  const std::string owner = ownerCondition(owners);
   const std::string ty = mlirType(t);
   for (const auto &a : clones) {
     const std::string x = operandAt(v, a, acc.elems);

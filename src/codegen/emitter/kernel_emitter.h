@@ -9,6 +9,7 @@
 
 #include "passes/barrier_insertion.h"
 #include "passes/kernel_plan.h"
+#include "passes/legalize.h"
 #include "passes/thread_layout.h"
 
 #include "symbolic/ginac_functions.h"
@@ -170,6 +171,7 @@ private:
   void line(const std::string &s) {
     bool bare = loc_.empty() || s.empty() || s.back() == '{' || s.front() == '}';
     items_.push_back({indent_ + s + (bare ? "" : " " + loc_), lds_});
+    lds_.exclusive = false; // an exclusive write's first line only (barrier_insertion.h)
   }
   std::string locOf(SourceRange r) const {
     if (!r.valid() || !diags_.file())
@@ -243,6 +245,7 @@ private:
   bool emitBranch(const ir::Op &op, size_t which, std::vector<RegVal> &yielded);
   // Atomics (atomic.cpp): one read-modify-write per element of global memory.
   bool emitAtomic(const ir::Op &op);
+  std::string ownerCondition(const int64_t owners[3]);
   // One element's update at `ptr` (of type `ptrTy`); returns the old value.
   std::string atomicElement(const ir::Op &op, ScalarType t, const std::string &ptr,
                             const std::string &ptrTy, const std::string &val);
@@ -467,7 +470,15 @@ private:
     bool mayBeEmpty = false;   // a global access whose tensor may have no elements
     int64_t xorBytes = 0;           // see LdsAlloc
     int64_t blockBytes = 0;         // see LdsAlloc
+    int alloc = -1;                 // an access to an `allocate`d tile: its LdsAlloc
   };
+  // `allocate` (access.cpp): each allocation's tile in allocs_ (emitAllocate), and the origin of
+  // the workgroup's tile that its first access found (passes/allocate_access.cpp); an access to
+  // it addresses the tile at its index minus that origin (rebaseAllocated).
+  std::map<const ir::Op *, int> allocated_;
+  std::map<const ir::Op *, AllocatePlace> allocPlaces_;
+  bool emitAllocate(const ir::Op &op);
+  bool rebaseAllocated(const ir::Op &op, const ir::Value *mem, Access &acc);
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
     const IndexExpr *start;
