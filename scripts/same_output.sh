@@ -10,7 +10,8 @@
 # directory is SAME_OUTPUT_HEAD_BUILD, default build/, brought up to date first (wavec and the
 # code generator only). JOBS (default 2) compilations run at a time; SAME_OUTPUT_KEEP=DIR keeps
 # the outputs there; SAME_OUTPUT_ONLY=REGEX takes only the inputs whose path (from the
-# repository root) matches.
+# repository root) matches; SAME_OUTPUT_KINDS (default "mlir asm obj") the outputs compared
+# (e.g. "mlir asm" leaves out the code object, header and stub).
 #
 # Inputs: every samples/*/*.wave and tests/**/*.wave of the working tree, for each of gfx942,
 # gfx90a, gfx1100, sm_80, sm_90 and sm_90a, once without -D bindings and once per distinct set of
@@ -153,11 +154,11 @@ compile_case() {
   local src=$1 target=$2 defs=$3 id=$4 side build kind rb rh f differs r
   for side in base head; do
     [ $side = base ] && build=$BASE_BUILD || build=$HEAD_BUILD
-    for kind in mlir asm obj; do
+    for kind in $KINDS; do
       compile_one "$build" "$WORK/$side/$id" $kind "$src" "$target" "$defs"
     done
   done
-  for kind in mlir asm obj; do
+  for kind in $KINDS; do
     rb=$(cat "$WORK/base/$id/$kind.rc") rh=$(cat "$WORK/head/$id/$kind.rc")
     if [ "$rb" != 0 ] && [ "$rh" != 0 ]; then
       echo "skip	$kind	$id"
@@ -199,6 +200,7 @@ compile_case() {
 }
 export -f compile_case compile_one outputs_of digest_of
 export WORK=$work BASE_BUILD=$base_build HEAD_BUILD=$head_build RETRIES=${SAME_OUTPUT_RETRIES:-4}
+export KINDS=${SAME_OUTPUT_KINDS:-mlir asm obj}
 export WAVEC_CACHE_DIR=$work/cache
 
 echo "comparing $(wc -l <"$work/cases.tsv") cases (files x targets x -D sets), $jobs at a time..."
@@ -217,7 +219,7 @@ files=$(cut -f1 "$work/cases.tsv" | sort -u | wc -l)
 echo "files: $files; cases: $(wc -l <"$work/cases.tsv"); compilations compared:" \
   "$((same + diffs + unstable)) (identical: $same, different: $diffs, unstable: $unstable);" \
   "failed at both sides (skipped): $skipped"
-for kind in mlir asm obj; do
+for kind in $KINDS; do
   echo "  $kind: $(grep -c "^same	$kind" "$work/results.tsv" || true) identical," \
     "$(grep -c "^diff	$kind" "$work/results.tsv" || true) different," \
     "$(grep -c "^unstable	$kind" "$work/results.tsv" || true) unstable"

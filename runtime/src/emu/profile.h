@@ -88,7 +88,7 @@ SharedCost sharedCost(const LaneAccess *accesses, size_t n, uint32_t width,
                       const BankRules &rules);
 
 /// Register use of the compiled code object (wavec --emit=metadata), -1 where unknown.
-// Registers, occupancy: shared with the compiler (format/occupancy.h).
+// Registers, occupancy: shared with the compiler (runtime/format/occupancy.h).
 using occupancy::Occupancy;
 using occupancy::Registers;
 using occupancy::occupancy;
