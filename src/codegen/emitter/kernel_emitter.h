@@ -309,6 +309,25 @@ private:
   void reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
                          const std::vector<int> &waveAxes,
                          std::vector<std::vector<std::string>> &parts);
+  // cumsum (scan.cpp): the plan of its levels (in the lane, butterfly, units, waves), checked
+  // on the operand's layout; one unit's in-lane and butterfly steps; the cross-wave step.
+  struct ScanPlan;
+  bool emitCumsum(const ir::Op &op);
+  bool planScan(const ir::Op &op, const RegVal &x, ScanPlan &p);
+  bool planScanLanes(const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
+                     const std::vector<std::vector<std::vector<int64_t>>> &other,
+                     const std::vector<int64_t> &B, const std::vector<int64_t> &C);
+  bool planScanUnits(
+      const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
+      const std::vector<int64_t> &B, const std::vector<int64_t> &C,
+      const std::function<void(int64_t, size_t, const std::vector<int64_t> &, int64_t &,
+                               int64_t &)> &block);
+  std::string scanUnit(const Combiner &c, const ScanPlan &p, const std::vector<std::string> &upper,
+                       const std::vector<std::string> &el, const std::vector<int64_t> &seg,
+                       std::map<int64_t, std::string> &out);
+  std::vector<std::vector<std::string>>
+  scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
+                  const std::vector<std::vector<std::string>> &totals);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;

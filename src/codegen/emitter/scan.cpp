@@ -1,0 +1,489 @@
+// cumsum: the inclusive prefix sum along a dim, in the operand's own layout (docs/language.md
+// section 12, "Scans").
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+// ---- cumsum --------------------------------------------------------------------------------
+//
+// The operand x is laid out like a reduction's operand (lanes along D). Its elements along D are
+// cut into *units*: per clone along D, the runs of a lane's elements whose positions along D are
+// consecutive (a segment). Every unit is scanned in three levels, each one checked on the
+// layout first (planScan), so that the order of positions is exact:
+//  1. in the lane: the running sum over the segment's elements, in position order;
+//  2. across the lanes of the unit: a butterfly over the lane bits that move along D (those of
+//     the reductions, reduce.cpp), each step taking the partner's running total and adding it to
+//     the lane's prefix when the partner's block of positions lies below the lane's own;
+//  3. across the units of a thread (clones along D, segments) in position order, then across
+//     the waves along D: every lane stores its wave's total (of each group of elements with the
+//     same other coordinates) in a shared-memory scratch, a barrier follows (barrier analysis),
+//     and each thread adds the totals of the waves below its own.
+// Masked-off elements (past the row's end) count as 0; their results are never written.
+// Positions are evaluated for concrete lanes, clones and waves with every other symbol 0, and
+// checked to be the sum of a lane part, a clone part and a wave part.
+
+struct KernelEmitter::ScanPlan {
+  int64_t e = 1, ncl = 1, nw = 1;
+  int waveAxis = -1;
+  bool wavesUp = true; // positions grow with the wave id along waveAxis
+  std::vector<std::vector<int64_t>> groups;             // [j] -> elements g
+  std::vector<std::vector<std::vector<int64_t>>> segs;  // [j][s] -> g in position order
+  std::vector<int64_t> masks;                           // butterfly lane bits, lowest first
+  std::vector<bool> upperWhenSet;                       // per mask: the lane with the bit set is above
+  std::vector<std::vector<std::pair<int64_t, size_t>>> units; // [j] -> (clone, segment) in order
+};
+
+namespace {
+struct Probe {
+  std::vector<std::pair<std::string, IndexExpr>> dims; // D first
+  std::set<std::string> syms;
+  std::string cloneSym;
+  // Coordinates at thread ids (t0, t1, t2), clone c along D and element g.
+  std::optional<std::vector<int64_t>> at(int64_t t0, int64_t t1, int64_t t2, int64_t c,
+                                         int64_t g) const {
+    std::map<std::string, int64_t> vals;
+    for (const auto &s : syms)
+      vals[s] = 0;
+    vals["$T0"] = t0;
+    vals["$T1"] = t1;
+    vals["$T2"] = t2;
+    vals["$g"] = g;
+    vals[cloneSym] = c;
+    std::vector<int64_t> out;
+    for (const auto &[name, ex] : dims) {
+      auto v = ex.evaluate(vals);
+      if (!v)
+        return std::nullopt;
+      out.push_back(*v);
+    }
+    return out;
+  }
+};
+} // namespace
+
+// The lane, clone and wave parts of the positions along D, the butterfly and the order of the
+// units. False (after reporting) for a layout these levels cannot scan exactly.
+bool KernelEmitter::planScan(const ir::Op &op, const RegVal &x, ScanPlan &p) {
+  const std::string dim = op.dims[0].str();
+  auto refuse = [&](const std::string &why) {
+    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+  };
+  RegVal shape;
+  if (!reducedShape(op, x, shape, p.groups))
+    return refuse("of a value whose other coordinates are not spread evenly over a lane's elements");
+  p.e = std::max<int64_t>(x.elems, 1);
+  Probe probe;
+  probe.cloneSym = "$i_" + dim;
+  probe.dims.push_back({dim, x.layout.at(dim).start});
+  for (const auto &[name, di] : x.layout)
+    if (name != dim)
+      probe.dims.push_back({name, di.start});
+  for (const auto &[name, ex] : probe.dims)
+    for (const auto &s : ex.freeSymbols())
+      if (s != "$T0" && s != "$T1" && s != "$T2" && s != "$g" && s != probe.cloneSym) {
+        if (s.rfind("$i_", 0) == 0 && name == dim)
+          return refuse("whose index moves with the clones of another dim");
+        probe.syms.insert(s);
+      }
+  if (x.cloneSyms.count(probe.cloneSym))
+    p.ncl = machine_.cloneCounts.at(probe.cloneSym);
+  const int64_t w = d_.groupSize;
+  // The wave axis along D, and the wave part C[k].
+  std::vector<int64_t> C(1, 0);
+  auto base = probe.at(0, 0, 0, 0, 0);
+  if (!base)
+    return refuse("whose index cannot be evaluated per lane");
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = d_.wavesPerBlock[a];
+    bool moves = false, others = false;
+    std::vector<int64_t> ck(1, 0);
+    for (int64_t k = 1; k < n; ++k) {
+      auto q = probe.at(a == 0 ? k * w : 0, a == 1 ? k : 0, a == 2 ? k : 0, 0, 0);
+      if (!q)
+        return refuse("whose index cannot be evaluated per wave");
+      moves |= (*q)[0] != (*base)[0];
+      others |= !std::equal(q->begin() + 1, q->end(), base->begin() + 1);
+      ck.push_back((*q)[0] - (*base)[0]);
+    }
+    if (!moves)
+      continue;
+    if (others || p.waveAxis >= 0)
+      return refuse("whose waves also move along another dim or axis");
+    p.waveAxis = a;
+    p.nw = n;
+    C = ck;
+  }
+  // The lane part A[l][g] and the other coordinates, the clone part B[c].
+  std::vector<std::vector<int64_t>> A(w, std::vector<int64_t>(p.e));
+  std::vector<std::vector<std::vector<int64_t>>> other(w, std::vector<std::vector<int64_t>>(p.e));
+  for (int64_t l = 0; l < w; ++l)
+    for (int64_t g = 0; g < p.e; ++g) {
+      auto v = probe.at(l, 0, 0, 0, g);
+      if (!v)
+        return refuse("whose index cannot be evaluated per lane");
+      A[l][g] = (*v)[0];
+      other[l][g].assign(v->begin() + 1, v->end());
+    }
+  std::vector<int64_t> B(p.ncl, 0);
+  for (int64_t c = 1; c < p.ncl; ++c) {
+    auto v = probe.at(0, 0, 0, c, 0);
+    if (!v || !std::equal(v->begin() + 1, v->end(), other[0][0].begin()))
+      return refuse("whose clones move along another dim");
+    B[c] = (*v)[0] - A[0][0];
+  }
+  // Separability, on a sample of lanes, clones, waves and elements.
+  const int64_t total = w * p.ncl * p.nw * p.e, stride = std::max<int64_t>(1, total / 4099);
+  for (int64_t i = 0; i < total; i += stride) {
+    const int64_t g = i % p.e, l = i / p.e % w, c = i / (p.e * w) % p.ncl, k = i / (p.e * w * p.ncl);
+    const int a = p.waveAxis;
+    auto v = probe.at(a == 0 ? k * w + l : l, a == 1 ? k : 0, a == 2 ? k : 0, c, g);
+    if (!v || (*v)[0] != A[l][g] + B[c] + C[k])
+      return refuse("whose position is not a sum of lane, clone and wave parts");
+  }
+  return planScanLanes(op, p, A, other, B, C);
+}
+
+// planScan for the lanes: segments, butterfly masks and the order of units and waves.
+bool KernelEmitter::planScanLanes(const ir::Op &op, ScanPlan &p,
+                                  const std::vector<std::vector<int64_t>> &A,
+                                  const std::vector<std::vector<std::vector<int64_t>>> &other,
+                                  const std::vector<int64_t> &B, const std::vector<int64_t> &C) {
+  const std::string dim = op.dims[0].str();
+  auto refuse = [&](const std::string &why) {
+    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+  };
+  const int64_t w = static_cast<int64_t>(A.size());
+  // Segments: each group's elements in position order, cut where a step is not +1.
+  for (const auto &grp : p.groups) {
+    std::vector<int64_t> order = grp;
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return A[0][a] < A[0][b]; });
+    std::vector<std::vector<int64_t>> segs(1, {order[0]});
+    for (size_t i = 1; i < order.size(); ++i) {
+      bool unit = true;
+      for (int64_t l = 0; l < w; ++l) {
+        const int64_t step = A[l][order[i]] - A[l][order[i - 1]];
+        if (step <= 0)
+          return refuse("whose lanes hold their elements in different orders");
+        unit &= step == 1;
+      }
+      if (unit)
+        segs.back().push_back(order[i]);
+      else
+        segs.push_back({order[i]});
+    }
+    p.segs.push_back(segs);
+  }
+  // Butterfly bits: a lane bit that moves D for every lane and no other coordinate.
+  std::vector<std::pair<int64_t, int64_t>> bits; // (distance at lane 0, mask)
+  for (int64_t m = 1; m < w; m *= 2) {
+    bool allOther = true, allD = true, anyD = false;
+    for (int64_t l = 0; l < w; ++l)
+      for (int64_t g = 0; g < p.e; ++g) {
+        const bool so = other[l][g] == other[l ^ m][g], sd = A[l][g] == A[l ^ m][g];
+        allOther &= so;
+        allD &= !sd;
+        anyD |= !sd;
+      }
+    if (allOther && allD && m >= static_cast<int64_t>(d_.waveSize))
+      return refuse("across the waves of a warpgroup");
+    if (allOther && allD)
+      bits.push_back({std::llabs(A[m][0] - A[0][0]), m});
+    else if (allOther && anyD)
+      return refuse("in a lane layout that a butterfly cannot scan");
+  }
+  std::sort(bits.begin(), bits.end());
+  // Each step: the lane's block and its partner's lie apart; the upper one adds.
+  auto block = [&](int64_t l, size_t steps, const std::vector<int64_t> &seg, int64_t &lo,
+                   int64_t &hi) {
+    lo = INT64_MAX;
+    hi = INT64_MIN;
+    for (size_t bitsSet = 0; bitsSet < (size_t(1) << steps); ++bitsSet) {
+      int64_t q = l;
+      for (size_t k = 0; k < steps; ++k)
+        if (bitsSet >> k & 1)
+          q ^= bits[k].second;
+      for (int64_t g : seg) {
+        lo = std::min(lo, A[q][g]);
+        hi = std::max(hi, A[q][g]);
+      }
+    }
+  };
+  for (size_t i = 0; i < bits.size(); ++i) {
+    const int64_t m = bits[i].second;
+    int upper = -1; // 1: the lane with the bit set is above
+    for (int64_t l = 0; l < w; ++l)
+      for (const auto &segs : p.segs)
+        for (const auto &seg : segs) {
+          int64_t lo, hi, plo, phi;
+          block(l, i, seg, lo, hi);
+          block(l ^ m, i, seg, plo, phi);
+          if (!(hi < plo || phi < lo))
+            return refuse("in a lane layout whose lanes' blocks interleave");
+          const int u = ((lo > phi) == ((l & m) != 0)) ? 1 : 0;
+          if (upper >= 0 && u != upper)
+            return refuse("in a lane layout whose lane order a butterfly cannot follow");
+          upper = u;
+        }
+    p.masks.push_back(m);
+    p.upperWhenSet.push_back(upper == 1);
+  }
+  // Each lane's full block of a unit must be its class's positions: the lanes with the same
+  // other coordinates.
+  const size_t steps = bits.size();
+  for (int64_t l = 0; l < w; ++l)
+    for (size_t j = 0; j < p.groups.size(); ++j) {
+      const int64_t g0 = p.groups[j][0];
+      std::set<int64_t> orbit, cls;
+      for (size_t bs = 0; bs < (size_t(1) << steps); ++bs) {
+        int64_t q = l;
+        for (size_t k = 0; k < steps; ++k)
+          if (bs >> k & 1)
+            q ^= bits[k].second;
+        orbit.insert(A[q][g0]);
+      }
+      for (int64_t q = 0; q < w; ++q)
+        if (other[q][g0] == other[l][g0])
+          cls.insert(A[q][g0]);
+      if (orbit.size() != (size_t(1) << steps) || orbit != cls)
+        return refuse("in a lane layout that a butterfly cannot scan");
+    }
+  return planScanUnits(op, p, A, B, C, block);
+}
+
+// planScan for the units of a thread and the waves: disjoint blocks in one order for every
+// lane.
+bool KernelEmitter::planScanUnits(
+    const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
+    const std::vector<int64_t> &B, const std::vector<int64_t> &C,
+    const std::function<void(int64_t, size_t, const std::vector<int64_t> &, int64_t &, int64_t &)>
+        &block) {
+  const std::string dim = op.dims[0].str();
+  auto refuse = [&](const std::string &why) {
+    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+  };
+  const int64_t w = static_cast<int64_t>(A.size());
+  const size_t steps = p.masks.size();
+  int64_t waveLo = INT64_MAX, waveHi = INT64_MIN;
+  for (size_t j = 0; j < p.segs.size(); ++j) {
+    std::vector<std::pair<int64_t, size_t>> order;
+    for (int64_t l = 0; l < w; ++l) {
+      std::vector<std::tuple<int64_t, int64_t, int64_t, size_t>> iv; // lo, hi, clone, segment
+      for (int64_t c = 0; c < p.ncl; ++c)
+        for (size_t s = 0; s < p.segs[j].size(); ++s) {
+          int64_t lo, hi;
+          block(l, steps, p.segs[j][s], lo, hi);
+          iv.emplace_back(lo + B[c], hi + B[c], c, s);
+          waveLo = std::min(waveLo, lo + B[c]);
+          waveHi = std::max(waveHi, hi + B[c]);
+        }
+      std::sort(iv.begin(), iv.end());
+      std::vector<std::pair<int64_t, size_t>> mine;
+      for (size_t i = 0; i < iv.size(); ++i) {
+        if (i && std::get<0>(iv[i]) <= std::get<1>(iv[i - 1]))
+          return refuse("whose clones or segments overlap along it");
+        mine.push_back({std::get<2>(iv[i]), std::get<3>(iv[i])});
+      }
+      if (l == 0)
+        order = mine;
+      else if (mine != order)
+        return refuse("whose lanes order their clones differently");
+    }
+    p.units.push_back(order);
+  }
+  // Waves: their blocks lie apart, in the order of the wave id (or its reverse).
+  if (p.nw > 1) {
+    std::vector<int64_t> ks(p.nw);
+    std::iota(ks.begin(), ks.end(), 0);
+    std::sort(ks.begin(), ks.end(), [&](int64_t a, int64_t b) { return C[a] < C[b]; });
+    bool up = true, down = true;
+    for (int64_t i = 0; i < p.nw; ++i) {
+      up &= ks[i] == i;
+      down &= ks[i] == p.nw - 1 - i;
+      if (i && C[ks[i]] + waveLo <= C[ks[i - 1]] + waveHi)
+        return refuse("whose waves' blocks overlap along it");
+    }
+    if (!up && !down)
+      return refuse("whose waves are not in the order of their ids along it");
+    p.wavesUp = up;
+  }
+  return true;
+}
+
+// Levels 1 and 2 for one unit: the in-lane running sums of `el` over the segment, then the
+// butterfly; returns the unit's total over its lanes, `out` gets the elements' prefixes.
+std::string KernelEmitter::scanUnit(const Combiner &c, const ScanPlan &p,
+                                    const std::vector<std::string> &upper,
+                                    const std::vector<std::string> &el,
+                                    const std::vector<int64_t> &seg,
+                                    std::map<int64_t, std::string> &out) {
+  std::vector<std::string> run;
+  for (int64_t g : seg)
+    run.push_back(run.empty() ? el[g] : combine(c, run.back(), el[g]));
+  std::string tot = run.back(), pre;
+  for (size_t i = 0; i < p.masks.size(); ++i) {
+    std::string o = shuffleXor(tot, c.t, p.masks[i]);
+    if (pre.empty()) {
+      pre = fresh();
+      line(pre + " = arith.select " + upper[i] + ", " + o + ", " + identitySplat(c, 1) + " : " +
+           c.ety);
+    } else {
+      std::string sum = combine(c, pre, o), r = fresh();
+      line(r + " = arith.select " + upper[i] + ", " + sum + ", " + pre + " : " + c.ety);
+      pre = r;
+    }
+    tot = combine(c, tot, o);
+  }
+  for (size_t i = 0; i < seg.size(); ++i)
+    out[seg[i]] = pre.empty() ? run[i] : combine(c, run[i], pre);
+  return tot;
+}
+
+// Level 3 across waves: `totals` ([outer clone][group], this wave's) through a scratch; returns
+// per [outer clone][group] the sum of the waves below this thread's.
+std::vector<std::vector<std::string>>
+KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
+                               const std::vector<std::vector<std::string>> &totals) {
+  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t no = static_cast<int64_t>(totals.size()), ng = static_cast<int64_t>(p.groups.size());
+  const int64_t w = d_.groupSize, slots = waves * no * ng * w;
+  auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
+  if (added) {
+    LdsAlloc al;
+    al.op = &op;
+    al.scratch = true;
+    al.dtype = c.t;
+    al.tile = {slots};
+    al.strides = {IndexExpr(1)};
+    al.bytes = slots * byteSize(c.t);
+    allocs_.push_back(al);
+  }
+  const int alloc = it->second;
+  const IndexExpr t0 = IndexExpr::symbol("$T0");
+  std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
+                                  IndexExpr::symbol("$T2")};
+  auto linear = [&](const std::array<IndexExpr, 3> &id) {
+    return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
+  };
+  auto addr = [&](const IndexExpr &wave, int64_t oc, int64_t j) {
+    IndexExpr off = facts_.simplify((wave * (no * ng) + oc * ng + j) * w + mod(t0, w));
+    std::string i64 = fresh(), ptr = fresh();
+    line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
+    line(ptr + " = llvm.getelementptr " + ldsBase(alloc) + "[" + i64 +
+         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + c.ety);
+    return ptr;
+  };
+  const std::string align = std::to_string(byteSize(c.t));
+  {
+    LdsScope scope(*this, alloc, /*write=*/true);
+    for (int64_t oc = 0; oc < no; ++oc)
+      for (int64_t j = 0; j < ng; ++j)
+        line("llvm.store " + totals[oc][j] + ", " + addr(linear(ids), oc, j) + " {alignment = " +
+             align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
+  }
+  const std::string me = lowerIndex(ids[p.waveAxis]);
+  std::vector<std::vector<std::string>> below(no, std::vector<std::string>(ng));
+  LdsScope scope(*this, alloc, /*write=*/false);
+  for (int64_t k = 0; k < p.nw; ++k) {
+    // Wave k is below this thread's when k < me (positions grow with the id) or k > me.
+    std::string cond = fresh();
+    line(cond + " = arith.cmpi " + (p.wavesUp ? "sgt" : "slt") + ", " + me + ", " +
+         constIndex(k) + " : index");
+    std::array<IndexExpr, 3> other = ids;
+    other[p.waveAxis] = IndexExpr(k);
+    for (int64_t oc = 0; oc < no; ++oc)
+      for (int64_t j = 0; j < ng; ++j) {
+        std::string v = fresh(), r = fresh();
+        line(v + " = llvm.load " + addr(linear(other), oc, j) + " {alignment = " + align +
+             " : i64} : !llvm.ptr<3> -> " + c.ety);
+        line(r + " = arith.select " + cond + ", " + v + ", " + identitySplat(c, 1) + " : " +
+             c.ety);
+        below[oc][j] = below[oc][j].empty() ? r : combine(c, below[oc][j], r);
+      }
+  }
+  return below;
+}
+
+bool KernelEmitter::emitCumsum(const ir::Op &op) {
+  const RegVal &x = values_.at(op.operands[0]);
+  const std::string dim = op.dims[0].str();
+  if (x.lazy)
+    return unsupported(DiagId::UnsupportedStreamedRow, "a streamed row scanned by cumsum", op.loc);
+  if (x.deferred || !x.layout.count(dim))
+    return unsupported(DiagId::UnsupportedScan,
+                       "a cumsum over " + dim + " of a value not laid out along it", op.loc);
+  auto cmb = combinerFor(ir::ReduceKind::Sum, x.dtype);
+  if (!cmb)
+    return unsupported(DiagId::UnsupportedScan,
+                       std::string("a cumsum of ") + scalarTypeName(x.dtype) + " values", op.loc);
+  const Combiner &c = *cmb;
+  ScanPlan p;
+  if (!planScan(op, x, p))
+    return false;
+  // The lane bit tests of the butterfly, once.
+  std::vector<std::string> upper;
+  const std::string t0 = lowerIndex(IndexExpr::symbol("$T0"));
+  for (size_t i = 0; i < p.masks.size(); ++i) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi " + (p.upperWhenSet[i] ? "ne" : "eq") + ", " +
+         binop("andi", t0, constIndex(p.masks[i])) + ", " + constIndex(0) + " : index");
+    upper.push_back(r);
+  }
+  const std::string cloneSym = "$i_" + dim;
+  std::set<std::string> outerSyms = x.cloneSyms;
+  outerSyms.erase(cloneSym);
+  const std::vector<CloneAssign> outer = clonesOver(outerSyms);
+  const DimIndex &rowDi = x.layout.at(dim);
+  // results[oc][c][g], and per [oc][group] the thread's total (for the waves).
+  std::vector<std::vector<std::map<int64_t, std::string>>> res(outer.size());
+  std::vector<std::vector<std::string>> totals(outer.size());
+  for (size_t oc = 0; oc < outer.size(); ++oc) {
+    res[oc].resize(p.ncl);
+    std::vector<std::vector<std::string>> el(p.ncl);
+    for (int64_t cl = 0; cl < p.ncl; ++cl) {
+      CloneAssign a = outer[oc];
+      if (x.cloneSyms.count(cloneSym))
+        a[cloneSym] = cl;
+      std::string v = operandAt(x, a, p.e);
+      if (rowDi.masked)
+        v = maskToIdentity(c, rowDi, a, v, p.e);
+      for (int64_t g = 0; g < p.e; ++g)
+        el[cl].push_back(p.e == 1 ? v : extractElem(v, x.dtype, p.e, g));
+    }
+    for (size_t j = 0; j < p.groups.size(); ++j) {
+      std::string carry;
+      for (const auto &[cl, s] : p.units[j]) {
+        std::map<int64_t, std::string> out;
+        std::string tot = scanUnit(c, p, upper, el[cl], p.segs[j][s], out);
+        for (auto &[g, v] : out)
+          res[oc][cl][g] = carry.empty() ? v : combine(c, v, carry);
+        carry = carry.empty() ? tot : combine(c, carry, tot);
+      }
+      totals[oc].push_back(carry);
+    }
+  }
+  if (p.nw > 1) {
+    auto below = scanAcrossWaves(op, c, p, totals);
+    for (size_t oc = 0; oc < outer.size(); ++oc)
+      for (size_t j = 0; j < p.groups.size(); ++j)
+        for (int64_t cl = 0; cl < p.ncl; ++cl)
+          for (int64_t g : p.groups[j])
+            res[oc][cl][g] = combine(c, res[oc][cl][g], below[oc][j]);
+  }
+  RegVal out = x;
+  out.clones.clear();
+  out.dtype = op.results[0]->type.dtype;
+  for (size_t oc = 0; oc < outer.size(); ++oc)
+    for (int64_t cl = 0; cl < p.ncl; ++cl) {
+      CloneAssign a = outer[oc];
+      if (x.cloneSyms.count(cloneSym))
+        a[cloneSym] = cl;
+      std::vector<std::string> elems;
+      for (int64_t g = 0; g < p.e; ++g)
+        elems.push_back(res[oc][cl].at(g));
+      out.clones[cloneKey(a, out.cloneSyms)] = buildVector(elems, x.dtype);
+    }
+  values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+} // namespace wave::codegen::detail
