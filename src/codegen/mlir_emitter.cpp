@@ -172,8 +172,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::Mma: return emitMma(op);
   case ir::OpKind::Reduce: return emitReduce(op);
   case ir::OpKind::Cumsum: return emitCumsum(op);
-  case ir::OpKind::TopK:
-    return unsupported(DiagId::UnsupportedTopK, "topk has no code generation yet", op.loc);
+  case ir::OpKind::TopK: return emitTopK(op);
   case ir::OpKind::Iterate: return emitIterate(op);
   case ir::OpKind::Barrier: {
     SyncItem saved = lds_;

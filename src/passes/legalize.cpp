@@ -463,6 +463,54 @@ struct Legalizer {
     note("cumsum of " + tn(ty) + " over " + dim);
   }
 
+  // Whether `v` comes from an mma (through element-wise ops): its lanes hold several rows.
+  static bool fromMma(const ir::Value *v, int depth = 0) {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return false;
+    if (def->kind == ir::OpKind::Mma)
+      return true;
+    if (!elementwiseLike(def->kind) && def->kind != ir::OpKind::Cumsum)
+      return false;
+    for (const ir::Value *o : def->operands)
+      if (fromMma(o, depth + 1))
+        return true;
+    return false;
+  }
+
+  // scan.cpp, emitTopK: a held row along the dim that one wave holds (lanes along it, no waves
+  // along it), of a type with an order, not an mma's accumulator.
+  void topk(const ir::Op &op) {
+    const ScalarType ty = op.operands[0]->type.dtype;
+    const ir::Dim &dim = op.dims[0];
+    auto no = [&](const std::string &why) {
+      refuse(&op, op.loc, DiagId::UnsupportedTopK, {"a topk over " + dim.str() + " " + why},
+             "topk: " + why);
+    };
+    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index)
+      return no("of " + tn(ty) + " values on " + t.name);
+    if (fromStreamedRow(op.operands[0]))
+      return no("of a streamed row (bind the row's length, at most 64 elements per lane)");
+    if (!alongDimLaidOut(op.operands[0], dim))
+      return no("of a value that no read lays out along " + dim.str());
+    if (fromMma(op.operands[0]))
+      return no("of an mma result (its lanes hold several rows)");
+    // distribution.cpp, reduceLayout: the row's threads are one wave's lanes unless waves along
+    // the dim's workgroup axis, or axis 0's waves when nothing splits the dim, share it.
+    const auto *wg = k.workgroupFor(dim);
+    bool waves = wg && k.waveFor(dim) && d.wavesPerBlock[wg->axis] > 1;
+    if (!wg && !k.tilingFor(dim) && d.wavesPerBlock[0] > 1) {
+      bool axis0 = false;
+      for (const auto &w : k.workgroups)
+        axis0 |= w.axis == 0;
+      waves |= !axis0;
+    }
+    if (waves)
+      return no("whose row spans several waves (only a row within one wave is generated)");
+    note("topk of " + tn(ty) + " over " + dim.str() + ", " + std::to_string(op.ivalue) +
+         " rounds of max-and-remove");
+  }
+
   void elementwise(const ir::Op &op) {
     // elementwise.cpp, emitElementwise and elementwiseClone.
     const std::string what = opName(op);
@@ -526,13 +574,7 @@ struct Legalizer {
     case ir::OpKind::Mma: mma(op); break;
     case ir::OpKind::Reduce: reduce(op); break;
     case ir::OpKind::Cumsum: cumsum(op); break;
-    case ir::OpKind::TopK:
-      // No lowering yet (docs/language.md section 8): the reference evaluator runs it.
-      refuse(&op, op.loc, DiagId::UnsupportedTopK,
-             {"topk has no code generation yet (the reference evaluator runs it: wave-run "
-              "--reference)"},
-             "topk");
-      break;
+    case ir::OpKind::TopK: topk(op); break;
     case ir::OpKind::Iterate: note("loop over " + op.dims[0].str()); break;
     case ir::OpKind::Barrier:
     case ir::OpKind::Yield: note("supported"); break;

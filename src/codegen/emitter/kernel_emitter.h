@@ -328,6 +328,10 @@ private:
   std::vector<std::vector<std::string>>
   scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
                   const std::vector<std::vector<std::string>> &totals);
+  // topk (scan.cpp): K rounds of max-and-remove over a row one wave holds.
+  bool emitTopK(const ir::Op &op);
+  std::string topkBetter(ScalarType t, const std::string &av, const std::string &ai,
+                         const std::string &bv, const std::string &bi);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;

@@ -1,5 +1,5 @@
-// cumsum: the inclusive prefix sum along a dim, in the operand's own layout (docs/language.md
-// section 12, "Scans").
+// cumsum: the inclusive prefix sum along a dim, in the operand's own layout; topk over a row
+// that one wave holds (docs/language.md section 12, "Scans").
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -66,7 +66,9 @@ struct Probe {
 bool KernelEmitter::planScan(const ir::Op &op, const RegVal &x, ScanPlan &p) {
   const std::string dim = op.dims[0].str();
   auto refuse = [&](const std::string &why) {
-    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
+                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
+                       op.loc);
   };
   RegVal shape;
   if (!reducedShape(op, x, shape, p.groups))
@@ -150,7 +152,9 @@ bool KernelEmitter::planScanLanes(const ir::Op &op, ScanPlan &p,
                                   const std::vector<int64_t> &B, const std::vector<int64_t> &C) {
   const std::string dim = op.dims[0].str();
   auto refuse = [&](const std::string &why) {
-    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
+                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
+                       op.loc);
   };
   const int64_t w = static_cast<int64_t>(A.size());
   // Segments: each group's elements in position order, cut where a step is not +1.
@@ -259,7 +263,9 @@ bool KernelEmitter::planScanUnits(
         &block) {
   const std::string dim = op.dims[0].str();
   auto refuse = [&](const std::string &why) {
-    return unsupported(DiagId::UnsupportedScan, "a cumsum over " + dim + " " + why, op.loc);
+    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
+                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
+                       op.loc);
   };
   const int64_t w = static_cast<int64_t>(A.size());
   const size_t steps = p.masks.size();
@@ -483,6 +489,141 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
       out.clones[cloneKey(a, out.cloneSyms)] = buildVector(elems, x.dtype);
     }
   values_[op.results[0]] = std::move(out);
+  return !failed_;
+}
+
+// ---- topk ----------------------------------------------------------------------------------
+//
+// K rounds of max-and-remove over a row that one wave holds (the lanes of planScan's butterfly,
+// no waves along D): each lane picks its best (value, index) among its elements, a butterfly of
+// `gpu.shuffle xor` on both picks the row's best in every lane, and the lane that holds it
+// replaces that element by the removed mark (the type's lowest value, index INT32_MAX), which
+// every live element beats (a live lowest value by its lower index). Masked-off elements start
+// removed, so a row shorter than K yields index -1 and the lowest value, as the reference says.
+// The result holds its K elements in every lane of the row (layout: K at element g).
+
+// Whether (av, ai) ranks before (bv, bi): the larger value; NaN above every number; equal values
+// (-0.0 == +0.0) and two NaNs by the lower index.
+std::string KernelEmitter::topkBetter(ScalarType t, const std::string &av, const std::string &ai,
+                                      const std::string &bv, const std::string &bi) {
+  const std::string ety = mlirType(t);
+  auto cmp = [&](const std::string &pred, const std::string &a, const std::string &b,
+                 const std::string &ty, bool fl) {
+    std::string r = fresh();
+    line(r + " = arith." + (fl ? "cmpf " : "cmpi ") + pred + ", " + a + ", " + b + " : " + ty);
+    return r;
+  };
+  auto logic = [&](const char *op, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith." + op + " " + a + ", " + b + " : i1");
+    return r;
+  };
+  const std::string lt = cmp("slt", ai, bi, "i32", false);
+  if (!isFloat(t)) {
+    const bool sg = isSigned(t);
+    return logic("ori", cmp(sg ? "sgt" : "ugt", av, bv, ety, false),
+                 logic("andi", cmp("eq", av, bv, ety, false), lt));
+  }
+  const std::string nanA = cmp("uno", av, av, ety, true), nanB = cmp("uno", bv, bv, ety, true);
+  const std::string eq = logic("ori", cmp("oeq", av, bv, ety, true), logic("andi", nanA, nanB));
+  const std::string ordered = logic("ori", cmp("ogt", av, bv, ety, true), logic("andi", eq, lt));
+  std::string r = fresh();
+  line(r + " = arith.select " + logic("xori", nanA, nanB) + ", " + nanA + ", " + ordered + " : i1");
+  return r;
+}
+
+bool KernelEmitter::emitTopK(const ir::Op &op) {
+  const RegVal &x = values_.at(op.operands[0]);
+  const std::string dim = op.dims[0].str();
+  auto refuse = [&](const std::string &why) {
+    return unsupported(DiagId::UnsupportedTopK, "a topk over " + dim + " " + why, op.loc);
+  };
+  if (x.lazy || x.deferred || !x.layout.count(dim))
+    return refuse("of a value not held along it in registers");
+  const ScalarType t = x.dtype;
+  auto cmb = combinerFor(ir::ReduceKind::Max, t);
+  if (!cmb)
+    return refuse(std::string("of ") + scalarTypeName(t) + " values");
+  ScanPlan p;
+  if (!planScan(op, x, p))
+    return false;
+  if (p.nw > 1 || p.groups.size() != 1)
+    return refuse("whose row spans several waves or whose lanes hold several rows");
+  RegVal out;
+  std::vector<std::vector<int64_t>> groups;
+  if (!reducedShape(op, x, out, groups))
+    return refuse("of a value whose other coordinates are not spread evenly");
+  const int64_t k = op.ivalue;
+  const ir::Dim &kd = op.dims[1];
+  out.layout[kd.str()] = DimIndex{kd, IndexExpr::symbol("$g"), k};
+  out.vecDim = kd.str();
+  out.elems = k;
+  RegVal idxOut = out;
+  idxOut.dtype = ScalarType::I32;
+  const std::string cloneSym = "$i_" + dim;
+  const DimIndex &rowDi = x.layout.at(dim);
+  const std::string lowest = identitySplat(*cmb, 1), removed = constI32(INT32_MAX);
+  for (const auto &oa : clonesOver(out.cloneSyms)) {
+    std::vector<std::string> val, idx; // every element of the thread's row
+    for (int64_t cl = 0; cl < p.ncl; ++cl) {
+      CloneAssign a = oa;
+      if (x.cloneSyms.count(cloneSym))
+        a[cloneSym] = cl;
+      const std::string v = operandAt(x, a, p.e), mask = rowMask(rowDi, a, p.e);
+      for (int64_t g = 0; g < p.e; ++g) {
+        std::string i = fresh();
+        line(i + " = arith.index_cast " + lowerIndex(indexAt(rowDi.start, a, g)) + " : index to i32");
+        std::string ev = p.e == 1 ? v : extractElem(v, t, p.e, g);
+        if (!mask.empty()) {
+          std::string in = p.e == 1 ? mask : extractElem(mask, ScalarType::I1, p.e, g);
+          std::string sv = fresh(), si = fresh();
+          line(sv + " = arith.select " + in + ", " + ev + ", " + lowest + " : " + cmb->ety);
+          line(si + " = arith.select " + in + ", " + i + ", " + removed + " : i32");
+          ev = sv;
+          i = si;
+        }
+        val.push_back(ev);
+        idx.push_back(i);
+      }
+    }
+    std::vector<std::string> vals, idxs;
+    for (int64_t round = 0; round < k; ++round) {
+      std::string bv = val[0], bi = idx[0];
+      auto take = [&](const std::string &v, const std::string &i) {
+        std::string c = topkBetter(t, v, i, bv, bi), nv = fresh(), ni = fresh();
+        line(nv + " = arith.select " + c + ", " + v + ", " + bv + " : " + cmb->ety);
+        line(ni + " = arith.select " + c + ", " + i + ", " + bi + " : i32");
+        bv = nv;
+        bi = ni;
+      };
+      for (size_t e = 1; e < val.size(); ++e)
+        take(val[e], idx[e]);
+      for (int64_t m : p.masks)
+        take(shuffleXor(bv, t, m), shuffleXor(bi, ScalarType::I32, m));
+      vals.push_back(bv);
+      idxs.push_back(bi);
+      if (round + 1 == k)
+        break;
+      for (size_t e = 0; e < val.size(); ++e) {
+        std::string hit = fresh(), nv = fresh(), ni = fresh();
+        line(hit + " = arith.cmpi eq, " + idx[e] + ", " + bi + " : i32");
+        line(nv + " = arith.select " + hit + ", " + lowest + ", " + val[e] + " : " + cmb->ety);
+        line(ni + " = arith.select " + hit + ", " + removed + ", " + idx[e] + " : i32");
+        val[e] = nv;
+        idx[e] = ni;
+      }
+    }
+    for (auto &i : idxs) { // a place no element filled: index -1
+      std::string none = fresh(), r = fresh();
+      line(none + " = arith.cmpi eq, " + i + ", " + removed + " : i32");
+      line(r + " = arith.select " + none + ", " + constI32(-1) + ", " + i + " : i32");
+      i = r;
+    }
+    out.clones[cloneKey(oa, out.cloneSyms)] = buildVector(vals, t);
+    idxOut.clones[cloneKey(oa, idxOut.cloneSyms)] = buildVector(idxs, ScalarType::I32);
+  }
+  values_[op.results[0]] = std::move(out);
+  values_[op.results[1]] = std::move(idxOut);
   return !failed_;
 }
 
