@@ -151,6 +151,9 @@ struct Legalizer {
                        : op.kind == ir::OpKind::Cumsum && severalWaves
                            ? "a cumsum inside an 'if' in a workgroup of several waves (they "
                              "may combine through shared memory)"
+                       : op.kind == ir::OpKind::TopK && severalWaves
+                           ? "a topk inside an 'if' in a workgroup of several waves (they may "
+                             "merge through shared memory)"
                        : op.kind == ir::OpKind::Read && isPromotedRead(op)
                            ? "a read of a `shared` parameter inside an 'if' (read it before)"
                            : nullptr;
@@ -463,13 +466,24 @@ struct Legalizer {
     note("cumsum of " + tn(ty) + " over " + dim);
   }
 
-  // Whether `v` comes from an mma (through element-wise ops): its lanes hold several rows.
+  // Whether `v` comes from an mma (through element-wise ops, loops and branches): its lanes hold
+  // several rows.
   static bool fromMma(const ir::Value *v, int depth = 0) {
     const ir::Op *def = v->def;
     if (!def || depth > 64)
       return false;
     if (def->kind == ir::OpKind::Mma)
       return true;
+    if (def->kind == ir::OpKind::Iterate || def->kind == ir::OpKind::If) {
+      for (size_t i = 0; i < def->results.size(); ++i)
+        if (def->results[i] == v)
+          for (const auto &r : def->regions)
+            if (!r->ops.empty() && r->ops.back()->kind == ir::OpKind::Yield &&
+                i < r->ops.back()->operands.size() &&
+                fromMma(r->ops.back()->operands[i], depth + 1))
+              return true;
+      return false;
+    }
     if (!elementwiseLike(def->kind) && def->kind != ir::OpKind::Cumsum)
       return false;
     for (const ir::Value *o : def->operands)
@@ -478,8 +492,8 @@ struct Legalizer {
     return false;
   }
 
-  // scan.cpp, emitTopK: a held row along the dim that one wave holds (lanes along it, no waves
-  // along it), of a type with an order, not an mma's accumulator.
+  // scan.cpp, emitTopK: a held row along the dim (lanes along it; several waves merge through
+  // shared memory), of a type with an order, not an mma's accumulator.
   void topk(const ir::Op &op) {
     const ScalarType ty = op.operands[0]->type.dtype;
     const ir::Dim &dim = op.dims[0];
@@ -495,20 +509,8 @@ struct Legalizer {
       return no("of a value that no read lays out along " + dim.str());
     if (fromMma(op.operands[0]))
       return no("of an mma result (its lanes hold several rows)");
-    // distribution.cpp, reduceLayout: the row's threads are one wave's lanes unless waves along
-    // the dim's workgroup axis, or axis 0's waves when nothing splits the dim, share it.
-    const auto *wg = k.workgroupFor(dim);
-    bool waves = wg && k.waveFor(dim) && d.wavesPerBlock[wg->axis] > 1;
-    if (!wg && !k.tilingFor(dim) && d.wavesPerBlock[0] > 1) {
-      bool axis0 = false;
-      for (const auto &w : k.workgroups)
-        axis0 |= w.axis == 0;
-      waves |= !axis0;
-    }
-    if (waves)
-      return no("whose row spans several waves (only a row within one wave is generated)");
     note("topk of " + tn(ty) + " over " + dim.str() + ", " + std::to_string(op.ivalue) +
-         " rounds of max-and-remove");
+         " rounds of max-and-remove, then a merge of the waves' lists");
   }
 
   void elementwise(const ir::Op &op) {

@@ -325,13 +325,16 @@ private:
   std::string scanUnit(const Combiner &c, const ScanPlan &p, const std::vector<std::string> &upper,
                        const std::vector<std::string> &el, const std::vector<int64_t> &seg,
                        std::map<int64_t, std::string> &out);
-  std::vector<std::vector<std::string>>
+  std::vector<std::vector<std::vector<std::string>>>
   scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
-                  const std::vector<std::vector<std::string>> &totals);
+                  const std::vector<std::vector<std::vector<std::string>>> &totals);
   // topk (scan.cpp): K rounds of max-and-remove over a row one wave holds.
   bool emitTopK(const ir::Op &op);
   std::string topkBetter(ScalarType t, const std::string &av, const std::string &ai,
                          const std::string &bv, const std::string &bi);
+  void topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const Combiner &c,
+                       std::vector<std::vector<std::string>> &vals,
+                       std::vector<std::vector<std::string>> &idxs);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
@@ -349,6 +352,7 @@ private:
   const DimIndex *streamedDim(const ir::Op &op);
   bool deferStreamed(const ir::Op &op);
   std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
+  std::map<const ir::Op *, int> scratch2_; // a cross-wave topk's second (index) allocation
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);

@@ -25,12 +25,14 @@ namespace wave::codegen::detail {
 struct KernelEmitter::ScanPlan {
   int64_t e = 1, ncl = 1, nw = 1;
   int waveAxis = -1;
-  bool wavesUp = true; // positions grow with the wave id along waveAxis
   std::vector<std::vector<int64_t>> groups;             // [j] -> elements g
   std::vector<std::vector<std::vector<int64_t>>> segs;  // [j][s] -> g in position order
   std::vector<int64_t> masks;                           // butterfly lane bits, lowest first
   std::vector<bool> upperWhenSet;                       // per mask: the lane with the bit set is above
   std::vector<std::vector<std::pair<int64_t, size_t>>> units; // [j] -> (clone, segment) in order
+  // Several waves: [j][unit][unit'][k'] -> the wave ids (first, last) of this thread for which
+  // unit' of wave k' lies below this thread's unit (first > last: none).
+  std::vector<std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>>> waveRange;
 };
 
 namespace {
@@ -254,8 +256,9 @@ bool KernelEmitter::planScanLanes(const ir::Op &op, ScanPlan &p,
   return planScanUnits(op, p, A, B, C, block);
 }
 
-// planScan for the units of a thread and the waves: disjoint blocks in one order for every
-// lane.
+// planScan for the units of a thread and the waves: the (unit, wave) blocks lie apart, in one
+// order for every lane; per pair of units and wave k', the range of this thread's wave ids
+// for which the other wave's unit lies below this one's.
 bool KernelEmitter::planScanUnits(
     const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
     const std::vector<int64_t> &B, const std::vector<int64_t> &C,
@@ -269,48 +272,60 @@ bool KernelEmitter::planScanUnits(
   };
   const int64_t w = static_cast<int64_t>(A.size());
   const size_t steps = p.masks.size();
-  int64_t waveLo = INT64_MAX, waveHi = INT64_MIN;
+  p.waveRange.assign(p.segs.size(), {});
   for (size_t j = 0; j < p.segs.size(); ++j) {
-    std::vector<std::pair<int64_t, size_t>> order;
+    using Below = std::vector<std::vector<std::vector<std::pair<int64_t, int64_t>>>>;
+    Below first; // lane 0's [unit][unit'][k'] -> k_me range
     for (int64_t l = 0; l < w; ++l) {
-      std::vector<std::tuple<int64_t, int64_t, int64_t, size_t>> iv; // lo, hi, clone, segment
-      for (int64_t c = 0; c < p.ncl; ++c)
-        for (size_t s = 0; s < p.segs[j].size(); ++s) {
-          int64_t lo, hi;
-          block(l, steps, p.segs[j][s], lo, hi);
-          iv.emplace_back(lo + B[c], hi + B[c], c, s);
-          waveLo = std::min(waveLo, lo + B[c]);
-          waveHi = std::max(waveHi, hi + B[c]);
+      std::vector<std::pair<int64_t, size_t>> units;
+      std::vector<int64_t> lo;
+      std::vector<std::tuple<int64_t, int64_t>> all; // every (unit, wave) block
+      {
+        std::vector<std::tuple<int64_t, int64_t, int64_t, size_t>> iv; // lo, hi, clone, segment
+        for (int64_t c = 0; c < p.ncl; ++c)
+          for (size_t s = 0; s < p.segs[j].size(); ++s) {
+            int64_t blo, bhi;
+            block(l, steps, p.segs[j][s], blo, bhi);
+            iv.emplace_back(blo + B[c], bhi + B[c], c, s);
+            for (int64_t k = 0; k < p.nw; ++k)
+              all.emplace_back(blo + B[c] + C[k], bhi + B[c] + C[k]);
+          }
+        std::sort(iv.begin(), iv.end());
+        for (const auto &[ilo, ihi, c, s] : iv) {
+          (void)ihi;
+          units.push_back({c, s});
+          lo.push_back(ilo);
         }
-      std::sort(iv.begin(), iv.end());
-      std::vector<std::pair<int64_t, size_t>> mine;
-      for (size_t i = 0; i < iv.size(); ++i) {
-        if (i && std::get<0>(iv[i]) <= std::get<1>(iv[i - 1]))
-          return refuse("whose clones or segments overlap along it");
-        mine.push_back({std::get<2>(iv[i]), std::get<3>(iv[i])});
       }
+      std::sort(all.begin(), all.end());
+      for (size_t i = 1; i < all.size(); ++i)
+        if (std::get<0>(all[i]) <= std::get<1>(all[i - 1]))
+          return refuse("whose clones, runs or waves overlap along it");
       if (l == 0)
-        order = mine;
-      else if (mine != order)
+        p.units.push_back(units);
+      else if (units != p.units[j])
         return refuse("whose lanes order their clones differently");
+      const size_t nu = units.size();
+      Below below(nu, std::vector<std::vector<std::pair<int64_t, int64_t>>>(
+                          nu, std::vector<std::pair<int64_t, int64_t>>(p.nw, {1, 0})));
+      for (size_t u = 0; u < nu && p.nw > 1; ++u)
+        for (size_t v = 0; v < nu; ++v)
+          for (int64_t k2 = 0; k2 < p.nw; ++k2) {
+            std::vector<int64_t> ks;
+            for (int64_t me = 0; me < p.nw; ++me)
+              if (lo[v] + C[k2] < lo[u] + C[me])
+                ks.push_back(me);
+            if (!ks.empty() && ks.back() - ks.front() + 1 != static_cast<int64_t>(ks.size()))
+              return refuse("whose waves are not in the order of their ids along it");
+            if (!ks.empty())
+              below[u][v][k2] = {ks.front(), ks.back()};
+          }
+      if (l == 0)
+        first = below;
+      else if (below != first)
+        return refuse("whose lanes order their waves differently");
     }
-    p.units.push_back(order);
-  }
-  // Waves: their blocks lie apart, in the order of the wave id (or its reverse).
-  if (p.nw > 1) {
-    std::vector<int64_t> ks(p.nw);
-    std::iota(ks.begin(), ks.end(), 0);
-    std::sort(ks.begin(), ks.end(), [&](int64_t a, int64_t b) { return C[a] < C[b]; });
-    bool up = true, down = true;
-    for (int64_t i = 0; i < p.nw; ++i) {
-      up &= ks[i] == i;
-      down &= ks[i] == p.nw - 1 - i;
-      if (i && C[ks[i]] + waveLo <= C[ks[i - 1]] + waveHi)
-        return refuse("whose waves' blocks overlap along it");
-    }
-    if (!up && !down)
-      return refuse("whose waves are not in the order of their ids along it");
-    p.wavesUp = up;
+    p.waveRange[j] = first;
   }
   return true;
 }
@@ -344,14 +359,21 @@ std::string KernelEmitter::scanUnit(const Combiner &c, const ScanPlan &p,
   return tot;
 }
 
-// Level 3 across waves: `totals` ([outer clone][group], this wave's) through a scratch; returns
-// per [outer clone][group] the sum of the waves below this thread's.
-std::vector<std::vector<std::string>>
+// Level 3 across waves: the unit totals `totals` ([outer clone][group][unit], this wave's)
+// through a scratch; returns per [outer clone][group][unit] the sum of the totals of every
+// wave's units below this thread's unit (its own wave's included; empty: none).
+std::vector<std::vector<std::vector<std::string>>>
 KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
-                               const std::vector<std::vector<std::string>> &totals) {
+                               const std::vector<std::vector<std::vector<std::string>>> &totals) {
   const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
-  const int64_t no = static_cast<int64_t>(totals.size()), ng = static_cast<int64_t>(p.groups.size());
-  const int64_t w = d_.groupSize, slots = waves * no * ng * w;
+  const int64_t no = static_cast<int64_t>(totals.size());
+  std::vector<int64_t> first; // per group, its first unit's slot
+  int64_t nu = 0;
+  for (const auto &u : p.units) {
+    first.push_back(nu);
+    nu += static_cast<int64_t>(u.size());
+  }
+  const int64_t w = d_.groupSize, slots = waves * no * nu * w;
   auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
   if (added) {
     LdsAlloc al;
@@ -370,8 +392,8 @@ KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPl
   auto linear = [&](const std::array<IndexExpr, 3> &id) {
     return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
   };
-  auto addr = [&](const IndexExpr &wave, int64_t oc, int64_t j) {
-    IndexExpr off = facts_.simplify((wave * (no * ng) + oc * ng + j) * w + mod(t0, w));
+  auto addr = [&](const IndexExpr &wave, int64_t oc, int64_t unit) {
+    IndexExpr off = facts_.simplify(((wave * no + oc) * nu + unit) * w + mod(t0, w));
     std::string i64 = fresh(), ptr = fresh();
     line(i64 + " = arith.index_cast " + lowerIndex(off) + " : index to i64");
     line(ptr + " = llvm.getelementptr " + ldsBase(alloc) + "[" + i64 +
@@ -382,30 +404,61 @@ KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPl
   {
     LdsScope scope(*this, alloc, /*write=*/true);
     for (int64_t oc = 0; oc < no; ++oc)
-      for (int64_t j = 0; j < ng; ++j)
-        line("llvm.store " + totals[oc][j] + ", " + addr(linear(ids), oc, j) + " {alignment = " +
-             align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
+      for (size_t j = 0; j < p.units.size(); ++j)
+        for (size_t u = 0; u < p.units[j].size(); ++u)
+          line("llvm.store " + totals[oc][j][u] + ", " + addr(linear(ids), oc, first[j] + u) +
+               " {alignment = " + align + " : i64} : " + c.ety + ", !llvm.ptr<3>");
   }
   const std::string me = lowerIndex(ids[p.waveAxis]);
-  std::vector<std::vector<std::string>> below(no, std::vector<std::string>(ng));
+  std::map<std::pair<int64_t, int64_t>, std::string> conds; // wave-id range -> i1
+  auto inRange = [&](int64_t lo, int64_t hi) {
+    auto [ci, fresh_] = conds.emplace(std::make_pair(lo, hi), "");
+    if (!fresh_)
+      return ci->second;
+    std::vector<std::string> parts;
+    auto cmp = [&](const char *pred, int64_t v) {
+      std::string r = fresh();
+      line(r + " = arith.cmpi " + pred + ", " + me + ", " + constIndex(v) + " : index");
+      parts.push_back(r);
+    };
+    if (lo > 0)
+      cmp("sge", lo);
+    if (hi < p.nw - 1)
+      cmp("sle", hi);
+    return ci->second = parts.empty() ? "" : andAll(parts);
+  };
+  std::vector<std::vector<std::vector<std::string>>> below(no);
   LdsScope scope(*this, alloc, /*write=*/false);
-  for (int64_t k = 0; k < p.nw; ++k) {
-    // Wave k is below this thread's when k < me (positions grow with the id) or k > me.
-    std::string cond = fresh();
-    line(cond + " = arith.cmpi " + (p.wavesUp ? "sgt" : "slt") + ", " + me + ", " +
-         constIndex(k) + " : index");
-    std::array<IndexExpr, 3> other = ids;
-    other[p.waveAxis] = IndexExpr(k);
-    for (int64_t oc = 0; oc < no; ++oc)
-      for (int64_t j = 0; j < ng; ++j) {
-        std::string v = fresh(), r = fresh();
-        line(v + " = llvm.load " + addr(linear(other), oc, j) + " {alignment = " + align +
-             " : i64} : !llvm.ptr<3> -> " + c.ety);
-        line(r + " = arith.select " + cond + ", " + v + ", " + identitySplat(c, 1) + " : " +
-             c.ety);
-        below[oc][j] = below[oc][j].empty() ? r : combine(c, below[oc][j], r);
+  for (int64_t oc = 0; oc < no; ++oc)
+    for (size_t j = 0; j < p.units.size(); ++j) {
+      const size_t n = p.units[j].size();
+      below[oc].emplace_back(n);
+      for (int64_t k = 0; k < p.nw; ++k) {
+        std::array<IndexExpr, 3> other = ids;
+        other[p.waveAxis] = IndexExpr(k);
+        for (size_t v = 0; v < n; ++v) {
+          std::string val;
+          for (size_t u = 0; u < n; ++u) {
+            const auto [lo, hi] = p.waveRange[j][u][v][k];
+            if (lo > hi)
+              continue;
+            if (val.empty()) {
+              val = fresh();
+              line(val + " = llvm.load " + addr(linear(other), oc, first[j] + v) +
+                   " {alignment = " + align + " : i64} : !llvm.ptr<3> -> " + c.ety);
+            }
+            std::string add = val, cond = inRange(lo, hi);
+            if (!cond.empty()) {
+              add = fresh();
+              line(add + " = arith.select " + cond + ", " + val + ", " + identitySplat(c, 1) +
+                   " : " + c.ety);
+            }
+            std::string &acc = below[oc][j][u];
+            acc = acc.empty() ? add : combine(c, acc, add);
+          }
+        }
       }
-  }
+    }
   return below;
 }
 
@@ -439,9 +492,9 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
   outerSyms.erase(cloneSym);
   const std::vector<CloneAssign> outer = clonesOver(outerSyms);
   const DimIndex &rowDi = x.layout.at(dim);
-  // results[oc][c][g], and per [oc][group] the thread's total (for the waves).
+  // results[oc][c][g], and per [oc][group][unit] the unit's total (for the waves).
   std::vector<std::vector<std::map<int64_t, std::string>>> res(outer.size());
-  std::vector<std::vector<std::string>> totals(outer.size());
+  std::vector<std::vector<std::vector<std::string>>> totals(outer.size());
   for (size_t oc = 0; oc < outer.size(); ++oc) {
     res[oc].resize(p.ncl);
     std::vector<std::vector<std::string>> el(p.ncl);
@@ -456,24 +509,29 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
         el[cl].push_back(p.e == 1 ? v : extractElem(v, x.dtype, p.e, g));
     }
     for (size_t j = 0; j < p.groups.size(); ++j) {
-      std::string carry;
+      std::string carry; // one wave: the units below, in order, in registers
+      totals[oc].emplace_back();
       for (const auto &[cl, s] : p.units[j]) {
         std::map<int64_t, std::string> out;
         std::string tot = scanUnit(c, p, upper, el[cl], p.segs[j][s], out);
         for (auto &[g, v] : out)
           res[oc][cl][g] = carry.empty() ? v : combine(c, v, carry);
-        carry = carry.empty() ? tot : combine(c, carry, tot);
+        if (p.nw == 1)
+          carry = carry.empty() ? tot : combine(c, carry, tot);
+        totals[oc][j].push_back(tot);
       }
-      totals[oc].push_back(carry);
     }
   }
   if (p.nw > 1) {
     auto below = scanAcrossWaves(op, c, p, totals);
     for (size_t oc = 0; oc < outer.size(); ++oc)
       for (size_t j = 0; j < p.groups.size(); ++j)
-        for (int64_t cl = 0; cl < p.ncl; ++cl)
-          for (int64_t g : p.groups[j])
-            res[oc][cl][g] = combine(c, res[oc][cl][g], below[oc][j]);
+        for (size_t u = 0; u < p.units[j].size(); ++u) {
+          const auto &[cl, s] = p.units[j][u];
+          if (!below[oc][j][u].empty())
+            for (int64_t g : p.segs[j][s])
+              res[oc][cl][g] = combine(c, res[oc][cl][g], below[oc][j][u]);
+        }
   }
   RegVal out = x;
   out.clones.clear();
@@ -532,6 +590,125 @@ std::string KernelEmitter::topkBetter(ScalarType t, const std::string &av, const
   return r;
 }
 
+// A topk whose row several waves share: each wave's ranked list (`vals`, `idxs` per [outer
+// clone][round], the same in every lane of a row) goes to two scratch arrays, stored by one lane
+// per row (the others store to a slot of their own thread, so no branch and no two writers),
+// then, behind a barrier, every thread merges the waves' lists K times: the best head wins
+// and its wave's head moves on (an exhausted list offers the removed mark).
+void KernelEmitter::topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const Combiner &c,
+                                    std::vector<std::vector<std::string>> &vals,
+                                    std::vector<std::vector<std::string>> &idxs) {
+  const int64_t w = d_.groupSize, k = op.ivalue, no = static_cast<int64_t>(vals.size());
+  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t threads = d_.block[0] * d_.block[1] * d_.block[2];
+  int64_t maskBits = 0;
+  for (int64_t m : p.masks)
+    maskBits |= m;
+  // The row of a lane: its lane bits outside the butterfly, packed.
+  const IndexExpr t0 = IndexExpr::symbol("$T0"), lane = mod(t0, w);
+  IndexExpr row(0);
+  int64_t rows = 1;
+  for (int64_t b = 1; b < w; b *= 2)
+    if (!(maskBits & b)) {
+      row = row + floorDiv(mod(lane, 2 * b), b) * rows;
+      rows *= 2;
+    }
+  const int64_t slots = waves * no * k * rows + threads;
+  auto alloc = [&](std::map<const ir::Op *, int> &m, ScalarType t) {
+    auto [it, added] = m.emplace(&op, static_cast<int>(allocs_.size()));
+    if (added) {
+      LdsAlloc al;
+      al.op = &op;
+      al.scratch = true;
+      al.dtype = t;
+      al.tile = {slots};
+      al.strides = {IndexExpr(1)};
+      al.bytes = slots * byteSize(t);
+      allocs_.push_back(al);
+    }
+    return it->second;
+  };
+  const int va = alloc(scratch_, c.t), ia = alloc(scratch2_, ScalarType::I32);
+  std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
+                                  IndexExpr::symbol("$T2")};
+  auto linear = [&](const std::array<IndexExpr, 3> &id) {
+    return id[0] + int64_t(d_.wavesPerBlock[0]) * (id[1] + int64_t(d_.wavesPerBlock[1]) * id[2]);
+  };
+  auto gep = [&](int a, const std::string &off, const std::string &ety) {
+    std::string i64 = fresh(), ptr = fresh();
+    line(i64 + " = arith.index_cast " + off + " : index to i64");
+    line(ptr + " = llvm.getelementptr " + ldsBase(a) + "[" + i64 +
+         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, " + ety);
+    return ptr;
+  };
+  auto store = [&](int a, const std::string &v, const std::string &off, ScalarType t) {
+    LdsScope scope(*this, a, /*write=*/true);
+    line("llvm.store " + v + ", " + gep(a, off, mlirType(t)) + " {alignment = " +
+         std::to_string(byteSize(t)) + " : i64} : " + mlirType(t) + ", !llvm.ptr<3>");
+  };
+  auto load = [&](int a, const std::string &off, ScalarType t) {
+    LdsScope scope(*this, a, /*write=*/false);
+    std::string r = fresh();
+    line(r + " = llvm.load " + gep(a, off, mlirType(t)) + " {alignment = " +
+         std::to_string(byteSize(t)) + " : i64} : !llvm.ptr<3> -> " + mlirType(t));
+    return r;
+  };
+  // One lane per row stores; the others write their own thread's slot past the lists.
+  std::string rep = fresh();
+  line(rep + " = arith.cmpi eq, " + binop("andi", lowerIndex(t0), constIndex(maskBits)) + ", " +
+       constIndex(0) + " : index");
+  const IndexExpr tid = t0 + d_.block[0] * (IndexExpr::symbol("$T1") +
+                                             d_.block[1] * IndexExpr::symbol("$T2"));
+  const std::string own = lowerIndex(facts_.simplify(waves * no * k * rows + tid));
+  for (int64_t oc = 0; oc < no; ++oc)
+    for (int64_t r = 0; r < k; ++r) {
+      std::string off = fresh();
+      line(off + " = arith.select " + rep + ", " +
+           lowerIndex(facts_.simplify(((linear(ids) * no + oc) * k + r) * rows + row)) + ", " +
+           own + " : index");
+      store(va, vals[oc][r], off, c.t);
+      store(ia, idxs[oc][r], off, ScalarType::I32);
+    }
+  const std::string removed = constI32(INT32_MAX), lowest = identitySplat(c, 1);
+  for (int64_t oc = 0; oc < no; ++oc) {
+    std::vector<std::string> head(p.nw, constIndex(0)), base(p.nw);
+    for (int64_t q = 0; q < p.nw; ++q) {
+      std::array<IndexExpr, 3> other = ids;
+      other[p.waveAxis] = IndexExpr(q);
+      base[q] = lowerIndex(facts_.simplify((linear(other) * no + oc) * k * rows + row));
+    }
+    for (int64_t r = 0; r < k; ++r) {
+      std::string bv, bi, bq;
+      for (int64_t q = 0; q < p.nw; ++q) {
+        std::string h = binop("minsi", head[q], constIndex(k - 1));
+        std::string off = binop("addi", base[q], binop("muli", h, constIndex(rows)));
+        std::string v = load(va, off, c.t), i = load(ia, off, ScalarType::I32);
+        std::string live = cmpLt(head[q], constIndex(k)), lv = fresh(), li = fresh();
+        line(lv + " = arith.select " + live + ", " + v + ", " + lowest + " : " + c.ety);
+        line(li + " = arith.select " + live + ", " + i + ", " + removed + " : i32");
+        if (q == 0) {
+          bv = lv, bi = li, bq = constIndex(0);
+          continue;
+        }
+        std::string take = topkBetter(c.t, lv, li, bv, bi), nv = fresh(), ni = fresh(), nq = fresh();
+        line(nv + " = arith.select " + take + ", " + lv + ", " + bv + " : " + c.ety);
+        line(ni + " = arith.select " + take + ", " + li + ", " + bi + " : i32");
+        line(nq + " = arith.select " + take + ", " + constIndex(q) + ", " + bq + " : index");
+        bv = nv, bi = ni, bq = nq;
+      }
+      vals[oc][r] = bv;
+      idxs[oc][r] = bi;
+      for (int64_t q = 0; q < p.nw && r + 1 < k; ++q) {
+        std::string hit = fresh(), step = fresh();
+        line(hit + " = arith.cmpi eq, " + bq + ", " + constIndex(q) + " : index");
+        line(step + " = arith.select " + hit + ", " + constIndex(1) + ", " + constIndex(0) +
+             " : index");
+        head[q] = binop("addi", head[q], step);
+      }
+    }
+  }
+}
+
 bool KernelEmitter::emitTopK(const ir::Op &op) {
   const RegVal &x = values_.at(op.operands[0]);
   const std::string dim = op.dims[0].str();
@@ -547,8 +724,8 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
   ScanPlan p;
   if (!planScan(op, x, p))
     return false;
-  if (p.nw > 1 || p.groups.size() != 1)
-    return refuse("whose row spans several waves or whose lanes hold several rows");
+  if (p.groups.size() != 1)
+    return refuse("whose lanes hold several rows");
   RegVal out;
   std::vector<std::vector<int64_t>> groups;
   if (!reducedShape(op, x, out, groups))
@@ -563,7 +740,9 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
   const std::string cloneSym = "$i_" + dim;
   const DimIndex &rowDi = x.layout.at(dim);
   const std::string lowest = identitySplat(*cmb, 1), removed = constI32(INT32_MAX);
-  for (const auto &oa : clonesOver(out.cloneSyms)) {
+  const std::vector<CloneAssign> outer = clonesOver(out.cloneSyms);
+  std::vector<std::vector<std::string>> allVals, allIdxs; // [outer clone][round]
+  for (const auto &oa : outer) {
     std::vector<std::string> val, idx; // every element of the thread's row
     for (int64_t cl = 0; cl < p.ncl; ++cl) {
       CloneAssign a = oa;
@@ -613,14 +792,21 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
         idx[e] = ni;
       }
     }
-    for (auto &i : idxs) { // a place no element filled: index -1
+    allVals.push_back(vals);
+    allIdxs.push_back(idxs);
+  }
+  if (p.nw > 1)
+    topkAcrossWaves(op, p, *cmb, allVals, allIdxs);
+  for (size_t oc = 0; oc < outer.size(); ++oc) {
+    for (auto &i : allIdxs[oc]) { // a place no element filled: index -1
       std::string none = fresh(), r = fresh();
       line(none + " = arith.cmpi eq, " + i + ", " + removed + " : i32");
       line(r + " = arith.select " + none + ", " + constI32(-1) + ", " + i + " : i32");
       i = r;
     }
-    out.clones[cloneKey(oa, out.cloneSyms)] = buildVector(vals, t);
-    idxOut.clones[cloneKey(oa, idxOut.cloneSyms)] = buildVector(idxs, ScalarType::I32);
+    out.clones[cloneKey(outer[oc], out.cloneSyms)] = buildVector(allVals[oc], t);
+    idxOut.clones[cloneKey(outer[oc], idxOut.cloneSyms)] =
+        buildVector(allIdxs[oc], ScalarType::I32);
   }
   values_[op.results[0]] = std::move(out);
   values_[op.results[1]] = std::move(idxOut);
