@@ -328,7 +328,7 @@ private:
   std::vector<std::vector<std::vector<std::string>>>
   scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
                   const std::vector<std::vector<std::vector<std::string>>> &totals);
-  // topk (scan.cpp): K rounds of max-and-remove over a row one wave holds.
+  // topk (scan.cpp): K rounds of max-and-remove per wave, then a merge of the waves' lists.
   bool emitTopK(const ir::Op &op);
   std::string topkBetter(ScalarType t, const std::string &av, const std::string &ai,
                          const std::string &bv, const std::string &bi);

@@ -1,5 +1,5 @@
-// cumsum: the inclusive prefix sum along a dim, in the operand's own layout; topk over a row
-// that one wave holds (docs/language.md section 12, "Scans").
+// cumsum: the inclusive prefix sum along a dim, in the operand's own layout; topk: the K
+// largest along a dim, per wave then merged across waves (docs/language.md section 12, "Scans").
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -14,10 +14,11 @@ namespace wave::codegen::detail {
 //  2. across the lanes of the unit: a butterfly over the lane bits that move along D (those of
 //     the reductions, reduce.cpp), each step taking the partner's running total and adding it to
 //     the lane's prefix when the partner's block of positions lies below the lane's own;
-//  3. across the units of a thread (clones along D, segments) in position order, then across
-//     the waves along D: every lane stores its wave's total (of each group of elements with the
-//     same other coordinates) in a shared-memory scratch, a barrier follows (barrier analysis),
-//     and each thread adds the totals of the waves below its own.
+//  3. across the units of a thread (clones along D, segments) in position order; or, when waves
+//     share D, across every wave's units: every lane stores its units' totals (per group of
+//     elements with the same other coordinates) in a shared-memory scratch, a barrier follows
+//     (barrier analysis), and each unit adds the totals of the (unit, wave) blocks below it,
+//     each selected by a compare of the thread's wave id with a constant range.
 // Masked-off elements (past the row's end) count as 0; their results are never written.
 // Positions are evaluated for concrete lanes, clones and waves with every other symbol 0, and
 // checked to be the sum of a lane part, a clone part and a wave part.
@@ -552,13 +553,14 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
 
 // ---- topk ----------------------------------------------------------------------------------
 //
-// K rounds of max-and-remove over a row that one wave holds (the lanes of planScan's butterfly,
-// no waves along D): each lane picks its best (value, index) among its elements, a butterfly of
-// `gpu.shuffle xor` on both picks the row's best in every lane, and the lane that holds it
+// K rounds of max-and-remove over the part of a row that one wave holds (the lanes of planScan's
+// butterfly): each lane picks its best (value, index) among its elements, a butterfly of
+// `gpu.shuffle xor` on both picks the wave's best in every lane, and the lane that holds it
 // replaces that element by the removed mark (the type's lowest value, index INT32_MAX), which
 // every live element beats (a live lowest value by its lower index). Masked-off elements start
 // removed, so a row shorter than K yields index -1 and the lowest value, as the reference says.
-// The result holds its K elements in every lane of the row (layout: K at element g).
+// When waves share D, their ranked lists are merged (topkAcrossWaves). The result holds its K
+// elements in every lane of the row (layout: K at element g).
 
 // Whether (av, ai) ranks before (bv, bi): the larger value; NaN above every number; equal values
 // (-0.0 == +0.0) and two NaNs by the lower index.
