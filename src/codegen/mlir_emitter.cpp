@@ -173,6 +173,8 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
   case ir::OpKind::Cast: return emitElementwise(op);
   case ir::OpKind::Mma: return emitMma(op);
   case ir::OpKind::Reduce: return emitReduce(op);
+  case ir::OpKind::Cumsum: return emitCumsum(op);
+  case ir::OpKind::TopK: return emitTopK(op);
   case ir::OpKind::Iterate: return emitIterate(op);
   case ir::OpKind::Barrier: {
     // The kernel's own barrier(): the barrier analysis counts it (barrier_insertion.h).

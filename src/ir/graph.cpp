@@ -67,7 +67,7 @@ const char *opKindName(OpKind k) {
                                 "atomic_max", "mma",      "reduce",    "unary",    "binary",     "math",
                                 "select",   "cast",      "broadcast", "permute",   "self_index",
                                 "apply_expr", "allocate", "barrier",  "iterate",   "if",
-                                "yield"};
+                                "yield",    "cumsum",    "topk"};
   return names[static_cast<int>(k)];
 }
 
@@ -154,6 +154,10 @@ std::string opAttrs(const Op &op) {
     static const char *r[] = {"sum", "max", "min"};
     return fmt::format(" {} dim={}", r[static_cast<int>(op.reduce)], op.dims[0].str());
   }
+  case OpKind::Cumsum:
+    return fmt::format(" dim={}", op.dims[0].str());
+  case OpKind::TopK:
+    return fmt::format(" k={} dim={} into={}", op.ivalue, op.dims[0].str(), op.dims[1].str());
   case OpKind::Unary:
     return op.unary == UnaryKind::Neg ? " neg" : " bitnot";
   case OpKind::Binary:

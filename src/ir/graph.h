@@ -89,6 +89,9 @@ enum class OpKind {
   Iterate,    // operands: inits; regions[0] args: carried; attrs: dims[0] = iterated dim
   If,         // operands: cond (or none with pred); regions: then, else
   Yield,      // operands: yielded values (terminator of iterate / if regions)
+  Cumsum,     // operands: x; attrs: dims[0] = the scanned dim (inclusive prefix sum)
+  TopK,       // operands: x; results: values, indices (i32); attrs: dims[0] = the dim searched,
+              // dims[1] = the result's k dim (replacing dims[0]), ivalue = k
 };
 const char *opKindName(OpKind k);
 

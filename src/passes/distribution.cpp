@@ -21,6 +21,12 @@ struct Role {
   const ir::Op *op = nullptr; // the mma or reduce op
 };
 
+// Ops that combine the elements of their operand along one dim (dims[0]): reductions, cumsum and
+// topk. Their operand takes the reduction layout (lanes along the dim).
+bool alongDim(ir::OpKind k) {
+  return k == ir::OpKind::Reduce || k == ir::OpKind::Cumsum || k == ir::OpKind::TopK;
+}
+
 bool isElementwise(ir::OpKind k) {
   using K = ir::OpKind;
   return k == K::Cast || k == K::Unary || k == K::Binary || k == K::Math || k == K::Select ||
@@ -37,7 +43,7 @@ Role forwardRole(const ir::Value *v, int depth = 0) {
         if (user->operands[i] == v)
           return {i == 0 ? Role::MmaLhs : i == 1 ? Role::MmaRhs : Role::MmaAcc, user};
     }
-    if (user->kind == ir::OpKind::Reduce && user->operands[0] == v)
+    if (alongDim(user->kind) && user->operands[0] == v)
       return {Role::Reduce, user};
     if (isElementwise(user->kind))
       if (Role r = forwardRole(user->results[0], depth + 1); r.kind != Role::Plain)
@@ -88,7 +94,7 @@ Role backwardRole(const ir::Value *v, int depth) {
   const ir::Op *def = v->def;
   if (def->kind == ir::OpKind::Mma)
     return {Role::MmaAcc, def};
-  if (def->kind == ir::OpKind::Reduce) {
+  if (alongDim(def->kind)) {
     // The result keeps its source's layout on the other dims: that of the anchor that laid
     // out the source (a row sum of values laid out for a column reduction keeps the columns'
     // lanes), else this reduction's own.
@@ -298,7 +304,7 @@ private:
   // settleRowDims, after the first visit of the accesses has shown where lanes run.
   void collectExpansion() {
     ir::walk(kernel.body, [&](const ir::Op &op) {
-      if (op.kind == ir::OpKind::Reduce && !ir::hasDim(reducedDims_, op.dims[0]))
+      if (alongDim(op.kind) && !ir::hasDim(reducedDims_, op.dims[0]))
         reducedDims_.push_back(op.dims[0]);
     });
     const auto mmaShapes = mmaVectorShapes();
@@ -789,14 +795,19 @@ private:
   void checkReductions() {
     const bool mma = !mmaVectorShapes().empty();
     ir::walk(kernel.body, [&](const ir::Op &op) {
-      if (op.kind != ir::OpKind::Reduce)
+      if (!alongDim(op.kind))
         return;
       const ir::Dim &d = op.dims[0];
       if (const auto *wg = kernel.workgroupFor(d)) {
         IndexExpr n = out.facts.simplify(ceilDiv(d.size, wg->tile));
-        if (!out.facts.prove(sym::Pred::cmp(sym::Pred::Le, n, IndexExpr(1))).value_or(false))
-          diags.report(DiagId::ReduceSplitDim, op.loc,
-                       {d.str(), std::to_string(wg->tile), n.str()});
+        if (!out.facts.prove(sym::Pred::cmp(sym::Pred::Le, n, IndexExpr(1))).value_or(false)) {
+          if (op.kind == ir::OpKind::Reduce)
+            diags.report(DiagId::ReduceSplitDim, op.loc,
+                         {d.str(), std::to_string(wg->tile), n.str()});
+          else
+            diags.report(DiagId::ScanSplitDim, op.loc,
+                         {ir::opKindName(op.kind), d.str(), std::to_string(wg->tile), n.str()});
+        }
       }
       auto v = reduceVectorShape(d).asInteger();
       Role anchor = backwardRole(op.results[0]);

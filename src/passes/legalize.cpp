@@ -141,13 +141,19 @@ struct Legalizer {
   // a barrier or loop (the emitter refuses a branch that does, e.g. a reduction across waves).
   int ifDepth = 0;
   bool inBranch(const ir::Op &op) {
+    const bool severalWaves = d.wavesPerBlock[0] * d.wavesPerBlock[1] * d.wavesPerBlock[2] > 1;
     const char *what = op.kind == ir::OpKind::Iterate ? "an iterate inside an 'if'"
                        : op.kind == ir::OpKind::Barrier ? "a barrier() inside an 'if'"
                        : op.kind == ir::OpKind::Mma     ? "an mma inside an 'if'"
-                       : op.kind == ir::OpKind::Reduce &&
-                               d.wavesPerBlock[0] * d.wavesPerBlock[1] * d.wavesPerBlock[2] > 1
+                       : op.kind == ir::OpKind::Reduce && severalWaves
                            ? "a reduction inside an 'if' in a workgroup of several waves (they "
                              "may combine through shared memory)"
+                       : op.kind == ir::OpKind::Cumsum && severalWaves
+                           ? "a cumsum inside an 'if' in a workgroup of several waves (they "
+                             "may combine through shared memory)"
+                       : op.kind == ir::OpKind::TopK && severalWaves
+                           ? "a topk inside an 'if' in a workgroup of several waves (they may "
+                             "merge through shared memory)"
                        : op.kind == ir::OpKind::Read && isPromotedRead(op)
                            ? "a read of a `shared` parameter inside an 'if' (read it before)"
                        : op.kind == ir::OpKind::Allocate ? "an allocate inside an 'if'"
@@ -474,6 +480,111 @@ struct Legalizer {
     note(std::string("reduction of ") + tn(ty) + " over " + op.dims[0].str());
   }
 
+  // Whether `v` is laid out along dim `dim` (scan.cpp needs the lanes' elements along it): a
+  // read or mma result with the dim, and what elementwise ops, reductions over other dims and
+  // cumsums make of one; a broadcast to the dim is uniform along it. Values of loops and
+  // branches are taken to be (the emitter checks them).
+  static bool alongDimLaidOut(const ir::Value *v, const ir::Dim &dim, int depth = 0) {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return true;
+    if (!ir::hasDim(v->type.shape, dim))
+      return false;
+    switch (def->kind) {
+    case ir::OpKind::Read:
+    case ir::OpKind::Mma:
+    case ir::OpKind::Iterate:
+    case ir::OpKind::If:
+    case ir::OpKind::AtomicAdd:
+    case ir::OpKind::AtomicMin:
+    case ir::OpKind::AtomicMax: return true;
+    case ir::OpKind::Reduce:
+    case ir::OpKind::Cumsum:
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::Permute: return alongDimLaidOut(def->operands[0], dim, depth + 1);
+    default:
+      if (!elementwiseLike(def->kind) || def->kind == ir::OpKind::ApplyExpr)
+        return false;
+      for (const ir::Value *o : def->operands)
+        if (alongDimLaidOut(o, dim, depth + 1))
+          return true;
+      return false;
+    }
+  }
+
+  // scan.cpp, emitCumsum: a held value laid out along the dim, of a type with a sum.
+  void cumsum(const ir::Op &op) {
+    const ScalarType ty = op.operands[0]->type.dtype;
+    const std::string dim = op.dims[0].str();
+    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index) {
+      refuse(&op, op.loc, DiagId::UnsupportedScan,
+             {"a cumsum of " + tn(ty) + " values on " + t.name}, "a cumsum of " + tn(ty));
+      return;
+    }
+    if (fromStreamedRow(op.operands[0])) {
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {"a streamed row scanned by cumsum (bind the row's length with -D, or spread it "
+              "over more threads, so that each thread holds at most 64 elements)"},
+             "a cumsum of a streamed row");
+      return;
+    }
+    if (!alongDimLaidOut(op.operands[0], op.dims[0])) {
+      refuse(&op, op.loc, DiagId::UnsupportedScan,
+             {"a cumsum over " + dim + " of a value that no read or mma lays out along " + dim +
+              " (a broadcast to it, or a value computed from thread indices)"},
+             "a cumsum of a value uniform along its dim");
+      return;
+    }
+    note("cumsum of " + tn(ty) + " over " + dim);
+  }
+
+  // Whether `v` comes from an mma (through element-wise ops, loops and branches): its lanes hold
+  // several rows.
+  static bool fromMma(const ir::Value *v, int depth = 0) {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return false;
+    if (def->kind == ir::OpKind::Mma)
+      return true;
+    if (def->kind == ir::OpKind::Iterate || def->kind == ir::OpKind::If) {
+      for (size_t i = 0; i < def->results.size(); ++i)
+        if (def->results[i] == v)
+          for (const auto &r : def->regions)
+            if (!r->ops.empty() && r->ops.back()->kind == ir::OpKind::Yield &&
+                i < r->ops.back()->operands.size() &&
+                fromMma(r->ops.back()->operands[i], depth + 1))
+              return true;
+      return false;
+    }
+    if (!elementwiseLike(def->kind) && def->kind != ir::OpKind::Cumsum)
+      return false;
+    for (const ir::Value *o : def->operands)
+      if (fromMma(o, depth + 1))
+        return true;
+    return false;
+  }
+
+  // scan.cpp, emitTopK: a held row along the dim (lanes along it; several waves merge through
+  // shared memory), of a type with an order, not an mma's accumulator.
+  void topk(const ir::Op &op) {
+    const ScalarType ty = op.operands[0]->type.dtype;
+    const ir::Dim &dim = op.dims[0];
+    auto no = [&](const std::string &why) {
+      refuse(&op, op.loc, DiagId::UnsupportedTopK, {"a topk over " + dim.str() + " " + why},
+             "topk: " + why);
+    };
+    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index)
+      return no("of " + tn(ty) + " values on " + t.name);
+    if (fromStreamedRow(op.operands[0]))
+      return no("of a streamed row (bind the row's length, at most 64 elements per lane)");
+    if (!alongDimLaidOut(op.operands[0], dim))
+      return no("of a value that no read lays out along " + dim.str());
+    if (fromMma(op.operands[0]))
+      return no("of an mma result (its lanes hold several rows)");
+    note("topk of " + tn(ty) + " over " + dim.str() + ", " + std::to_string(op.ivalue) +
+         " rounds of max-and-remove, then a merge of the waves' lists");
+  }
+
   void elementwise(const ir::Op &op) {
     // elementwise.cpp, emitElementwise and elementwiseClone.
     const std::string what = opName(op);
@@ -548,6 +659,8 @@ struct Legalizer {
     case ir::OpKind::Permute: note("no code of its own"); break;
     case ir::OpKind::Mma: mma(op); break;
     case ir::OpKind::Reduce: reduce(op); break;
+    case ir::OpKind::Cumsum: cumsum(op); break;
+    case ir::OpKind::TopK: topk(op); break;
     case ir::OpKind::Iterate:
       note("loop over " + op.dims[0].str());
       ++loopDepth;

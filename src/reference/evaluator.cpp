@@ -271,6 +271,8 @@ private:
   bool writeOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr *old);
   bool mmaOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out);
   bool reduceOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out);
+  bool cumsumOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out);
+  bool topkOp(const ir::Op &op, const std::vector<TensorPtr> &in);
   bool iterateOp(const ir::Op &op, const std::vector<TensorPtr> &in);
   bool ifOp(const ir::Op &op, const std::vector<TensorPtr> &in);
 };
@@ -779,6 +781,104 @@ bool Evaluator::reduceOp(const ir::Op &op, const std::vector<TensorPtr> &in, Ten
   return true;
 }
 
+// cumsum: element p along D is the sum of the operand's elements 0..p along D (inside the
+// current tile when D is iterated), accumulated as sum does (exactly, then rounded once).
+bool Evaluator::cumsumOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out) {
+  const Tensor &x = *in[0];
+  const std::string rd = dimKey(op.dims[0]);
+  const int kx = x.dimIndex(rd);
+  if (kx < 0)
+    return fail("the scanned dim '" + rd + "' is missing from the operand");
+  if (!newTensor(op.results[0]->type, out))
+    return false;
+  const int ko = out->dimIndex(rd);
+  std::vector<View> views(1);
+  // The view fixes D at the row's first element; the loop below walks the row.
+  if (ko < 0 || !view(x, *out, views[0], rd, x.lo[kx]))
+    return false;
+  const ScalarType t = out->dtype;
+  const bool fl = isFloat(t);
+  const int64_t sx = x.stride[kx], lo = x.lo[kx];
+  const Num *a = x.data.data();
+  Num *o = out->data.data();
+  forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *pos) {
+    const int64_t last = pos[ko] - lo;
+    double facc = 0;
+    int64_t iacc = 0;
+    for (int64_t k = 0; k <= last; ++k) {
+      if (fl)
+        facc += a[s[0] + k * sx].f;
+      else
+        iacc = wrapAdd(iacc, a[s[0] + k * sx].i);
+    }
+    o[e] = fl ? fromFloat(t, facc) : fromInt(t, iacc);
+  });
+  return true;
+}
+
+// topk: per row along D, the indices ordered by value, largest first, NaN above every number,
+// equal values (-0.0 == +0.0) and NaNs by the lower index; result j along K is the j-th of that
+// order: its value and its index along D. A row shorter than k leaves index -1 and the type's
+// lowest value (-inf for floats) in the places it cannot fill.
+bool Evaluator::topkOp(const ir::Op &op, const std::vector<TensorPtr> &in) {
+  const Tensor &x = *in[0];
+  const std::string rd = dimKey(op.dims[0]), kd = dimKey(op.dims[1]);
+  const int kx = x.dimIndex(rd);
+  if (kx < 0)
+    return fail("the dim '" + rd + "' is missing from the operand");
+  TensorPtr vals, idxs;
+  if (!newTensor(op.results[0]->type, vals) || !newTensor(op.results[1]->type, idxs))
+    return false;
+  const int kk = vals->dimIndex(kd);
+  std::vector<View> views(1);
+  if (kk < 0 || !view(x, *vals, views[0], rd, x.lo[kx]))
+    return false;
+  const ScalarType t = vals->dtype;
+  const bool fl = isFloat(t);
+  const int64_t sx = x.stride[kx], n = x.n[kx], lo = x.lo[kx];
+  const Num *a = x.data.data();
+  auto better = [&](int64_t p, int64_t q) { // element p ranks before element q
+    const Num &u = a[p], &v = a[q];
+    if (fl) {
+      const bool nu = std::isnan(u.f), nv = std::isnan(v.f);
+      if (nu != nv)
+        return nu;
+      if (!nu && u.f != v.f)
+        return u.f > v.f;
+    } else if (u.i != v.i) {
+      return u.i > v.i;
+    }
+    return p < q;
+  };
+  std::unordered_map<int64_t, std::vector<int64_t>> order; // row base -> ranked offsets
+  const Num lowest = fl ? fromFloat(t, -std::numeric_limits<double>::infinity())
+                        : fromInt(t, isSigned(t) ? (bitWidth(t) == 64
+                                                        ? std::numeric_limits<int64_t>::min()
+                                                        : -(int64_t(1) << (bitWidth(t) - 1)))
+                                                 : 0);
+  forEach(*vals, views, [&](size_t e, const int64_t *s, const int64_t *pos) {
+    auto it = order.find(s[0]);
+    if (it == order.end()) {
+      std::vector<int64_t> r(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k)
+        r[k] = s[0] + k * sx;
+      std::stable_sort(r.begin(), r.end(), better);
+      it = order.emplace(s[0], std::move(r)).first;
+    }
+    const int64_t j = pos[kk];
+    if (j < n) {
+      vals->data[e] = a[it->second[j]];
+      idxs->data[e] = fromInt(ScalarType::I32, lo + (it->second[j] - s[0]) / sx);
+    } else {
+      vals->data[e] = lowest;
+      idxs->data[e] = fromInt(ScalarType::I32, -1);
+    }
+  });
+  env_[op.results[0]] = vals;
+  env_[op.results[1]] = idxs;
+  return true;
+}
+
 bool Evaluator::iterateOp(const ir::Op &op, const std::vector<TensorPtr> &in) {
   const ir::Dim &d = op.dims[0];
   const ir::TilingConstraint *tc = k_.tilingFor(d);
@@ -865,6 +965,11 @@ bool Evaluator::evalOp(const ir::Op &op, std::vector<TensorPtr> *yielded) {
     if (!reduceOp(op, in, out))
       return false;
     break;
+  case ir::OpKind::Cumsum:
+    if (!cumsumOp(op, in, out))
+      return false;
+    break;
+  case ir::OpKind::TopK: return topkOp(op, in);
   case ir::OpKind::Allocate: {
     // A shared tensor is just a tensor here: the whole logical shape, unwritten.
     std::vector<std::string> dims;

@@ -13,7 +13,7 @@ const std::vector<std::string> kBuiltins = {
     "read", "write", "mma", "sum", "max", "min", "maximum", "minimum", "select", "exp", "exp2",
     "log", "log2", "sqrt", "rsqrt", "reciprocal", "abs", "tanh", "sin", "cos", "cast",
     "broadcast", "permute", "self_index", "apply_expr", "atomic_add", "atomic_min", "atomic_max", "allocate",
-    "barrier"};
+    "barrier", "cumsum", "topk"};
 
 // Activation functions people reach for by name, and how to write them with the builtins: shown
 // instead of a spelling suggestion (`relu` is not a misspelt `read`).
@@ -36,8 +36,8 @@ std::string commonNameHint(const std::string &n) {
              " (docs/language.md lists the elementwise operations)";
   return didYouMean(n, kBuiltins);
 }
-const std::vector<std::string> kPlannedOps = {"cumsum", "topk", "set_symbol", "dynamic_val",
-                                              "scan", "gather", "scatter"};
+const std::vector<std::string> kPlannedOps = {"set_symbol", "dynamic_val", "scan", "gather",
+                                              "scatter"};
 
 struct MathRow {
   const char *name;
@@ -129,6 +129,10 @@ EV KernelChecker::checkCall(const ast::Call &c) {
     return checkReduce(c, ir::ReduceKind::Max);
   if (n == "min")
     return checkReduce(c, ir::ReduceKind::Min);
+  if (n == "cumsum")
+    return checkCumsum(c);
+  if (n == "topk")
+    return checkTopK(c);
   if (n == "maximum")
     return checkMinMaxElementwise(c, ir::MathKind::Maximum);
   if (n == "minimum")
@@ -686,6 +690,91 @@ EV KernelChecker::checkReduce(const ast::Call &c, ir::ReduceKind kind) {
   op->reduce = kind;
   op->dims = {dim};
   return EV::of(op->results[0], c.range);
+}
+
+// The operand of a scan-like operation (cumsum, topk) and the dim it runs along (`dim`, the
+// innermost dim by default, as for the reductions).
+std::optional<std::pair<ir::Value *, ir::Dim>>
+KernelChecker::alongDimOperand(const ast::Call &c, const ast::Expr &xe, const ast::Expr *de) {
+  const std::string what = "the operand of '" + c.callee.name + "'";
+  ir::Value *x = asRegister(checkExpr(xe), what);
+  if (!x)
+    return std::nullopt;
+  if (x->type.shape.empty()) {
+    diags.report(DiagId::ExpectedRegister, xe.range, {what, "a scalar (it has no dim)"});
+    return std::nullopt;
+  }
+  ir::Dim dim = x->type.shape.back();
+  if (de) {
+    std::string dwhat = "the dim of '" + c.callee.name + "'";
+    auto dd = dimArg(*de, dwhat.c_str());
+    if (!dd)
+      return std::nullopt;
+    if (!ir::hasDim(x->type.shape, *dd)) {
+      diags.report(DiagId::NoSuchDim, de->range, {x->type.str(), dd->str(), ir::shapeStr(x->type.shape)});
+      return std::nullopt;
+    }
+    dim = *dd;
+  }
+  return std::make_pair(x, dim);
+}
+
+// cumsum(x, dim = D): the inclusive prefix sum along D, of x's shape and type
+// (docs/language.md section 8).
+EV KernelChecker::checkCumsum(const ast::Call &c) {
+  auto args = bindArgs(c, {{"x", true}, {"dim", false}});
+  if (!args)
+    return EV::invalid();
+  auto xd = alongDimOperand(c, *(*args)[0], (*args)[1]);
+  if (!xd)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::Cumsum, c.range, {xd->first}, {xd->first->type});
+  op->dims = {xd->second};
+  return EV::of(op->results[0], c.range);
+}
+
+// values, indices = topk(x, K, dim = D): the K largest elements along D in descending order
+// (ties: the lower index first) and their indices along D as i32; both of x's shape with D
+// replaced by K, a dim whose value is a constant from 1 to 64 (docs/language.md section 8).
+EV KernelChecker::checkTopK(const ast::Call &c) {
+  auto args = bindArgs(c, {{"x", true}, {"k", true}, {"dim", false}});
+  if (!args)
+    return EV::invalid();
+  auto xd = alongDimOperand(c, *(*args)[0], (*args)[2]);
+  if (!xd)
+    return EV::invalid();
+  const ast::Expr &ke = *(*args)[1];
+  if (!ast::isa<ast::NameRef>(&ke) && !ast::isa<ast::Binary>(&ke)) {
+    diags.report(DiagId::TopKBadK, ke.range,
+                 {"must be a dim (a symbol such as K, with a value from 1 to 64) naming the "
+                  "result's new dim, got '" + exprText(ke) + "'"});
+    return EV::invalid();
+  }
+  auto kd = dimArg(ke, "the k of 'topk'");
+  if (!kd)
+    return EV::invalid();
+  ir::Value *x = xd->first;
+  if (ir::hasDim(x->type.shape, *kd)) {
+    diags.report(DiagId::TopKBadK, ke.range,
+                 {"'" + kd->str() + "' is already a dim of the operand " + x->type.str() +
+                  "; the results need a new dim"});
+    return EV::invalid();
+  }
+  auto k = kd->size.asInteger();
+  if (!k || *k < 1 || *k > 64) {
+    diags.report(DiagId::TopKBadK, ke.range,
+                 {"'" + kd->str() + "' is " + (k ? std::to_string(*k) : kd->size.str()) +
+                  ", but k must be a constant from 1 to 64"});
+    return EV::invalid();
+  }
+  ir::Shape out;
+  for (const auto &d : x->type.shape)
+    out.push_back(d == xd->second ? *kd : d);
+  ir::Op *op = emit(OpKind::TopK, c.range, {x},
+                    {ir::Type::reg(out, x->type.dtype), ir::Type::reg(out, ScalarType::I32)});
+  op->dims = {xd->second, *kd};
+  op->ivalue = *k;
+  return {EV::Values, {op->results[0], op->results[1]}, 0, 0, c.range};
 }
 
 EV KernelChecker::checkMath(const ast::Call &c, ir::MathKind kind) {

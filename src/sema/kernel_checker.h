@@ -105,6 +105,10 @@ public:
   std::vector<ir::Op *> autoMmas; // mma ops whose kind `auto` picked
   EV checkReduce(const ast::Call &c, ir::ReduceKind kind);
   EV checkMath(const ast::Call &c, ir::MathKind kind);
+  std::optional<std::pair<ir::Value *, ir::Dim>>
+  alongDimOperand(const ast::Call &c, const ast::Expr &xe, const ast::Expr *de);
+  EV checkCumsum(const ast::Call &c);
+  EV checkTopK(const ast::Call &c);
   EV checkMinMaxElementwise(const ast::Call &c, ir::MathKind kind);
   EV checkSelect(const ast::Call &c);
   EV checkCast(const ast::Call &c);

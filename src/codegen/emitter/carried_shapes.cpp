@@ -172,7 +172,7 @@ bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
   bool streamedIn = false;
   for (const ir::Value *o : op.operands) {
     const RegVal *v = shapeIn(shapes, o);
-    if (!v && o->paramIndex < 0)
+    if (!v && o->paramIndex < 0 && !o->type.isMemory()) // a tensor: a parameter or allocate's
       return false;
     streamedIn |= v && v->lazy;
     ins.push_back(v);
@@ -187,7 +187,8 @@ bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
   }
   switch (op.kind) {
   case ir::OpKind::Write:
-  case ir::OpKind::Barrier: return true;
+  case ir::OpKind::Barrier:
+  case ir::OpKind::Allocate: return true; // no register value
   case ir::OpKind::Constant: break;
   case ir::OpKind::Read:
     if (!readShape(op, out) && !streamedReadShape(op, out))
@@ -202,6 +203,28 @@ bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
       return false;
     break;
   case ir::OpKind::If: return ifShape(op, shapes);
+  case ir::OpKind::Cumsum: // scan.cpp, emitCumsum: the operand's layout
+    if (!ins[0] || ins[0]->deferred)
+      return false;
+    out = shapeOnly(*ins[0]);
+    out.dtype = op.results[0]->type.dtype;
+    break;
+  case ir::OpKind::TopK: { // scan.cpp, emitTopK: the reduced layout, K elements along dim K
+    std::vector<std::vector<int64_t>> groups;
+    if (!ins[0] || ins[0]->deferred || op.dims.size() < 2 || op.results.size() != 2 ||
+        !reducedShape(op, *ins[0], out, groups))
+      return false;
+    const ir::Dim &kd = op.dims[1];
+    out.layout[kd.str()] = DimIndex{kd, IndexExpr::symbol("$g"), op.ivalue};
+    out.vecDim = kd.str();
+    out.elems = op.ivalue;
+    out.dtype = op.results[0]->type.dtype;
+    RegVal idx = out;
+    idx.dtype = ScalarType::I32;
+    shapes[op.results[0]] = std::move(out);
+    shapes[op.results[1]] = std::move(idx);
+    return true;
+  }
   case ir::OpKind::Mma:
     if (!op.mma)
       return false;

@@ -317,6 +317,32 @@ private:
   bool reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64_t eo,
                          const std::vector<int> &waveAxes,
                          std::vector<std::vector<std::string>> &parts);
+  // cumsum (scan.cpp): the plan of its levels (in the lane, butterfly, units, waves), checked
+  // on the operand's layout; one unit's in-lane and butterfly steps; the cross-wave step.
+  struct ScanPlan;
+  bool emitCumsum(const ir::Op &op);
+  bool planScan(const ir::Op &op, const RegVal &x, ScanPlan &p);
+  bool planScanLanes(const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
+                     const std::vector<std::vector<std::vector<int64_t>>> &other,
+                     const std::vector<int64_t> &B, const std::vector<int64_t> &C);
+  bool planScanUnits(
+      const ir::Op &op, ScanPlan &p, const std::vector<std::vector<int64_t>> &A,
+      const std::vector<int64_t> &B, const std::vector<int64_t> &C,
+      const std::function<void(int64_t, size_t, const std::vector<int64_t> &, int64_t &,
+                               int64_t &)> &block);
+  std::string scanUnit(const Combiner &c, const ScanPlan &p, const std::vector<std::string> &upper,
+                       const std::vector<std::string> &el, const std::vector<int64_t> &seg,
+                       std::map<int64_t, std::string> &out);
+  std::vector<std::vector<std::vector<std::string>>>
+  scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
+                  const std::vector<std::vector<std::vector<std::string>>> &totals);
+  // topk (scan.cpp): K rounds of max-and-remove per wave, then a merge of the waves' lists.
+  bool emitTopK(const ir::Op &op);
+  std::string topkBetter(ScalarType t, const std::string &av, const std::string &ai,
+                         const std::string &bv, const std::string &bi);
+  void topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const Combiner &c,
+                       std::vector<std::vector<std::string>> &vals,
+                       std::vector<std::vector<std::string>> &idxs);
   bool emitStreamedReduce(const ir::Op &op);
   bool emitStreamedWrite(const ir::Op &op);
   // The loop of a consumer of a streamed row: stream_ is set while its body is emitted;
@@ -335,6 +361,7 @@ private:
   bool deferStreamed(const ir::Op &op);
   std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
   bool probing_ = false; // unsupported() reports nothing (planReductionScratch)
+  std::map<const ir::Op *, int> scratch2_; // a cross-wave topk's second (index) allocation
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
                     std::vector<RegVal> &yielded);
