@@ -387,6 +387,10 @@ private:
   void scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes);
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
   int64_t scratchSlots(int64_t nc, int64_t eo) const;
+  // The scratch tile of op in `tiles` (scratch_, scratch2_), added with `slots` elements of t
+  // the first time; its allocation index.
+  int scratchTile(std::map<const ir::Op *, int> &tiles, const ir::Op &op, ScalarType t,
+                  int64_t slots);
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;

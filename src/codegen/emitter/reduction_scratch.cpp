@@ -41,15 +41,23 @@ void KernelEmitter::planScratch(const ir::Op &op, const ShapeMap &shapes) {
     return;
   const int64_t nc = static_cast<int64_t>(clonesOver(out.cloneSyms).size());
   const int64_t slots = scratchSlots(nc, out.elems);
-  LdsAlloc al; // placed by the shared-memory plan with the others
-  al.op = &op;
-  al.scratch = true;
-  al.dtype = x.dtype;
-  al.tile = {slots};
-  al.strides = {IndexExpr(1)};
-  al.bytes = slots * byteSize(x.dtype);
-  scratch_.emplace(&op, static_cast<int>(allocs_.size()));
-  allocs_.push_back(al);
+  scratchTile(scratch_, op, x.dtype, slots);
+}
+
+int KernelEmitter::scratchTile(std::map<const ir::Op *, int> &tiles, const ir::Op &op,
+                               ScalarType t, int64_t slots) {
+  auto [it, added] = tiles.emplace(&op, static_cast<int>(allocs_.size()));
+  if (added) {
+    LdsAlloc al; // placed by the shared-memory plan with the others
+    al.op = &op;
+    al.scratch = true;
+    al.dtype = t;
+    al.tile = {slots};
+    al.strides = {IndexExpr(1)};
+    al.bytes = slots * byteSize(t);
+    allocs_.push_back(al);
+  }
+  return it->second;
 }
 
 // The ops of one region in program order (the order emission reaches them), with the shapes of

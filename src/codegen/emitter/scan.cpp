@@ -375,18 +375,7 @@ KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPl
     nu += static_cast<int64_t>(u.size());
   }
   const int64_t w = d_.groupSize, slots = waves * no * nu * w;
-  auto [it, added] = scratch_.emplace(&op, static_cast<int>(allocs_.size()));
-  if (added) {
-    LdsAlloc al;
-    al.op = &op;
-    al.scratch = true;
-    al.dtype = c.t;
-    al.tile = {slots};
-    al.strides = {IndexExpr(1)};
-    al.bytes = slots * byteSize(c.t);
-    allocs_.push_back(al);
-  }
-  const int alloc = it->second;
+  const int alloc = scratchTile(scratch_, op, c.t, slots);
   const IndexExpr t0 = IndexExpr::symbol("$T0");
   std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
                                   IndexExpr::symbol("$T2")};
@@ -617,18 +606,7 @@ void KernelEmitter::topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const C
     }
   const int64_t slots = waves * no * k * rows + threads;
   auto alloc = [&](std::map<const ir::Op *, int> &m, ScalarType t) {
-    auto [it, added] = m.emplace(&op, static_cast<int>(allocs_.size()));
-    if (added) {
-      LdsAlloc al;
-      al.op = &op;
-      al.scratch = true;
-      al.dtype = t;
-      al.tile = {slots};
-      al.strides = {IndexExpr(1)};
-      al.bytes = slots * byteSize(t);
-      allocs_.push_back(al);
-    }
-    return it->second;
+    return scratchTile(m, op, t, slots);
   };
   const int va = alloc(scratch_, c.t), ia = alloc(scratch2_, ScalarType::I32);
   std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
