@@ -71,7 +71,8 @@
 // shared_memory.cpp (promotion), iterate.cpp (loops and pipelining), elementwise.cpp (with f64
 // math), layout.cpp (layout conversion), reduce.cpp, stream.cpp (streamed rows), mma.cpp,
 // control.cpp (`if`) and atomic.cpp (atomics on global tensors and allocated tiles);
-// `allocate` is emitAllocate and rebaseAllocated in access.cpp.
+// `allocate` is planAllocate (reduction_scratch.cpp), emitAllocate and rebaseAllocated in
+// access.cpp.
 #include "codegen/emitter/kernel_emitter.h"
 #include "passes/pass_list.h"
 
@@ -331,7 +332,7 @@ bool KernelEmitter::emit(std::ostream &os) {
   PlanContext plan{k_, d_, target_, facts_, *this, plan_};
   if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
     return false;
-  planReductionScratch();
+  planScratchTiles();
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
       return false;

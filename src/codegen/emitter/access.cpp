@@ -84,20 +84,11 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
 }
 
 bool KernelEmitter::emitAllocate(const ir::Op &op) {
-  // One tile per workgroup, rows unpadded, placed by the shared-memory plan with the others.
-  LdsAlloc al;
-  al.op = &op;
-  al.dtype = op.results[0]->type.dtype;
-  al.tile = op.tile;
-  al.strides.assign(op.tile.size(), IndexExpr(1));
-  int64_t elems = 1;
-  for (size_t i = op.tile.size(); i-- > 0;) {
-    al.strides[i] = IndexExpr(elems);
-    elems *= op.tile[i];
-  }
-  al.bytes = elems * static_cast<int64_t>(byteSize(al.dtype));
-  allocated_[&op] = static_cast<int>(allocs_.size());
-  allocs_.push_back(al);
+  // Its tile was sized and listed before emission (reduction_scratch.cpp, planAllocate); the
+  // shared-memory plan places it with the others. Nothing to emit.
+  if (!allocated_.count(&op))
+    return unsupported("an allocate whose tile the shared-memory plan did not size (a wavec bug)",
+                       op.loc);
   return true;
 }
 

@@ -360,7 +360,7 @@ private:
   const DimIndex *streamedDim(const ir::Op &op);
   bool deferStreamed(const ir::Op &op);
   std::map<const ir::Op *, int> scratch_; // cross-wave reductions -> their shared allocation
-  bool probing_ = false; // unsupported() reports nothing (planReductionScratch)
+  bool probing_ = false; // unsupported() reports nothing (planScratchTiles)
   std::map<const ir::Op *, int> scratch2_; // a cross-wave topk's second (index) allocation
   // One emission of an iterate with carried values of the shapes `carried`; fills `yielded`.
   bool emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &carried,
@@ -381,16 +381,23 @@ private:
                        RegVal &out) const;
   bool atomicShape(const ir::Op &op, const RegVal *value, RegVal &out) const;
   static RegVal streamedPartials(const RegVal &x);
-  // The scratch tiles of cross-wave reductions, sized before emission from shapes alone
-  // (reduction_scratch.cpp) and placed by the shared-memory plan after it.
-  void planReductionScratch();
+  // The scratch tiles of cross-wave reductions, cumsums and topks and the tiles of `allocate`,
+  // sized before emission from shapes alone (reduction_scratch.cpp) and placed by the
+  // shared-memory plan after it.
+  void planScratchTiles();
   void scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes);
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
+  void planScanScratch(const ir::Op &op, const RegVal &x);
+  void planAllocate(const ir::Op &op);
+  void allocatesIn(const std::vector<std::unique_ptr<ir::Op>> &ops);
   int64_t scratchSlots(int64_t nc, int64_t eo) const;
+  int64_t topkRows(const ScanPlan &p, IndexExpr *row) const;
   // The scratch tile of op in `tiles` (scratch_, scratch2_), added with `slots` elements of t
   // the first time; its allocation index.
   int scratchTile(std::map<const ir::Op *, int> &tiles, const ir::Op &op, ScalarType t,
                   int64_t slots);
+  int plannedScratch(const std::map<const ir::Op *, int> &tiles, const ir::Op &op, ScalarType t,
+                     int64_t slots, DiagId id);
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;
@@ -503,7 +510,7 @@ private:
     int64_t blockBytes = 0;         // see LdsAlloc
     int alloc = -1;                 // an access to an `allocate`d tile: its LdsAlloc
   };
-  // `allocate` (access.cpp): each allocation's tile in allocs_ (emitAllocate), and the origin of
+  // `allocate` (access.cpp): each allocation's tile in allocs_ (planAllocate), and the origin of
   // the workgroup's tile that its first access found (passes/allocate_access.cpp); an access to
   // it addresses the tile at its index minus that origin (rebaseAllocated).
   std::map<const ir::Op *, int> allocated_;

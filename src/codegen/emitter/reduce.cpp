@@ -382,15 +382,10 @@ bool KernelEmitter::reduceAcrossWaves(const ir::Op &op, const Combiner &c, int64
   const ScalarType t = c.t;
   const int64_t w = d_.groupSize;
   // The scratch the shared-memory plan sized before emission (reduction_scratch.cpp).
-  auto it = scratch_.find(&op);
-  const std::vector<int64_t> slots = {scratchSlots(nc, eo)};
-  if (it == scratch_.end() || allocs_[it->second].tile != slots || allocs_[it->second].dtype != t)
-    return unsupported(DiagId::UnsupportedReductionLayout,
-                       "a cross-wave reduction whose scratch the shared-memory plan " +
-                           std::string(it == scratch_.end() ? "did not size" : "sized otherwise") +
-                           " (a wavec bug)",
-                       op.loc);
-  const int alloc = it->second;
+  const int alloc =
+      plannedScratch(scratch_, op, t, scratchSlots(nc, eo), DiagId::UnsupportedReductionLayout);
+  if (alloc < 0)
+    return false;
   const IndexExpr t0 = IndexExpr::symbol("$T0");
   using WaveIds = std::array<IndexExpr, 3>; // wave ids along workgroup axes 0, 1, 2
   const WaveIds ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"), IndexExpr::symbol("$T2")};

@@ -1,11 +1,13 @@
-// The reduction scratch of the shared-memory plan: before any op is emitted, every reduction
-// whose operand's reduced dim is spread over the waves of the workgroup gets its scratch tile
-// (waves x result clones x result elements x lanes slots of the element type), sized from
-// shapes alone with the carried-shapes rules (carried_shapes.cpp) and reduceHeld's own planning
-// steps (reduce.cpp: reducedShape, reduceSpread). The shared-memory-plan pass places the tiles
-// after emission, when their live spans are known (mlir_emitter.cpp, liveSpans). The emitter
-// only looks its tile up (reduceAcrossWaves) and refuses, as a wavec bug, a reduction the plan
-// sized differently or missed. docs/internals.md ("shared-memory-plan") describes it.
+// The shared tiles sized before emission (the shared-memory plan's first half): every
+// reduction whose operand's reduced dim is spread over the waves of the workgroup gets its
+// scratch tile (waves x result clones x result elements x lanes slots of the element type),
+// every cumsum or topk whose row several waves share its scratch (scan.cpp, planScanScratch),
+// every `allocate` its tile. Scratch is sized from shapes alone with the carried-shapes rules
+// (carried_shapes.cpp) and the emitter's own planning steps (reduce.cpp: reducedShape,
+// reduceSpread; scan.cpp: planScan). The shared-memory-plan pass places the tiles after
+// emission, when their live spans are known (mlir_emitter.cpp, liveSpans). The emitter only
+// looks its tiles up (plannedScratch, rebaseAllocated) and refuses, as a wavec bug, an op the
+// plan sized differently or missed. docs/internals.md ("shared-memory-plan") describes it.
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -60,6 +62,49 @@ int KernelEmitter::scratchTile(std::map<const ir::Op *, int> &tiles, const ir::O
   return it->second;
 }
 
+// The scratch tile that planScratchTiles sized for op in `tiles`, when it has `slots` elements
+// of t; else -1, after refusing the op as a wavec bug (emission and the plan disagree).
+int KernelEmitter::plannedScratch(const std::map<const ir::Op *, int> &tiles, const ir::Op &op,
+                                  ScalarType t, int64_t slots, DiagId id) {
+  auto it = tiles.find(&op);
+  const bool same = it != tiles.end() && allocs_[it->second].tile == std::vector<int64_t>{slots} &&
+                    allocs_[it->second].dtype == t;
+  if (same)
+    return it->second;
+  unsupported(id,
+              std::string("a cross-wave ") + ir::opKindName(op.kind) +
+                  " whose scratch the shared-memory plan " +
+                  (it == tiles.end() ? "did not size" : "sized otherwise") + " (a wavec bug)",
+              op.loc);
+  return -1;
+}
+
+// An `allocate`'s tile: one per workgroup, rows unpadded, in the allocation's own order of dims.
+void KernelEmitter::planAllocate(const ir::Op &op) {
+  LdsAlloc al;
+  al.op = &op;
+  al.dtype = op.results[0]->type.dtype;
+  al.tile = op.tile;
+  al.strides.assign(op.tile.size(), IndexExpr(1));
+  int64_t elems = 1;
+  for (size_t i = op.tile.size(); i-- > 0;) {
+    al.strides[i] = IndexExpr(elems);
+    elems *= op.tile[i];
+  }
+  al.bytes = elems * static_cast<int64_t>(byteSize(al.dtype));
+  allocated_.emplace(&op, static_cast<int>(allocs_.size()));
+  allocs_.push_back(al);
+}
+
+void KernelEmitter::allocatesIn(const std::vector<std::unique_ptr<ir::Op>> &ops) {
+  for (const auto &o : ops) {
+    if (o->kind == ir::OpKind::Allocate)
+      planAllocate(*o);
+    for (const auto &r : o->regions)
+      allocatesIn(r->ops);
+  }
+}
+
 // The ops of one region in program order (the order emission reaches them), with the shapes of
 // their results; loops with their carried shapes, both branches of an `if`.
 void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes) {
@@ -69,6 +114,9 @@ void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, S
       return;
     if (op.kind == ir::OpKind::Reduce)
       planScratch(op, shapes);
+    if (op.kind == ir::OpKind::Cumsum || op.kind == ir::OpKind::TopK)
+      if (const RegVal *in = shapeIn(shapes, op.operands[0]))
+        planScanScratch(op, *in);
     if (op.kind == ir::OpKind::Iterate && !op.regions.empty()) {
       std::vector<RegVal> carried;
       for (const ir::Value *v : op.operands) {
@@ -94,9 +142,10 @@ void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, S
   }
 }
 
-void KernelEmitter::planReductionScratch() {
+void KernelEmitter::planScratchTiles() {
   ShapeMap shapes;
   scratchIn(k_.body.ops, shapes);
+  allocatesIn(k_.body.ops);
 }
 
 } // namespace wave::codegen::detail

@@ -375,7 +375,9 @@ KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPl
     nu += static_cast<int64_t>(u.size());
   }
   const int64_t w = d_.groupSize, slots = waves * no * nu * w;
-  const int alloc = scratchTile(scratch_, op, c.t, slots);
+  const int alloc = plannedScratch(scratch_, op, c.t, slots, DiagId::UnsupportedScan);
+  if (alloc < 0)
+    return {};
   const IndexExpr t0 = IndexExpr::symbol("$T0");
   std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
                                   IndexExpr::symbol("$T2")};
@@ -514,6 +516,8 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
   }
   if (p.nw > 1) {
     auto below = scanAcrossWaves(op, c, p, totals);
+    if (failed_)
+      return false;
     for (size_t oc = 0; oc < outer.size(); ++oc)
       for (size_t j = 0; j < p.groups.size(); ++j)
         for (size_t u = 0; u < p.units[j].size(); ++u) {
@@ -595,20 +599,15 @@ void KernelEmitter::topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const C
   int64_t maskBits = 0;
   for (int64_t m : p.masks)
     maskBits |= m;
-  // The row of a lane: its lane bits outside the butterfly, packed.
-  const IndexExpr t0 = IndexExpr::symbol("$T0"), lane = mod(t0, w);
+  const IndexExpr t0 = IndexExpr::symbol("$T0");
   IndexExpr row(0);
-  int64_t rows = 1;
-  for (int64_t b = 1; b < w; b *= 2)
-    if (!(maskBits & b)) {
-      row = row + floorDiv(mod(lane, 2 * b), b) * rows;
-      rows *= 2;
-    }
+  const int64_t rows = topkRows(p, &row);
   const int64_t slots = waves * no * k * rows + threads;
-  auto alloc = [&](std::map<const ir::Op *, int> &m, ScalarType t) {
-    return scratchTile(m, op, t, slots);
-  };
-  const int va = alloc(scratch_, c.t), ia = alloc(scratch2_, ScalarType::I32);
+  const int va = plannedScratch(scratch_, op, c.t, slots, DiagId::UnsupportedTopK);
+  const int ia =
+      va < 0 ? -1 : plannedScratch(scratch2_, op, ScalarType::I32, slots, DiagId::UnsupportedTopK);
+  if (ia < 0)
+    return;
   std::array<IndexExpr, 3> ids = {floorDiv(t0, w), IndexExpr::symbol("$T1"),
                                   IndexExpr::symbol("$T2")};
   auto linear = [&](const std::array<IndexExpr, 3> &id) {
@@ -687,6 +686,65 @@ void KernelEmitter::topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const C
       }
     }
   }
+}
+
+// The rows of a topk's lanes: the lane bits outside the butterfly, packed; `row` (when given)
+// becomes a lane's row.
+int64_t KernelEmitter::topkRows(const ScanPlan &p, IndexExpr *row) const {
+  int64_t maskBits = 0;
+  for (int64_t m : p.masks)
+    maskBits |= m;
+  const int64_t w = d_.groupSize;
+  const IndexExpr lane = mod(IndexExpr::symbol("$T0"), w);
+  int64_t rows = 1;
+  for (int64_t b = 1; b < w; b *= 2)
+    if (!(maskBits & b)) {
+      if (row)
+        *row = *row + floorDiv(mod(lane, 2 * b), b) * rows;
+      rows *= 2;
+    }
+  return rows;
+}
+
+// Sizes, before emission (reduction_scratch.cpp, scratchIn), the scratch of a cumsum or topk
+// whose row several waves share, from its operand's shape and the plan emission will make:
+// cumsum keeps one total per wave, outer clone, unit and lane; topk one ranked entry per wave,
+// outer clone, round and row plus a slot per thread, in two arrays (values, indices).
+// scanAcrossWaves and topkAcrossWaves only look the tiles up.
+void KernelEmitter::planScanScratch(const ir::Op &op, const RegVal &x) {
+  const std::string dim = op.dims[0].str();
+  const bool topk = op.kind == ir::OpKind::TopK;
+  if (x.lazy || x.deferred || !x.layout.count(dim))
+    return;
+  auto cmb = combinerFor(topk ? ir::ReduceKind::Max : ir::ReduceKind::Sum, x.dtype);
+  if (!cmb)
+    return;
+  ScanPlan p;
+  probing_ = true;
+  const bool planned = planScan(op, x, p);
+  probing_ = false;
+  if (!planned || p.nw <= 1 || (topk && p.groups.size() != 1))
+    return;
+  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  if (topk) {
+    RegVal out;
+    std::vector<std::vector<int64_t>> groups;
+    if (!reducedShape(op, x, out, groups))
+      return;
+    const int64_t no = static_cast<int64_t>(clonesOver(out.cloneSyms).size());
+    const int64_t threads = d_.block[0] * d_.block[1] * d_.block[2];
+    const int64_t slots = waves * no * op.ivalue * topkRows(p, nullptr) + threads;
+    scratchTile(scratch_, op, cmb->t, slots);
+    scratchTile(scratch2_, op, ScalarType::I32, slots);
+    return;
+  }
+  std::set<std::string> outerSyms = x.cloneSyms;
+  outerSyms.erase("$i_" + dim);
+  const int64_t no = static_cast<int64_t>(clonesOver(outerSyms).size());
+  int64_t nu = 0;
+  for (const auto &u : p.units)
+    nu += static_cast<int64_t>(u.size());
+  scratchTile(scratch_, op, cmb->t, waves * no * nu * d_.groupSize);
 }
 
 bool KernelEmitter::emitTopK(const ir::Op &op) {
@@ -777,6 +835,8 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
   }
   if (p.nw > 1)
     topkAcrossWaves(op, p, *cmb, allVals, allIdxs);
+  if (failed_)
+    return false;
   for (size_t oc = 0; oc < outer.size(); ++oc) {
     for (auto &i : allIdxs[oc]) { // a place no element filled: index -1
       std::string none = fresh(), r = fresh();
