@@ -425,11 +425,82 @@ void KernelChecker::deriveBlock() {
                   S.target->name});
 }
 
+// A constraint on a symbol that no tensor or register has as a dim applies to the one dim that
+// is an expression of that symbol alone (`Memory[M, N / 2, ...]` with `workgroup(N, ...)`):
+// every constraint and vector shape on the symbol moves to that dim, which is then tiled with
+// the constraint's tiles over its own extent (language.md section 5). Two such dims are
+// ambiguous (`constraint-ambiguous-dim`); none is `constraint-unknown-dim` (finish).
+void KernelChecker::constrainExpressionDims(std::set<std::string> &reported) {
+  // An iterated symbol keeps its constraints: the loop walks the symbol itself.
+  std::set<std::string> iterated;
+  ir::walk(kernel->body, [&](const ir::Op &op) {
+    if (op.kind == ir::OpKind::Iterate && !op.dims.empty())
+      iterated.insert(op.dims[0].str());
+  });
+  for (auto &[dim, loc] : constrainedDims) {
+    if (ir::hasDim(allDims, dim) || reported.count(dim.str()) || !dim.name.asSymbol() ||
+        iterated.count(dim.str()))
+      continue;
+    std::vector<ir::Dim> uses;
+    for (const auto &d : allDims) {
+      const auto syms = d.name.freeSymbols();
+      if (syms.size() == 1 && *syms.begin() == dim.str())
+        uses.push_back(d);
+    }
+    if (uses.size() > 1) {
+      diags.report(DiagId::ConstraintAmbiguousDim, loc,
+                   {dim.str(), uses[0].str(), uses[1].str(), kernel->name});
+      reported.insert(dim.str());
+      continue;
+    }
+    if (uses.empty())
+      continue;
+    const ir::Dim from = dim, to = uses[0];
+    for (auto &w : kernel->workgroups)
+      if (w.dim == from)
+        w.dim = to;
+    for (auto &w : kernel->waves)
+      if (w.dim == from)
+        w.dim = to;
+    for (auto &t : kernel->tilings)
+      if (t.dim == from)
+        t.dim = to;
+    for (auto &[d, vs] : kernel->hardware.vectorShapes)
+      if (d == from)
+        d = to;
+    for (auto &[d, l] : constrainedDims)
+      if (d == from)
+        d = to;
+  }
+}
+
+// Inside `iterate K` a value may have K itself as a dim (the loop's tile of it), not a dim that
+// is another expression of K (`K / 2`): no tile of K is defined for it, and the reference
+// evaluator refuses it (language.md section 7).
+void KernelChecker::checkIteratedDims(const ir::Region &r, const std::vector<ir::Dim> &loops) {
+  for (const auto &op : r.ops) {
+    for (const ir::Value *v : op->results)
+      for (const auto &d : v->type.shape)
+        for (const auto &k : loops)
+          if (d != k && (d.name.dependsOn(k.str()) || d.size.dependsOn(k.str()))) {
+            diags.report(DiagId::IterateDependentDim, op->loc, {d.str(), k.str()});
+            return;
+          }
+    std::vector<ir::Dim> inner = loops;
+    if (op->kind == ir::OpKind::Iterate && !op->dims.empty())
+      inner.push_back(op->dims[0]);
+    for (const auto &sub : op->regions)
+      checkIteratedDims(*sub, inner);
+  }
+}
+
 void KernelChecker::finish() {
   if (diags.shouldStop() || paramFailed)
     return;
   // Symbols already reported (dims no tensor has, dynamic tiles) are not reported again.
   std::set<std::string> reported = reportedSymbols;
+  constrainExpressionDims(reported);
+  checkIteratedDims(kernel->body, {});
   for (const auto &[dim, loc] : constrainedDims) {
     if (ir::hasDim(allDims, dim) || reported.count(dim.str()))
       continue;

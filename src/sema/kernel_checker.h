@@ -46,6 +46,8 @@ public:
   void checkHardware(const ast::Call &c);
   void deriveBlock();
   void finish();
+  void constrainExpressionDims(std::set<std::string> &reported);
+  void checkIteratedDims(const ir::Region &r, const std::vector<ir::Dim> &loops);
   std::optional<ir::Type> checkType(const ast::TypeExpr &t, const char *what);
   std::optional<int64_t> constantTile(const ast::Expr &e, const std::string &dimName);
   IndexContext indexContext();

@@ -22,6 +22,7 @@ pass or of the code generator) fails, unless its file has a
 """
 import itertools
 import math
+from fractions import Fraction
 import os
 import random
 import re
@@ -140,10 +141,25 @@ def kernel_signature(text, extra):
     for name, inside in re.findall(r"(\w+)\s*:\s*Memory\[([^\]]*)\]", kernels[0]):
         parts = [p.strip() for p in inside.split(",")]
         dims, dtype = parts[:-2], parts[-1]
-        if any(d not in syms for d in dims):
-            raise ValueError(f"tensor {name}: its dims must be plain symbols for an ORACLE")
+        for d in dims:
+            if d not in syms:
+                syms[d] = dim_extent(name, d, syms)
         tensors[name] = (dims, dtype)
     return syms, tensors
+
+
+def dim_extent(tensor, dim, syms):
+    """The extent of a dim that is an expression of symbols (`N / 2`, `2 * N`): `/` exact, `//`
+    floor, as the language reads them (language.md section 9)."""
+    if not re.fullmatch(r"[\w\s+*/()-]+", dim):
+        raise ValueError(f"tensor {tensor}: dim {dim} is not an index expression")
+    names = set(re.findall(r"[A-Za-z_]\w*", dim))
+    if not names <= set(syms):
+        raise ValueError(f"tensor {tensor}: dim {dim} needs the values of {sorted(names - set(syms))}")
+    value = eval(dim, {"__builtins__": {}}, {n: Fraction(syms[n]) for n in names})
+    if Fraction(value).denominator != 1:
+        raise ValueError(f"tensor {tensor}: dim {dim} is not exact for the given sizes")
+    return int(value)
 
 
 class Tensor:
