@@ -3,6 +3,7 @@
 #include "symbolic/lowering.h"
 
 #include <fmt/format.h>
+#include <ginac/ginac.h>
 
 namespace wave {
 
@@ -435,6 +436,37 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
 
 // The descriptor entry point: checks each tensor against the kernel's types, derives the
 // dynamic dims from the shapes, and calls NAME_launch.
+// A dim `a * S + b` (a != 0, a and b rational) of one dynamic symbol S that no tensor dim is
+// exactly: C that gives S from the dim's extent `actual`, (q * (s * E - r)) / (s * p) for
+// a = p / q and b = r / s, which the derived-dim checks then confirm (N / 2 with extent E gives
+// N = 2 * E; a floor division `N // 2` is not linear and gives nothing).
+std::optional<std::string> invertLinear(const sym::IndexExpr &size, const std::string &s,
+                                        const std::string &actual) {
+  const auto syms = size.freeSymbols();
+  if (syms.size() != 1 || *syms.begin() != s)
+    return std::nullopt;
+  auto at = [&](int64_t v) -> std::optional<GiNaC::numeric> {
+    GiNaC::ex e = size.subs({{s, sym::IndexExpr(v)}}).ex();
+    if (!GiNaC::is_a<GiNaC::numeric>(e) || !GiNaC::ex_to<GiNaC::numeric>(e).is_rational())
+      return std::nullopt;
+    return GiNaC::ex_to<GiNaC::numeric>(e);
+  };
+  auto b = at(0), one = at(1), seven = at(7), big = at(1000003);
+  if (!b || !one || !seven || !big)
+    return std::nullopt;
+  const GiNaC::numeric a = *one - *b;
+  if (a.is_zero() || *seven != 7 * a + *b || *big != 1000003 * a + *b)
+    return std::nullopt;
+  const GiNaC::numeric p = a.numer(), q = a.denom(), r = b->numer(), d = b->denom();
+  if (!p.is_pos_integer() && !(-p).is_pos_integer())
+    return std::nullopt;
+  for (const auto &n : {p, q, r, d, d * p})
+    if (abs(n) > GiNaC::numeric(1 << 20))
+      return std::nullopt; // coefficients of a dim are small; keep the C arithmetic far from overflow
+  return fmt::format("wave_floordiv_(INT64_C({}) * (INT64_C({}) * {} - (INT64_C({}))), INT64_C({}))",
+                     q.to_long(), d.to_long(), actual, r.to_long(), (d * p).to_long());
+}
+
 void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
   const ir::Kernel &k = *hk.kernel;
   const std::string &n = k.name;
@@ -484,6 +516,44 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
                            *sym, actual, n, i, a.name);
       }
     }
+  }
+  // A dynamic symbol that no tensor dim is exactly comes from a dim that is a linear expression
+  // of it alone (`N / 2`, `2 * N`); one that none gives is an error, not a launch with -1.
+  for (const auto &sa : abi.args) {
+    if (sa.kind != AbiArg::DynamicDim)
+      continue;
+    std::optional<std::string> from;
+    std::string where, fromExtent;
+    bool plain = false; // some tensor dim is exactly the symbol: the loop above set it
+    pi = 0;
+    for (const auto &a : abi.args)
+      if (a.kind == AbiArg::Pointer)
+        for (const auto &d : k.params[pi++].value->type.shape)
+          plain |= d.size.asSymbol() == sa.name;
+      else
+        ++pi;
+    if (plain)
+      continue;
+    pi = 0;
+    for (const auto &a : abi.args) {
+      if (a.kind != AbiArg::Pointer) {
+        ++pi;
+        continue;
+      }
+      const ir::Type &t = k.params[pi++].value->type;
+      for (size_t i = 0; i < t.shape.size() && !from; ++i)
+        if ((from = invertLinear(t.shape[i].size, sa.name, fmt::format("{}->shape[{}]", a.name, i)))) {
+          where = fmt::format("dim {} of '{}' ({})", i, a.name, t.shape[i].str());
+          fromExtent = fmt::format("{}->shape[{}]", a.name, i);
+        }
+    }
+    if (from)
+      out += fmt::format("  if ({0} < 0 && {3} <= WAVE_MAX_DIM) /* from {1} */\n    {0} = {2};\n",
+                         sa.name, where, *from, fromExtent);
+    out += fmt::format("  if ({0} < 0)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                       "\"{1}_launch_tensors: no tensor dim gives {0} (or its extent is out of range); "
+                       "call {1}_launch with it\");\n",
+                       sa.name, n);
   }
   // Derived dims are checked after every dynamic symbol is known.
   pi = 0;

@@ -14,11 +14,13 @@
  *                          then launches on random data of an unaligned shape and compares with
  *                          a CPU reference, loads an unloadable image, and repeats bad launches.
  *
- * Kernels: samples/elementwise (c = a * alpha + broadcast(b)) and tests/codegen/mlir_dynamic
- * (scale_add, with assume(M % 2 == 0), assume(N % 256 == 0)). */
+ * Kernels: samples/elementwise (c = a * alpha + broadcast(b)), tests/codegen/mlir_dynamic
+ * (scale_add, with assume(M % 2 == 0), assume(N % 256 == 0)) and tests/e2e/kernels/expr_dim_half
+ * (broadcast_scaled_add: tensors [M, N / 2], so NAME_launch_tensors finds N = 2 * extent). */
 #define _GNU_SOURCE
 #include "elementwise.h"
 #include "scale_add.h"
+#include "broadcast_scaled_add.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -234,6 +236,24 @@ static void checks_mode(void) {
     check(arg_is(info, "alpha", &alpha, 4), "the scalar is where the ABI table says");
     check(arg_is(info, "M", &M, 8) && arg_is(info, "N", &N, 8),
           "the dims derived from the descriptors are where the ABI table says");
+  }
+  /* A symbol that is no tensor's dim, only inside `N / 2`: the descriptors give N = 2 * 513. */
+  {
+    const int64_t mh[2] = {3, 513}, m1[1] = {3}, odd[2] = {3, 512};
+    wave_tensor_t a = {buf_a, {0, 0}, 2, F16, mh, NULL, 0}, b = {buf_b, {0, 0}, 1, F16, m1, NULL, 0};
+    wave_tensor_t c = {buf_c, {0, 0}, 2, F16, mh, NULL, 0}, t;
+    const int64_t wantM = 3, wantN = 1026;
+    rec.launches = 0;
+    wave_status_t st = broadcast_scaled_add_launch_tensors(stream, &a, &b, &c);
+    const wave_kernel_info_t *info = broadcast_scaled_add_info();
+    check(st == WAVE_SUCCESS && rec.launches == 1, "an expression-dim launch reaches wave_launch");
+    check(arg_is(info, "M", &wantM, 8) && arg_is(info, "N", &wantN, 8),
+          "N is found from the extent of the dim N / 2 (2 * 513)");
+    check(rec.grid[0] == 3 && rec.grid[1] == 3, "grid = [ceildiv(N / 2, 256), M, 1]");
+    t = c, t.shape = odd;
+    rec.launches = 0;
+    REFUSED(broadcast_scaled_add_launch_tensors(stream, &a, &b, &t), WAVE_ERROR_INVALID_ARGUMENT,
+            "dim 1 of 'c' is 512, the kernel needs N / 2 = 513");
   }
   /* An empty problem is no launch and no error. */
   rec.launches = 0;
