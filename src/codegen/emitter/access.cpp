@@ -136,6 +136,12 @@ bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
   }
   if (along != 1)
     acc.vecDim = -1;
+  // A mapped access holds the register side's elements even where the mapping sends several of
+  // them to one memory element (`j // 2`: two lanes' elements share a tensor element), so the
+  // memory side's index need not depend on g at all.
+  for (const auto &r : acc.reg)
+    if (r.start.dependsOn("$g") && r.elements > 0)
+      acc.elems = std::max(acc.elems, r.elements);
   return true;
 }
 
