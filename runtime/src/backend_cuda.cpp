@@ -366,6 +366,7 @@ wave_status_t CudaBackend::tensorMap2d(void *dev, const TensorMapRequest &r, voi
     return fail(WAVE_ERROR_UNSUPPORTED,
                 "cuda: the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
   auto *d = static_cast<CudaDevice *>(dev);
+  ContextScope scope(api, dev); // the encoding needs a current context
   std::lock_guard<std::mutex> lock(d->mapMutex);
   if (auto it = d->maps.find(r); it != d->maps.end()) {
     *out = reinterpret_cast<void *>(uintptr_t(it->second));
@@ -385,7 +386,6 @@ wave_status_t CudaBackend::tensorMap2d(void *dev, const TensorMapRequest &r, voi
                                                          swizzle, 2, 0),
                               "cuTensorMapEncodeTiled", WAVE_ERROR_INVALID_ARGUMENT))
     return s;
-  ContextScope scope(api, dev);
   CUdeviceptr ptr = 0;
   if (wave_status_t s = check(api.cuMemAlloc(&ptr, sizeof map), "cuMemAlloc", WAVE_ERROR_DRIVER))
     return s;
