@@ -5,6 +5,7 @@
 
 Exit 0 = pass, 1 = fail, 77 = skipped (a tool is missing; CTest's SKIP_RETURN_CODE)."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -545,6 +546,28 @@ def test_gemm_wgmma(a, tmp):
           c[-4000:])
     check("TMA tensor map of a: boxes of 128 x 64, 128-byte swizzle" in open(header).read(),
           "the header names the tensor maps", open(header).read()[:2000])
+    # --emit=metadata lists the maps (wave-run builds them from it): the tensor, its type, the
+    # offset of the map's address after the 48 bytes of arguments, the box and the swizzle.
+    meta = json.loads(run([a.wavec, aligned, "--target=sm_90a", "--emit=metadata"] +
+                          tiles).stdout.decode())
+    maps = meta["kernels"][0]["tensor_maps"]
+    check(maps == [{"param": "a", "type": "f16", "offset": 48, "box": [128, 64],
+                    "swizzle_bytes": 128},
+                   {"param": "b", "type": "f16", "offset": 56, "box": [256, 64],
+                    "swizzle_bytes": 128}], "--emit=metadata lists both tensor maps", str(maps))
+    # The maps survive the compile cache (KernelResources::tensorMaps in the cached entry): a
+    # second compilation from the cache writes the same stub, maps included.
+    cache = os.path.join(tmp, "cache")
+    stubs = []
+    for i in range(2):
+        out = os.path.join(tmp, f"cached{i}.c")
+        run([a.wavec, aligned, "--target=sm_90a", "--cache-dir", cache, "-o",
+             os.path.join(tmp, f"cached{i}.ptx"), "--header", os.path.join(tmp, f"cached{i}.h"),
+             "--stub", out, "--color=never"] + tiles)
+        stubs.append(open(out).read().replace(f"cached{i}.h", "cached.h"))
+    check(os.listdir(cache) and stubs[0] == stubs[1] and
+          stubs[1].count("wave_tensor_map_2d(device,") == 2,
+          "a cached compilation writes the same stub, both tensor maps included", stubs[1][-3000:])
     p = run([a.wavec, aligned, "--target=sm_90a", "--emit=emu", "-o", os.path.join(tmp, "g.wemu"),
              "--color=never"] + tiles, ok=False)
     check(p.returncode == 1 and "[emu-image-failed]" in p.stderr.decode(),

@@ -101,8 +101,14 @@ std::string KernelEmitter::firstThread() {
   return cond;
 }
 
+// A workgroup barrier first: when the loop is entered again (inside an outer loop), a thread
+// may still be in its wait on the last tile's barrier, which the init must not reset under it.
 void KernelEmitter::tmaInit(const std::string &bars, int stages) {
   std::string first = firstThread();
+  SyncItem savedSync = lds_;
+  lds_ = {SyncItem::Barrier, -1};
+  line(lower_->workgroupBarrier());
+  lds_ = savedSync;
   line("scf.if " + first + " {");
   const std::string saved = indent_;
   auto cache = exprCache_;
@@ -113,7 +119,6 @@ void KernelEmitter::tmaInit(const std::string &bars, int stages) {
   indent_ = saved;
   exprCache_ = cache;
   line("}");
-  SyncItem savedSync = lds_;
   lds_ = {SyncItem::Barrier, -1};
   line(lower_->workgroupBarrier());
   lds_ = savedSync;
