@@ -337,9 +337,13 @@ bool KernelEmitter::loopBody(LoopState &s) {
       s.yield = o.get();
       break;
     }
-    // TMA: every thread waits for this iteration's tile before its first read.
-    if (s.tma && o.get() == staged.front())
+    // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
+    // waits for this iteration's tile, before its first read (tensor_copy.cpp).
+    if (s.tma && o.get() == staged.front()) {
+      tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
+               IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
       tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
+    }
     // Reads of a multi-buffered tile use this iteration's buffer.
     if (async && staged_.count(o.get())) {
       stageIndex_ = IndexExpr::symbol(stSym);
@@ -377,10 +381,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
     emitMid();
   if (!midOk)
     return false;
-  if (wgLoop && async && s.tma) // the same, by TMA (tensor_copy.cpp)
-    tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
-             IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
-  else if (wgLoop && async) // behind the products, after this iteration's barrier
+  if (wgLoop && async && !s.tma) // behind the products, after this iteration's barrier
     copyAhead(s.wgBufSym, wgAhead);
   for (const ir::Op *o : staged)
     staged_.erase(o);

@@ -8,9 +8,11 @@
 // every staged tile's box, then issues the boxes; the copies complete the phase. Iteration i
 // waits for phase parity (i / S) % 2 of barrier i % S before reading. Only tiles below the trip
 // count are copied, so every phase is waited for once and nothing is in flight after the loop.
-// The buffer a copy overwrites was last read two iterations before (the wgmma schedule's), and
-// the workgroup barrier that barrier insertion puts before each iteration's reads (the copies
-// are its writes) orders those reads before thread 0 issues the copy.
+// Iteration i copies tile i + S - 1 - keep (the wgmma schedule's distance) at its top, before
+// its wait: into the buffer whose reads the products retired at the end of iteration i - 1,
+// and the workgroup barrier that barrier insertion puts before the copy (its writes are
+// `waited` SyncItems: a barrier before them, none for their readers) orders those reads of
+// every warp before thread 0 issues it.
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -130,6 +132,13 @@ void KernelEmitter::tmaIssue(const std::vector<const ir::Op *> &staged, const In
   std::string first = firstThread(), below = fresh(), cond = fresh();
   line(below + " = arith.cmpi slt, " + lowerIndex(tile) + ", " + lowerIndex(trips) + " : index");
   line(cond + " = arith.andi " + first + ", " + below + " : i1");
+  // The copies' writes, for the barrier analysis, before the branch (a barrier it places there
+  // is outside it): waited for by their readers, they need a barrier only before them.
+  for (const ir::Op *o : staged) {
+    SyncItem w{SyncItem::Write, promotions_.at(o).alloc, tag};
+    w.waited = true;
+    mark(w);
+  }
   line("scf.if " + cond + " {");
   const std::string saved = indent_;
   auto cache = exprCache_;
@@ -153,7 +162,6 @@ void KernelEmitter::tmaIssue(const std::vector<const ir::Op *> &staged, const In
          " : index to i64");
     line(dst + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + off +
          "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
-    LdsScope scope(*this, p.alloc, /*write=*/true, tag);
     lower_->tensorCopy2d(dst, tensorMapArgs_.at(o), coord[1], coord[0], bar);
   }
   indent_ = saved;
