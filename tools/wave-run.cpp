@@ -31,6 +31,7 @@
 #include "reference/reference.h"
 #include "sema/sema.h"
 
+#include <wave/kernel_api.h>
 #include <wave/runtime.h>
 
 #include <CLI/CLI.hpp>
@@ -441,6 +442,36 @@ emu::profile::Registers readRegisters(const std::string &json, const std::string
   return r;
 }
 
+// The TMA tensor maps of `kernel` in wavec's metadata (`tensor_maps`, docs/user-guide.md): a
+// launch passes each map's device address at `offset`, after the arguments.
+struct TensorMapUse {
+  std::string param;
+  unsigned offset = 0, rows = 0, cols = 0, swizzle = 0;
+};
+std::vector<TensorMapUse> readTensorMaps(const std::string &json, const std::string &kernel) {
+  std::vector<TensorMapUse> out;
+  size_t at = json.find("\"name\": \"" + kernel + "\"");
+  at = at == std::string::npos ? at : json.find("\"tensor_maps\": [", at);
+  if (at == std::string::npos)
+    return out;
+  const size_t end = json.find("],\n", at); // the list is one line
+  const std::string list = json.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  const std::string key = "{\"param\": \"";
+  for (size_t p = list.find(key); p != std::string::npos; p = list.find(key, p + 1)) {
+    TensorMapUse m;
+    const size_t name = p + key.size(), close = list.find('"', name);
+    const size_t fields = list.find("\"offset\": ", name);
+    if (close == std::string::npos || fields == std::string::npos ||
+        std::sscanf(list.c_str() + fields,
+                    "\"offset\": %u, \"box\": [%u, %u], \"swizzle_bytes\": %u", &m.offset,
+                    &m.rows, &m.cols, &m.swizzle) != 4)
+      die(kFailed, "unreadable tensor_maps in the kernel metadata from wavec for " + kernel);
+    m.param = list.substr(name, close - name);
+    out.push_back(m);
+  }
+  return out;
+}
+
 // Prints (or writes to --profile-output) the profile of every launch of the run.
 void reportProfile(const Options &o, std::vector<emu::profile::KernelProfile> kernels,
                    const emu::profile::Registers &regs) {
@@ -479,6 +510,7 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
   // A GPU launch requests the dynamic shared memory the code object needs (an emulator image
   // counts it as its own): "dynamic_lds_bytes" of the kernel's metadata, written by wavec.
   uint32_t dynamicShared = 0;
+  std::vector<TensorMapUse> maps;
   if (!emu) {
     std::ifstream in(compileWithWavec(o, target, emu, tmp.path, /*metadata=*/true));
     std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -487,6 +519,7 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     if (at == std::string::npos)
       die(kFailed, "the kernel metadata from wavec names no dynamic_lds_bytes for " + kernel.name);
     dynamicShared = static_cast<uint32_t>(std::stoul(json.substr(at + 21)));
+    maps = readTensorMaps(json, kernel.name);
   }
   if (regs && emu) { // what the target's own code object uses (--profile's occupancy)
     std::ifstream in(compileWithWavec(o, target, false, tmp.path, /*metadata=*/true));
@@ -525,6 +558,27 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
       break;
     }
     }
+  }
+  // TMA tensor maps, built like the generated stub builds them (host_api.cpp).
+  for (const TensorMapUse &m : maps) {
+    size_t p = 0;
+    while (p < kernel.params.size() && kernel.params[p].name != m.param)
+      ++p;
+    if (p == kernel.params.size() || kernel.params[p].value->type.shape.size() != 2)
+      die(kFailed, "the kernel metadata names a tensor map of an unknown tensor " + m.param);
+    const ir::Type &t = kernel.params[p].value->type;
+    auto rows = t.shape[0].size.evaluate(symbols), cols = t.shape[1].size.evaluate(symbols);
+    if (!rows || !cols || *rows < 0 || *cols < 0)
+      die(kFailed, "the shape of " + m.param + " is out of range");
+    const unsigned bits = bitWidth(t.dtype);
+    const wave_dtype_t dtype = {static_cast<uint8_t>(t.dtype == ScalarType::BF16 ? 4 : 2),
+                                static_cast<uint8_t>(bits), 1};
+    uint64_t address = 0;
+    check(wave_tensor_map_2d(run.dev, run.buffers[p], dtype, uint64_t(*rows), uint64_t(*cols),
+                             uint64_t(*cols) * (bits / 8), m.rows, m.cols, m.swizzle, &address),
+          "wave_tensor_map_2d");
+    packed.resize(std::max<size_t>(packed.size(), m.offset + 8), 0);
+    std::memcpy(packed.data() + m.offset, &address, 8);
   }
   std::array<uint32_t, 3> grid, block;
   bool empty = false;

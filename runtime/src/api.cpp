@@ -666,6 +666,82 @@ extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
   });
 }
 
+// ---- TMA tensor maps ------------------------------------------------------------------------
+
+wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *driverType) {
+  const char *f = "wave_tensor_map_2d";
+  *driverType = r.dtypeCode == 2 && r.elementBytes == 2   ? 6
+                : r.dtypeCode == 4 && r.elementBytes == 2 ? 9
+                : r.dtypeCode == 2 && r.elementBytes == 4 ? 7
+                                                          : -1;
+  if (*driverType < 0)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: no tensor-map type for dtype code %u, %u bytes",
+                 f, r.dtypeCode, r.elementBytes);
+  if (reinterpret_cast<uintptr_t>(r.base) % 16 != 0)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                 "%s: the tensor's address %p is not a multiple of 16 bytes", f, r.base);
+  if (r.rows > (uint64_t(1) << 32) || r.cols > (uint64_t(1) << 32))
+    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: %llu x %llu elements exceed 2^32 per dim", f,
+                 (unsigned long long)r.rows, (unsigned long long)r.cols);
+  if (r.rowStrideBytes % 16 != 0 || r.rowStrideBytes >= (uint64_t(1) << 40) ||
+      r.rowStrideBytes < r.cols * r.elementBytes)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                 "%s: a row stride of %llu bytes (%llu elements of %u bytes per row) is not a "
+                 "multiple of 16 below 2^40 holding a row", f,
+                 (unsigned long long)r.rowStrideBytes, (unsigned long long)r.cols, r.elementBytes);
+  const uint64_t boxBytes = uint64_t(r.boxCols) * r.elementBytes;
+  if (r.boxRows == 0 || r.boxCols == 0 || r.boxRows > 256 || r.boxCols > 256 ||
+      boxBytes % 16 != 0)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                 "%s: a box of %u x %u elements (at most 256 each, rows of a multiple of 16 "
+                 "bytes)", f, r.boxRows, r.boxCols);
+  if (r.swizzleBytes != 0 && r.swizzleBytes != 32 && r.swizzleBytes != 64 &&
+      r.swizzleBytes != 128)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: a swizzle of %u bytes (0, 32, 64 or 128)", f,
+                 r.swizzleBytes);
+  if (r.swizzleBytes != 0 && boxBytes > r.swizzleBytes)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                 "%s: box rows of %llu bytes are wider than the %u-byte swizzle", f,
+                 (unsigned long long)boxBytes, r.swizzleBytes);
+  return WAVE_SUCCESS;
+}
+
+extern "C" wave_status_t wave_tensor_map_2d(wave_device_t device, const void *data,
+                                            wave_dtype_t dtype, uint64_t rows, uint64_t cols,
+                                            uint64_t row_stride_bytes, uint32_t box_rows,
+                                            uint32_t box_cols, uint32_t swizzle_bytes,
+                                            uint64_t *map_address) {
+  return guarded("wave_tensor_map_2d", [&] {
+    if (!map_address)
+      return nullArgument("wave_tensor_map_2d", "map_address");
+    *map_address = 0;
+    if (!device)
+      return nullArgument("wave_tensor_map_2d", "device");
+    if (!data)
+      return nullArgument("wave_tensor_map_2d", "data");
+    TensorMapRequest r;
+    r.base = data;
+    r.dtypeCode = dtype.code;
+    r.elementBytes = dtype.bits / 8;
+    r.rows = rows;
+    r.cols = cols;
+    r.rowStrideBytes = row_stride_bytes;
+    r.boxRows = box_rows;
+    r.boxCols = box_cols;
+    r.swizzleBytes = swizzle_bytes;
+    if (rows == 0 || cols == 0)
+      return WAVE_SUCCESS; // nothing to copy: no kernel dereferences the map
+    int type = 0;
+    if (wave_status_t s = checkTensorMapRequest(r, &type))
+      return s;
+    void *out = nullptr;
+    if (wave_status_t s = device->backend->tensorMap2d(device->native, r, &out))
+      return s;
+    *map_address = reinterpret_cast<uintptr_t>(out);
+    return WAVE_SUCCESS;
+  });
+}
+
 // ---- events ---------------------------------------------------------------------------------
 
 extern "C" wave_status_t wave_event_create(wave_device_t device, wave_event_t *out) {

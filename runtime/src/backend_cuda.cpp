@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -95,6 +96,11 @@ struct CudaApi {
   CUresult (*cuLibraryUnload)(CUlibrary);
   CUresult (*cuKernelGetFunction)(CUfunction *, CUkernel);
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
+  // CUDA 12+: (map, data type, rank, address, dims, strides, box, element strides, interleave,
+  // swizzle, L2 promotion, out-of-bounds fill).
+  CUresult (*cuTensorMapEncodeTiled)(void *, int, uint32_t, void *, const uint64_t *,
+                                     const uint64_t *, const uint32_t *, const uint32_t *, int,
+                                     int, int, int);
   // Optional: events (wave_event_*), resolved as a set.
   CUresult (*cuEventCreate)(CUevent *, unsigned);
   CUresult (*cuEventDestroy)(CUevent);
@@ -106,6 +112,9 @@ struct CudaApi {
 struct CudaDevice {
   CUdevice device = 0;
   CUcontext context = nullptr;
+  // TMA tensor maps (tensorMap2d): request -> the map's 128 bytes in device memory.
+  std::mutex mapMutex;
+  std::map<TensorMapRequest, CUdeviceptr> maps;
 };
 
 /// A loaded image: a library when the driver has cuLibraryLoadData, else a context module.
@@ -140,8 +149,10 @@ public:
   wave_status_t eventRecord(void *dev, void *event, void *stream) override;
   wave_status_t eventSynchronize(void *dev, void *event) override;
   wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) override;
+  wave_status_t tensorMap2d(void *dev, const TensorMapRequest &request, void **out) override;
 
 private:
+  void freeMaps(CudaDevice &d);
   wave_status_t load();
   /// Maps a CUresult to a status, with "cuda: <call>: NAME (text)" as the message.
   wave_status_t check(CUresult result, const char *call, wave_status_t otherwise);
@@ -230,6 +241,7 @@ wave_status_t CudaBackend::load() {
   if (!library)
     a.cuLibraryLoadData = nullptr;
   resolve(lib, "cuFuncSetAttribute", a.cuFuncSetAttribute);
+  resolve(lib, "cuTensorMapEncodeTiled", a.cuTensorMapEncodeTiled);
   bool events = resolve(lib, "cuEventCreate", a.cuEventCreate) &&
                 resolve(lib, "cuEventDestroy_v2", a.cuEventDestroy) &&
                 resolve(lib, "cuEventRecord", a.cuEventRecord) &&
@@ -312,12 +324,26 @@ wave_status_t CudaBackend::openDevice(int ordinal, void **dev, wave_device_info_
   info->warp_size = uint32_t(warp);
   info->shared_memory_per_block = uint32_t(shared);
   info->multiprocessor_count = uint32_t(sms);
-  *dev = new CudaDevice(d);
+  auto *made = new CudaDevice;
+  made->device = d.device;
+  made->context = d.context;
+  *dev = made;
   return WAVE_SUCCESS;
+}
+
+// Frees every cached tensor map of `d` (after the work that may read them).
+void CudaBackend::freeMaps(CudaDevice &d) {
+  ContextScope scope(api, &d);
+  if (!d.maps.empty())
+    api.cuCtxSynchronize();
+  for (const auto &[request, ptr] : d.maps)
+    api.cuMemFree(ptr);
+  d.maps.clear();
 }
 
 void CudaBackend::closeDevice(void *dev) {
   auto *d = static_cast<CudaDevice *>(dev);
+  freeMaps(*d);
   api.cuDevicePrimaryCtxRelease(d->device);
   delete d;
 }
@@ -325,6 +351,55 @@ void CudaBackend::closeDevice(void *dev) {
 wave_status_t CudaBackend::synchronize(void *dev) {
   ContextScope scope(api, dev);
   return check(api.cuCtxSynchronize(), "cuCtxSynchronize", WAVE_ERROR_LAUNCH);
+}
+
+// The map is encoded on the host and copied to device memory (docs/user-guide.md, "TMA tensor
+// maps", says why not a kernel parameter); the copy is waited for, so a launch on any stream
+// sees it. At most kMaxMaps stay cached: past that the cache is emptied (after the device's
+// work) and refilled.
+wave_status_t CudaBackend::tensorMap2d(void *dev, const TensorMapRequest &r, void **out) {
+  constexpr size_t kMaxMaps = 1024;
+  int type = 0;
+  if (wave_status_t s = checkTensorMapRequest(r, &type))
+    return s;
+  if (!api.cuTensorMapEncodeTiled)
+    return fail(WAVE_ERROR_UNSUPPORTED,
+                "cuda: the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)");
+  auto *d = static_cast<CudaDevice *>(dev);
+  ContextScope scope(api, dev); // the encoding needs a current context
+  std::lock_guard<std::mutex> lock(d->mapMutex);
+  if (auto it = d->maps.find(r); it != d->maps.end()) {
+    *out = reinterpret_cast<void *>(uintptr_t(it->second));
+    return WAVE_SUCCESS;
+  }
+  if (d->maps.size() >= kMaxMaps)
+    freeMaps(*d);
+  alignas(64) uint64_t map[16] = {};
+  const uint64_t dims[2] = {r.cols, r.rows}, strides[1] = {r.rowStrideBytes};
+  const uint32_t box[2] = {r.boxCols, r.boxRows}, elementStrides[2] = {1, 1};
+  const int swizzle = r.swizzleBytes == 128 ? 3 : r.swizzleBytes == 64 ? 2
+                      : r.swizzleBytes == 32  ? 1
+                                              : 0;
+  // Interleave none (0), L2 promotion 128 bytes (2), out-of-bounds elements zero (0).
+  if (wave_status_t s = check(api.cuTensorMapEncodeTiled(map, type, 2, const_cast<void *>(r.base),
+                                                         dims, strides, box, elementStrides, 0,
+                                                         swizzle, 2, 0),
+                              "cuTensorMapEncodeTiled", WAVE_ERROR_INVALID_ARGUMENT))
+    return s;
+  CUdeviceptr ptr = 0;
+  if (wave_status_t s = check(api.cuMemAlloc(&ptr, sizeof map), "cuMemAlloc", WAVE_ERROR_DRIVER))
+    return s;
+  wave_status_t s = check(api.cuMemcpyHtoD(ptr, map, sizeof map), "cuMemcpyHtoD",
+                          WAVE_ERROR_DRIVER);
+  if (!s)
+    s = check(api.cuCtxSynchronize(), "cuCtxSynchronize", WAVE_ERROR_DRIVER);
+  if (s) {
+    api.cuMemFree(ptr);
+    return s;
+  }
+  d->maps[r] = ptr;
+  *out = reinterpret_cast<void *>(uintptr_t(ptr));
+  return WAVE_SUCCESS;
 }
 
 wave_status_t CudaBackend::allocate(void *dev, size_t bytes, void **out) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 namespace wave::rt {
 
@@ -75,6 +76,26 @@ void forgetSelections(wave_device_t device);
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 
+/// What wave_tensor_map_2d asks for (kernel_api.h): the tensor `base` of `rows` x `cols`
+/// elements of `elementBytes` bytes each (`dtype`: kernel_api.h's wave_dtype_t code), rows
+/// `rowStrideBytes` apart; boxes of `boxRows` x `boxCols` elements, `swizzleBytes` (0, 32, 64 or
+/// 128) the shared-memory swizzle. Ordered, so that it can key a cache.
+struct TensorMapRequest {
+  const void *base = nullptr;
+  uint32_t dtypeCode = 0, elementBytes = 0;
+  uint64_t rows = 0, cols = 0, rowStrideBytes = 0;
+  uint32_t boxRows = 0, boxCols = 0, swizzleBytes = 0;
+  auto key() const {
+    return std::make_tuple(base, dtypeCode, elementBytes, rows, cols, rowStrideBytes, boxRows,
+                           boxCols, swizzleBytes);
+  }
+  bool operator<(const TensorMapRequest &o) const { return key() < o.key(); }
+};
+/// The driver's data type of a request (CUtensorMapDataType): f16 6, bf16 9, f32 7; -1 when
+/// the element type has none here. Checks a request's shape against the driver's documented
+/// limits first (so a bad one fails with a message, not CUDA_ERROR_INVALID_VALUE); exposed so
+/// tests can call it without a GPU.
+wave_status_t checkTensorMapRequest(const TensorMapRequest &r, int *driverType);
 /// One GPU driver behind the C API. Each method works on the back end's own per-device state
 /// (`dev`, made by openDevice) and returns a status with the thread's message set on failure.
 /// api.cpp has already checked handles, pointers and launch limits; back ends check nothing
@@ -115,6 +136,16 @@ public:
   virtual wave_status_t eventSynchronize(void *dev, void *event) = 0;
   virtual wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) = 0;
 
+  /// A TMA tensor map (NVIDIA, cuTensorMapEncodeTiled) of a row-major 2-D tensor in device
+  /// memory of this device, the map's 128 bytes written to device memory the back end owns
+  /// until the device closes; `*out` is their address. Cached per request: the same request
+  /// gives the same address without a driver call. Only the CUDA back end has maps.
+  virtual wave_status_t tensorMap2d(void *dev, const TensorMapRequest &request, void **out) {
+    (void)dev;
+    (void)request;
+    (void)out;
+    return failf(WAVE_ERROR_UNSUPPORTED, "%s: this back end has no TMA tensor maps", name());
+  }
   /// `stream` is null for the device's default stream.
   virtual wave_status_t launch(void *dev, void *stream, void *function, const uint32_t grid[3],
                                const uint32_t block[3], uint32_t dynamicSharedBytes,

@@ -13,6 +13,7 @@
 // This header must stay free of LLVM and MLIR headers.
 #pragma once
 
+#include "codegen/kernel_abi.h"
 #include "target/target_table.h"
 #include "frontend/diagnostics.h"
 #include "ir/graph.h"
@@ -48,6 +49,9 @@ struct KernelResources {
   // Matrix instructions (MFMA, WMMA, mma.sync, wgmma) per trip of each innermost loop, in the
   // order of the loops in the kernel (lowering.cpp, collectLoopMatrixOps).
   std::vector<int64_t> loopMatrixOps;
+  // The TMA tensor maps the kernel takes after its ABI arguments (kernel_abi.h), which the
+  // generated stub builds at launch.
+  std::vector<TensorMapArg> tensorMaps;
 };
 
 struct CodegenOptions {
@@ -94,7 +98,7 @@ struct WaveCodegenApi {
                    EmuImageResult *emu);
 };
 
-constexpr unsigned kWaveCodegenApiVersion = 5;
+constexpr unsigned kWaveCodegenApiVersion = 6;
 
 } // namespace wave
 

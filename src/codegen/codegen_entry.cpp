@@ -13,10 +13,11 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
               const CodegenOptions &options, DiagnosticEngine &diags, std::string &out,
               EmuImageResult *emu) {
   std::map<std::string, int64_t> dynamicShared;
+  std::map<std::string, std::vector<TensorMapArg>> tensorMaps;
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers,
                                              &dynamicShared, &options.dumpPasses,
-                                             options.passDumps);
+                                             options.passDumps, &tensorMaps);
   if (options.timings)
     options.timings->push_back(
         {"plan and emit", std::chrono::duration<double, std::milli>(
@@ -24,7 +25,13 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
                               .count()});
   if (!mlir)
     return false;
-  return lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared);
+  if (!lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared))
+    return false;
+  if (options.resources)
+    for (KernelResources &r : *options.resources)
+      if (auto it = tensorMaps.find(r.name); it != tensorMaps.end())
+        r.tensorMaps = it->second;
+  return true;
 }
 
 const WaveCodegenApi kApi = {kWaveCodegenApiVersion, &generate};

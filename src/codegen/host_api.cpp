@@ -177,11 +177,16 @@ struct Geometry {
   const Distribution *dist = nullptr;
   uint64_t dynamicShared = 0;
   uint64_t sharedBytes = 0;
+  std::vector<TensorMapArg> maps; // TMA tensor maps after the ABI's arguments
   std::vector<std::string> targets;
   std::string key() const {
-    return fmt::format("{} {} {} {} {} {} {} {}", dist->block[0], dist->block[1], dist->block[2],
-                       dist->grid[0].str(), dist->grid[1].str(), dist->grid[2].str(),
-                       dynamicShared, sharedBytes);
+    std::string m;
+    for (const TensorMapArg &t : maps)
+      m += fmt::format(" {}:{}:{}:{}:{}", t.param, static_cast<int>(t.dtype), t.boxRows,
+                       t.boxCols, t.swizzleBytes);
+    return fmt::format("{} {} {} {} {} {} {} {}{}", dist->block[0], dist->block[1],
+                       dist->block[2], dist->grid[0].str(), dist->grid[1].str(),
+                       dist->grid[2].str(), dynamicShared, sharedBytes, m);
   }
   std::string targetList() const {
     std::string t;
@@ -203,6 +208,8 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
       x.dynamicShared = hk.dynamicShared[obj.variant];
     x.sharedBytes = obj.variant < hk.variantShared.size() ? hk.variantShared[obj.variant]
                                                            : hk.sharedBytes;
+    if (obj.variant < hk.tensorMaps.size() && !emu)
+      x.maps = hk.tensorMaps[obj.variant];
     size_t g = 0;
     while (g < geometries.size() && geometries[g].key() != x.key())
       ++g;
@@ -213,7 +220,7 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
       geometryOf->push_back(g);
   }
   if (geometries.empty())
-    geometries.push_back({hk.dist, 0, hk.sharedBytes, {}});
+    geometries.push_back({hk.dist, 0, hk.sharedBytes, {}, {}});
   return geometries;
 }
 
@@ -232,6 +239,9 @@ std::string kernelComment(const HostKernel &hk, const HostApiOptions &o) {
     out += fmt::format(" *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}]; shared memory {} "
                        "bytes\n", g.targetList(), d.block[0], d.block[1], d.block[2],
                        d.grid[0].str(), d.grid[1].str(), d.grid[2].str(), g.sharedBytes);
+    for (const TensorMapArg &m : g.maps)
+      out += fmt::format(" *     TMA tensor map of {}: boxes of {} x {}, {}-byte swizzle\n",
+                         k.params.at(m.param).name, m.boxRows, m.boxCols, m.swizzleBytes);
   }
   return out + " */\n";
 }
@@ -338,6 +348,30 @@ std::string byteArray(const std::string &bytes) {
   return out + "\n";
 }
 
+// The stub's code that builds a code object's TMA tensor maps (wave_tensor_map_2d) and puts
+// their addresses after the ABI's arguments; sets args_size.
+std::string tensorMapCode(const ir::Kernel &k, const KernelAbi &abi,
+                          const std::vector<TensorMapArg> &maps, const std::string &ind) {
+  std::string s;
+  for (size_t j = 0; j < maps.size(); ++j) {
+    const TensorMapArg &m = maps[j];
+    const ir::Param &p = k.params.at(m.param);
+    const ir::Shape &shape = p.value->type.shape;
+    const std::string rows = cExpr(shape.at(0).size).value_or("INT64_C(-1)"),
+                      cols = cExpr(shape.at(1).size).value_or("INT64_C(-1)");
+    const unsigned bytes = bitWidth(m.dtype) / 8;
+    s += fmt::format("{0}{{\n{0}  const wave_dtype_t dtype = {{{1}, {2}, 1}};\n"
+                     "{0}  uint64_t map = 0;\n"
+                     "{0}  st = wave_tensor_map_2d(device, {3}, dtype, (uint64_t)({4}), "
+                     "(uint64_t)({5}), (uint64_t)({5}) * {6}, {7}, {8}, {9}, &map);\n"
+                     "{0}  if (st != WAVE_SUCCESS)\n{0}    return st;\n"
+                     "{0}  memcpy(args + {10}, &map, 8);\n{0}}}\n",
+                     ind, m.dtype == ScalarType::BF16 ? 4 : 2, bytes * 8, p.name, rows, cols,
+                     bytes, m.boxRows, m.boxCols, m.swizzleBytes, abi.size + 8 * j);
+  }
+  return s + fmt::format("{}args_size = {};\n", ind, abi.size + 8 * maps.size());
+}
+
 void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                 const std::vector<CodeObject> &objects) {
   const ir::Kernel &k = *hk.kernel;
@@ -417,8 +451,11 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                      "grid1 > UINT32_MAX || grid2 > UINT32_MAX)\n    return wave_fail("
                      "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch: grid [%lld, %lld, %lld] is out "
                      "of range\", (long long)grid0, (long long)grid1, (long long)grid2);\n", n);
+  size_t maxMaps = 0;
+  for (const Geometry &g : geometries)
+    maxMaps = std::max(maxMaps, g.maps.size());
   out += fmt::format("  unsigned char args[{}];\n  memset(args, 0, sizeof args);\n",
-                     std::max(abi.size, 8u));
+                     std::max<size_t>(abi.size + 8 * maxMaps, 8));
   for (const auto &a : abi.args) {
     if (a.kind == AbiArg::Scalar && (a.type == ScalarType::F16 || a.type == ScalarType::BF16)) {
       out += fmt::format("  {{ uint16_t bits = wave_{}_bits_({}); memcpy(args + {}, &bits, 2); }}\n",
@@ -429,9 +466,26 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
       out += fmt::format("  memcpy(args + {}, &{}, {});\n", a.offset, a.name, a.size);
     }
   }
+  std::string size = "sizeof args";
+  if (maxMaps > 0) {
+    // The TMA tensor maps of the code object picked (kernel_abi.h, TensorMapArg), after the
+    // ABI's arguments: built (or found in the runtime's cache) for these tensors.
+    out += fmt::format("  size_t args_size = {};\n", abi.size);
+    if (geometries.size() == 1) {
+      out += tensorMapCode(k, abi, geometries[0].maps, "  ");
+    } else {
+      out += "  switch (geometry[object]) {\n";
+      for (size_t g = 0; g < geometries.size(); ++g)
+        if (!geometries[g].maps.empty())
+          out += fmt::format("  case {}:\n", g) +
+                 tensorMapCode(k, abi, geometries[g].maps, "    ") + "    break;\n";
+      out += "  default:\n    break;\n  }\n";
+    }
+    size = "args_size";
+  }
   out += "  const uint32_t grid[3] = {(uint32_t)grid0, (uint32_t)grid1, (uint32_t)grid2};\n";
-  out += "  return wave_launch(device, stream, kernel, grid, block, shared, args, sizeof args);\n"
-         "}\n\n";
+  out += "  return wave_launch(device, stream, kernel, grid, block, shared, args, " + size +
+         ");\n}\n\n";
 }
 
 // The descriptor entry point: checks each tensor against the kernel's types, derives the

@@ -38,6 +38,9 @@ struct HostKernel {
   // Per compiled target (parallel to `variants`), its shared memory bytes, static and dynamic
   // (NAME_info_for); empty = `sharedBytes` for every target.
   std::vector<uint64_t> variantShared = {};
+  // Per compiled target (parallel to `variants`), the TMA tensor maps its launches build and
+  // pass after the ABI's arguments (kernel_abi.h); empty = none.
+  std::vector<std::vector<TensorMapArg>> tensorMaps = {};
 };
 
 struct HostApiOptions {

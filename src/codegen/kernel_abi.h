@@ -34,4 +34,20 @@ struct KernelAbi {
 
 KernelAbi kernelAbi(const ir::Kernel &kernel, const Distribution &dist);
 
+// A TMA tensor map that a kernel compiled for one target takes after its ABI arguments: the
+// device address of the map (8 bytes each, in this order, from offset KernelAbi::size), built
+// at launch by the generated stub (wave_tensor_map_2d) for the 2-D Memory parameter `param`
+// (an index into Kernel::params): boxes of boxRows x boxCols elements of `dtype`, swizzled in
+// shared memory by swizzleBytes. The code generator decides them (passes/schedule.cpp,
+// codegen/emitter/tensor_copy.cpp); they differ between the targets of one stub.
+struct TensorMapArg {
+  unsigned param = 0;
+  ScalarType dtype = ScalarType::F16;
+  uint32_t boxRows = 0, boxCols = 0, swizzleBytes = 0;
+  bool operator==(const TensorMapArg &o) const {
+    return param == o.param && dtype == o.dtype && boxRows == o.boxRows &&
+           boxCols == o.boxCols && swizzleBytes == o.swizzleBytes;
+  }
+};
+
 } // namespace wave

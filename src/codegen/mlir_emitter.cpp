@@ -332,6 +332,7 @@ bool KernelEmitter::emit(std::ostream &os) {
   PlanContext plan{k_, d_, target_, facts_, *this, plan_};
   if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
     return false;
+  tensorMapArguments(arg);
   planScratchTiles();
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
@@ -375,6 +376,8 @@ bool KernelEmitter::emit(std::ostream &os) {
        << (dynamicShared_ ? 0 : ldsBytes) << " x i8>\n";
   }
 
+  for (const std::string &g : moduleGlobals_)
+    os << "    " << g << "\n";
   std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
                     std::to_string(d_.block[2]);
   os << "    gpu.func @" << k_.name << "(" << sig << ") kernel attributes {known_block_size = "
@@ -422,7 +425,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     bool insertBarriers,
                                     std::map<std::string, int64_t> *dynamicShared,
                                     const std::vector<std::string> *dumpPasses,
-                                    std::vector<std::pair<std::string, std::string>> *passDumps) {
+                                    std::vector<std::pair<std::string, std::string>> *passDumps,
+                                    std::map<std::string, std::vector<TensorMapArg>> *tensorMaps) {
   codegen::detail::PassDumps dumps;
   if (dumpPasses)
     dumps.wanted = *dumpPasses;
@@ -435,8 +439,11 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
     if (!e.emit(os)) {
       diags.note(DiagId::NoteInKernel, ck.kernel->loc, {ck.kernel->name});
       ok = false;
-    } else if (dynamicShared && e.dynamicShared() > 0) {
-      (*dynamicShared)[ck.kernel->name] = e.dynamicShared();
+    } else {
+      if (dynamicShared && e.dynamicShared() > 0)
+        (*dynamicShared)[ck.kernel->name] = e.dynamicShared();
+      if (tensorMaps && !e.tensorMaps().empty())
+        (*tensorMaps)[ck.kernel->name] = e.tensorMaps();
     }
   }
   os << "  }\n}\n";

@@ -32,6 +32,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     std::map<std::string, int64_t> *dynamicShared = nullptr,
                                     const std::vector<std::string> *dumpPasses = nullptr,
                                     std::vector<std::pair<std::string, std::string>> *passDumps =
+                                        nullptr,
+                                    std::map<std::string, std::vector<TensorMapArg>> *tensorMaps =
                                         nullptr);
 
 } // namespace wave

@@ -51,6 +51,19 @@ void TargetLowering::asyncCopy(const std::string &, const std::string &, const s
   missing("asynchronous copies");
 }
 void TargetLowering::asyncCommit() { missing("asynchronous copies"); }
+void TargetLowering::barrierInit(const std::string &, int) { missing("transaction barriers"); }
+void TargetLowering::barrierInitFence() { missing("transaction barriers"); }
+void TargetLowering::barrierArriveExpect(const std::string &, int64_t) {
+  missing("transaction barriers");
+}
+void TargetLowering::tensorCopy2d(const std::string &, const std::string &, const std::string &,
+                                  const std::string &, const std::string &) {
+  missing("tensor copies");
+}
+void TargetLowering::barrierWait(const std::string &, const std::string &) {
+  missing("transaction barriers");
+}
+
 std::vector<std::string> TargetLowering::asyncWait(int, const std::string &) {
   missing("asynchronous copies");
   return {};

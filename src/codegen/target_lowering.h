@@ -84,6 +84,26 @@ public:
   // Orders the generic proxy's shared-memory writes before the async proxy's reads that follow.
   virtual std::string asyncProxyFence() const;
 
+  // ---- tensor copies (TMA) completed on transaction barriers ----
+  // Whether the target copies 2-D boxes of a tensor into swizzled shared memory (one
+  // instruction, through a tensor map the launch provides) and has barriers in shared memory
+  // that count the bytes copied.
+  virtual bool tensorCopies() const { return false; }
+  // Initializes the barrier at `bar` (!llvm.ptr<3>, 8 bytes) for `count` arrivals.
+  virtual void barrierInit(const std::string &bar, int count);
+  // Makes initialized barriers visible to the copy engine (before the workgroup barrier).
+  virtual void barrierInitFence();
+  // One arrival at `bar` that also expects `bytes` of copies to complete on it.
+  virtual void barrierArriveExpect(const std::string &bar, int64_t bytes);
+  // The box at (`col`, `row`) (i32 element coordinates, innermost first) of the tensor whose
+  // map is at `map` (!llvm.ptr<1>) into shared memory at `dst` (!llvm.ptr<3>), completing on
+  // `bar`; elements outside the tensor are zeros.
+  virtual void tensorCopy2d(const std::string &dst, const std::string &map,
+                            const std::string &col, const std::string &row,
+                            const std::string &bar);
+  // Waits until the phase of `bar` of parity `parity` (an i32, 0 or 1) has completed.
+  virtual void barrierWait(const std::string &bar, const std::string &parity);
+
   // ---- warpgroup MMA (accumulators an f32Struct, operands through descriptors) ----
   virtual void warpgroupFence();
   // `res` = the product of kind k with A and B through the i64 descriptors `aDesc`, `bDesc`

@@ -98,6 +98,17 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
     out += "      \"dynamic_symbols\": " + stringArray(d.dynamicSymbols) + ",\n";
     out += "      \"assumptions\": " + stringArray(k.assumptionText) + ",\n";
     out += fmt::format("      \"kernarg_size\": {},\n", abi.size);
+    // TMA tensor maps (kernel_abi.h, TensorMapArg): device addresses after the arguments.
+    out += "      \"tensor_maps\": [";
+    for (size_t j = 0; j < r.tensorMaps.size(); ++j) {
+      const TensorMapArg &m = r.tensorMaps[j];
+      out += fmt::format("{}{{\"param\": {}, \"type\": \"{}\", \"offset\": {}, \"box\": [{}, {}], "
+                         "\"swizzle_bytes\": {}}}",
+                         j ? ", " : "", jsonString(k.params.at(m.param).name),
+                         scalarTypeName(m.dtype), abi.size + 8 * j, m.boxRows, m.boxCols,
+                         m.swizzleBytes);
+    }
+    out += "],\n";
     out += "      \"arguments\": [";
     for (size_t j = 0; j < abi.args.size(); ++j) {
       const AbiArg &a = abi.args[j];

@@ -192,8 +192,9 @@ std::string cacheKey(const DriverOptions &opts, const std::string &target,
 }
 
 // The kernels' resources as cache text: one line per kernel, "name shared registers agprs sgprs
-// scratch spills dynamic-shared loops", loops the innermost loops' matrix instructions per trip
-// ("n,n,..." or "-" for none).
+// scratch spills dynamic-shared loops maps", loops the innermost loops' matrix instructions per
+// trip ("n,n,..." or "-" for none), maps the TMA tensor maps ("param:dtype:rows:cols:swizzle"
+// joined by commas, dtype a ScalarType number; "-" for none).
 std::string resourcesText(const std::vector<KernelResources> &resources) {
   std::string out;
   for (const auto &r : resources) {
@@ -203,7 +204,13 @@ std::string resourcesText(const std::vector<KernelResources> &resources) {
     out += r.name + " " + std::to_string(r.sharedBytes) + " " + std::to_string(r.registers) + " " +
            std::to_string(r.agprs) + " " + std::to_string(r.sgprs) + " " +
            std::to_string(r.scratchBytes) + " " + std::to_string(r.spills) + " " +
-           std::to_string(r.dynamicSharedBytes) + " " + (loops.empty() ? "-" : loops) + "\n";
+           std::to_string(r.dynamicSharedBytes) + " " + (loops.empty() ? "-" : loops) + " ";
+    std::string maps;
+    for (const TensorMapArg &m : r.tensorMaps)
+      maps += (maps.empty() ? "" : ",") + std::to_string(m.param) + ":" +
+              std::to_string(static_cast<int>(m.dtype)) + ":" + std::to_string(m.boxRows) +
+              ":" + std::to_string(m.boxCols) + ":" + std::to_string(m.swizzleBytes);
+    out += (maps.empty() ? "-" : maps) + "\n";
   }
   return out;
 }
@@ -214,10 +221,27 @@ bool parseResources(const std::string &text, std::vector<KernelResources> &out) 
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     KernelResources r;
-    std::string loops;
+    std::string loops, maps;
     if (!(fields >> r.name >> r.sharedBytes >> r.registers >> r.agprs >> r.sgprs >>
-          r.scratchBytes >> r.spills >> r.dynamicSharedBytes >> loops))
+          r.scratchBytes >> r.spills >> r.dynamicSharedBytes >> loops >> maps))
       return false;
+    if (maps != "-") {
+      std::istringstream list(maps);
+      std::string one;
+      while (std::getline(list, one, ',')) {
+        TensorMapArg m;
+        unsigned dtype = 0;
+        char c1 = 0, c2 = 0, c3 = 0, c4 = 0;
+        std::istringstream f(one);
+        if (!(f >> m.param >> c1 >> dtype >> c2 >> m.boxRows >> c3 >> m.boxCols >> c4 >>
+              m.swizzleBytes) ||
+            c1 != ':' || c2 != ':' || c3 != ':' || c4 != ':' ||
+            dtype > static_cast<unsigned>(ScalarType::Index))
+          return false;
+        m.dtype = static_cast<ScalarType>(dtype);
+        r.tensorMaps.push_back(m);
+      }
+    }
     if (loops != "-") {
       std::istringstream list(loops);
       std::string n;
@@ -651,11 +675,14 @@ bool addHostApi(const DriverOptions &opts, const std::vector<TargetRun> &compile
       }
       hk.variants.push_back(c.codegenKernels[k].dist);
       uint64_t dynamic = 0, shared = 0;
+      std::vector<TensorMapArg> maps;
       for (const KernelResources &r : c.resources)
         if (r.name == hk.kernel->name) {
           dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
           shared = static_cast<uint64_t>(std::max<int64_t>(r.sharedBytes, 0)) + dynamic;
+          maps = r.tensorMaps;
         }
+      hk.tensorMaps.push_back(maps);
       hk.dynamicShared.push_back(dynamic);
       hk.variantShared.push_back(shared);
     }

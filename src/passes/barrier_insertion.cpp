@@ -211,7 +211,8 @@ private:
             Pending::hitsOther(s.writes, it.resource, alias) ||
             Pending::hitsOther(s.inflight, it.resource, alias))
           barrierAt(i, s, stages);
-        (it.async ? s.inflight : s.writes).insert({it.resource, tile});
+        if (!it.waited)
+          (it.async ? s.inflight : s.writes).insert({it.resource, tile});
         break;
       case SyncItem::Atomic:
         if (before_[i] != BarrierPlacement::None ||

@@ -27,7 +27,8 @@
 // until a read of their buffer needs them, and the barrier placed there is preceded by a wait
 // that completes the copy groups up to the one the read needs and keeps the newer ones in
 // flight. The emitter commits one copy group per tile, in tile order, which is what lets the
-// analysis count the groups to keep.
+// analysis count the groups to keep. Writes that their readers wait for themselves (`waited`:
+// TMA on mbarriers) only ever need a barrier before them.
 #pragma once
 
 #include <vector>
@@ -50,6 +51,10 @@ struct SyncItem {
   // A Write that conflicts with earlier writes of its allocation too (set on the first item
   // of a store op only, so that its own items do not conflict with each other).
   bool exclusive = false;
+  // A Write whose readers wait for it themselves (a TMA copy: every reader waits on its
+  // mbarrier, which also makes the bytes visible): it needs a barrier before it after earlier
+  // reads of its buffer (write after read), but no later read needs a barrier for it.
+  bool waited = false;
 };
 
 enum class BarrierPlacement {

@@ -98,7 +98,11 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
       out += std::string(o == s.staged.front() ? " " : ", ") + opLabel(o) + " -> tile " +
              std::to_string(plan.promotions.at(o).alloc);
     out += "\n    copies: " +
-           std::string(s.async ? "cp.async, " + std::to_string(s.stages) + " buffers per tile"
+           std::string(s.async ? std::string(s.copy == LoopSchedule::Copy::Tma
+                                                 ? "TMA (cp.async.bulk.tensor, one mbarrier "
+                                                   "per buffer), "
+                                                 : "cp.async, ") +
+                                     std::to_string(s.stages) + " buffers per tile"
                                : "register prefetch (tile i + 1 loaded at the top of "
                                  "iteration i, stored at its end), 1 buffer") +
            (s.swizzle ? ", swizzled" : "") + "\n";

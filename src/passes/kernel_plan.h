@@ -84,6 +84,12 @@ struct LoopSchedule {
   // otherwise one buffer and a register prefetch (tile i + 1 loaded at the top of iteration i,
   // stored at its end).
   bool async = false;
+  // How an async schedule copies its tiles: cp.async (16 bytes per thread, completed by the
+  // copy-group waits that barrier insertion places), or TMA (sm_90a wgmma loops whose tiles
+  // qualify, PlanQueries::tensorCopyable: one thread issues one cp.async.bulk.tensor per tile,
+  // completed on one mbarrier per buffer that every thread waits on; the tensor maps come
+  // from the launch).
+  enum class Copy { CpAsync, Tma } copy = Copy::CpAsync;
   int stages = 1;
   bool swizzle = false; // 16-byte chunks rotated instead of padded rows
   bool wgmma = false;   // some staged tile is read by wgmma
@@ -125,6 +131,10 @@ public:
   virtual bool tileAccess(const ir::Op &read, TileAccess &out) = 0;
   // Whether every vector of the tile's cooperative copy can be one 16-byte cp.async.
   virtual bool asyncCopyable(const Promotion &p) = 0;
+  // Whether the tile (its layout planned) can be one TMA box of its tensor: a 2-D tile of a
+  // 2-D tensor, read by wgmma K-major in 128-byte swizzled rows of exactly 128 bytes, at most
+  // 256 rows, the tensor's rows a proven multiple of 16 bytes, on a target with TMA.
+  virtual bool tensorCopyable(const Promotion &p) = 0;
   // Reports that the kernel needs what code generation cannot do (`id`, an unsupported-* kind
   // whose message is `what`); returns false.
   virtual bool refuse(DiagId id, const std::string &what, SourceRange loc) = 0;

@@ -69,6 +69,7 @@ public:
     return !out.dims.empty();
   }
   bool asyncCopyable(const Promotion &) override { return false; }
+  bool tensorCopyable(const Promotion &) override { return false; }
   bool refuse(DiagId kind, const std::string &what, SourceRange) override {
     id = kind;
     why = what;

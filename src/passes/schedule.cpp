@@ -4,7 +4,8 @@
 // Two schedules. With cp.async (every staged copy can use it): S buffers per tile, later tiles
 // copied while the current one is read; otherwise one buffer and a register prefetch (load tile
 // i + 1 at the top of iteration i, store it at its end). Either way the barriers come from the
-// barrier-insertion pass.
+// barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
+// copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
 #include "passes/kernel_plan.h"
 
 #include <algorithm>
@@ -133,6 +134,13 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
       s.stepwise = s.stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
                    u->dims[2] == dim;
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
+  // TMA: a wgmma loop whose every staged tile is one box of its tensor (same buffers, same
+  // swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  bool tma = s.async && s.wgmma && s.swizzle;
+  for (const ir::Op *o : s.staged)
+    tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
+  if (tma)
+    s.copy = LoopSchedule::Copy::Tma;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   c.plan.loops[&iterate] = s;
   return true;

@@ -5,6 +5,7 @@
 
 Exit 0 = pass, 1 = fail, 77 = skipped (a tool is missing; CTest's SKIP_RETURN_CODE)."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -446,7 +447,9 @@ def test_gemm_wgmma(a, tmp):
     # per tile, commit, a wait keeping one group in flight, a wait for all after the loop) and
     # the async-proxy fence before the barrier; ptxas takes it without spills. sm_90 compiles the
     # same kernel to mma.sync, and sm_90a with the sample's default tiles (wave tiles of 32 rows)
-    # too. The stub has no emulator image, and says why.
+    # too. With K a proven multiple of 8 the tiles come by TMA (mbarriers, no cp.async); with
+    # 32-deep K tiles by cp.async. The stub has no emulator image, and says why, and builds the
+    # tensor maps.
     _, portable = gemm_sources(a)
     aligned = os.path.join(tmp, "gemm_aligned.wave")
     text = open(portable).read()
@@ -466,12 +469,39 @@ def test_gemm_wgmma(a, tmp):
         for needle in ("wgmma.fence.sync.aligned;", "wgmma.commit_group.sync.aligned;",
                        "wgmma.wait_group.sync.aligned 0;", "fence.proxy.async.shared::cta;"):
             check(needle in ptx, f"{name}: {needle}", ptx[:3000])
-        fence = ptx.index("fence.proxy.async.shared::cta;")
-        check(ptx.index("bar.sync", fence) - fence < 200, f"{name}: the fence precedes a barrier",
+        fence = ptx.rindex("fence.proxy.async.shared::cta;")
+        check(ptx.index("bar.sync", fence) - fence < 300, f"{name}: the fence precedes a barrier",
               ptx[fence - 500:fence + 500])
+        tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         if src != portable:
-            check("wgmma.wait_group.sync.aligned 1;" in ptx and "cp.async.wait_group 1;" in ptx,
-                  f"{name}: one product group and one copy group stay in flight", ptx[:3000])
+            # TMA (the tiles are one 128 x 64 and one 256 x 64 box of 128-byte rows): 4 buffers
+            # with a barrier each, tiles 0 and 1 before the loop and one per iteration (two
+            # boxes each), one elected thread arriving with the bytes of both boxes, every
+            # thread waiting on the parity of its tile's round; no cp.async.
+            check(ptx.count(tma) == 6, f"{name}: six TMA copies (2 tiles ahead, 1 per trip)",
+                  ptx[:3000])
+            check(ptx.count("mbarrier.init.shared::cta.b64") == 4 and
+                  "fence.mbarrier_init.release.cluster;" in ptx,
+                  f"{name}: four barriers initialized and fenced", ptx[:3000])
+            check(ptx.count("mbarrier.arrive.expect_tx.shared::cta.b64 st, [%r") == 3 and
+                  ", 49152;" in ptx, f"{name}: expect 16 KB + 32 KB per tile", ptx[:3000])
+            check(ptx.count("mbarrier.try_wait.parity.shared::cta.b64") == 1,
+                  f"{name}: one wait per iteration", ptx[:3000])
+            check(ptx.count("fence.proxy.async.shared::cta;") == 1,
+                  f"{name}: the one proxy fence is the barriers' init (no generic writes)",
+                  ptx[:3000])
+            check("cp.async.cg" not in ptx and "cp.async.wait" not in ptx,
+                  f"{name}: no cp.async", ptx[:3000])
+            check("wgmma.wait_group.sync.aligned 1;" in ptx,
+                  f"{name}: one product group stays in flight", ptx[:3000])
+            # Three barriers: around the barriers' init, and one per iteration, whose block
+            # holds the copy of tile i + 2 (mlir_gemm_wgmma_sm90a.wave checks the order).
+            last = ptx.rindex("bar.sync")
+            check(ptx.count("bar.sync") == 3 and ptx[last:].count(tma) == 2,
+                  f"{name}: three barriers, the loop's before its copies", ptx[:6000])
+        else:
+            check(tma not in ptx and "mbarrier" not in ptx,
+                  f"{name}: K not a proven multiple of 8: no TMA", ptx[:3000])
         if have_ptxas:
             out = os.path.join(tmp, "w.ptx")
             open(out, "w").write(ptx)
@@ -479,6 +509,20 @@ def test_gemm_wgmma(a, tmp):
             info = p.stderr.decode()
             check("0 bytes spill stores" in info and "warning" not in info,
                   f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+    # 32-deep K tiles (rows of 64 bytes, the 64-byte swizzle): not one 128-byte TMA box row,
+    # so the wgmma loop keeps cp.async (one copy group in flight with one product group).
+    k32 = [t if t != "-DBLOCK_K=64" else "-DBLOCK_K=32" for t in tiles]
+    ptx = run([a.wavec, aligned, "--target=sm_90a", "--emit=ptx"] + k32).stdout.decode()
+    check("wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx and
+          "cp.async.wait_group 1;" in ptx and "wgmma.wait_group.sync.aligned 1;" in ptx and
+          "cp.async.bulk" not in ptx and "mbarrier" not in ptx,
+          "BLOCK_K=32: wgmma with cp.async, one copy and one product group in flight", ptx[:3000])
+    if have_ptxas:
+        out = os.path.join(tmp, "k32.ptx")
+        open(out, "w").write(ptx)
+        p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "k32.cubin")])
+        check("0 bytes spill stores" in p.stderr.decode() and "warning" not in p.stderr.decode(),
+              "BLOCK_K=32: ptxas accepts it, no spills", p.stderr.decode())
     ptx = run([a.wavec, aligned, "--target=sm_90", "--emit=ptx"] + tiles).stdout.decode()
     check("wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx, "sm_90: mma.sync", ptx[:2000])
     ptx = run([a.wavec, aligned, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
@@ -493,6 +537,41 @@ def test_gemm_wgmma(a, tmp):
     c = open(stub).read()
     check('"emu:sm_90a"' not in c and '{"sm_90a", ' in c,
           "the stub embeds the native code object and no emulator image", c[-3000:])
+    # The launch builds the two tensor maps (rows M and N, K columns, rows of K * 2 bytes) and
+    # passes their addresses after the 48 bytes of ABI arguments.
+    check("st = wave_tensor_map_2d(device, a, dtype, (uint64_t)((int64_t)M), "
+          "(uint64_t)((int64_t)K), (uint64_t)((int64_t)K) * 2, 128, 64, 128, &map);" in c and
+          "st = wave_tensor_map_2d(device, b, dtype, (uint64_t)((int64_t)N), "
+          "(uint64_t)((int64_t)K), (uint64_t)((int64_t)K) * 2, 256, 64, 128, &map);" in c and
+          "memcpy(args + 48, &map, 8);" in c and "memcpy(args + 56, &map, 8);" in c and
+          "unsigned char args[64];" in c and
+          "return wave_launch(device, stream, kernel, grid, block, shared, args, args_size);"
+          in c, "the stub builds both tensor maps and passes them after the ABI's arguments",
+          c[-4000:])
+    check("TMA tensor map of a: boxes of 128 x 64, 128-byte swizzle" in open(header).read(),
+          "the header names the tensor maps", open(header).read()[:2000])
+    # --emit=metadata lists the maps (wave-run builds them from it): the tensor, its type, the
+    # offset of the map's address after the 48 bytes of arguments, the box and the swizzle.
+    meta = json.loads(run([a.wavec, aligned, "--target=sm_90a", "--emit=metadata"] +
+                          tiles).stdout.decode())
+    maps = meta["kernels"][0]["tensor_maps"]
+    check(maps == [{"param": "a", "type": "f16", "offset": 48, "box": [128, 64],
+                    "swizzle_bytes": 128},
+                   {"param": "b", "type": "f16", "offset": 56, "box": [256, 64],
+                    "swizzle_bytes": 128}], "--emit=metadata lists both tensor maps", str(maps))
+    # The maps survive the compile cache (KernelResources::tensorMaps in the cached entry): a
+    # second compilation from the cache writes the same stub, maps included.
+    cache = os.path.join(tmp, "cache")
+    stubs = []
+    for i in range(2):
+        out = os.path.join(tmp, f"cached{i}.c")
+        run([a.wavec, aligned, "--target=sm_90a", "--cache-dir", cache, "-o",
+             os.path.join(tmp, f"cached{i}.ptx"), "--header", os.path.join(tmp, f"cached{i}.h"),
+             "--stub", out, "--color=never"] + tiles)
+        stubs.append(open(out).read().replace(f"cached{i}.h", "cached.h"))
+    check(os.listdir(cache) and stubs[0] == stubs[1] and
+          stubs[1].count("wave_tensor_map_2d(device,") == 2,
+          "a cached compilation writes the same stub, both tensor maps included", stubs[1][-3000:])
     p = run([a.wavec, aligned, "--target=sm_90a", "--emit=emu", "-o", os.path.join(tmp, "g.wemu"),
              "--color=never"] + tiles, ok=False)
     check(p.returncode == 1 and "[emu-image-failed]" in p.stderr.decode(),

@@ -436,4 +436,78 @@ TEST(RuntimeKernelApi, CodeObjectChoice) {
   EXPECT_EQ(pickCodeObject("sm_100", objects, 5), &objects[3]);
 }
 
+// TMA tensor maps: requests outside the driver's limits fail before any driver call, with a
+// message; back ends without maps (the emulator) say so; an empty tensor needs no map.
+TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
+  alignas(16) static char data[64];
+  wave::rt::TensorMapRequest ok;
+  ok.base = data;
+  ok.dtypeCode = 2;
+  ok.elementBytes = 2;
+  ok.rows = 4096;
+  ok.cols = 4000;
+  ok.rowStrideBytes = 8000;
+  ok.boxRows = 128;
+  ok.boxCols = 64;
+  ok.swizzleBytes = 128;
+  int type = -1;
+  EXPECT_EQ(wave::rt::checkTensorMapRequest(ok, &type), WAVE_SUCCESS);
+  EXPECT_EQ(type, 6); // CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+  auto bf16 = ok;
+  bf16.dtypeCode = 4;
+  EXPECT_EQ(wave::rt::checkTensorMapRequest(bf16, &type), WAVE_SUCCESS);
+  EXPECT_EQ(type, 9); // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  struct Bad {
+    const char *what;
+    void (*edit)(wave::rt::TensorMapRequest &);
+    const char *message;
+  };
+  const Bad bad[] = {
+      {"int8", [](wave::rt::TensorMapRequest &r) { r.dtypeCode = 0; r.elementBytes = 1; },
+       "no tensor-map type"},
+      {"misaligned", [](wave::rt::TensorMapRequest &r) { r.base = data + 2; }, "multiple of 16"},
+      {"odd stride", [](wave::rt::TensorMapRequest &r) { r.rowStrideBytes = 8002; },
+       "row stride of 8002"},
+      {"short stride", [](wave::rt::TensorMapRequest &r) { r.rowStrideBytes = 7984; },
+       "row stride of 7984"},
+      {"tall box", [](wave::rt::TensorMapRequest &r) { r.boxRows = 512; }, "box of 512 x 64"},
+      {"wide box", [](wave::rt::TensorMapRequest &r) { r.boxCols = 128; },
+       "wider than the 128-byte swizzle"},
+      {"swizzle", [](wave::rt::TensorMapRequest &r) { r.swizzleBytes = 96; },
+       "swizzle of 96"},
+      {"huge", [](wave::rt::TensorMapRequest &r) { r.rows = (uint64_t(1) << 32) + 1; },
+       "exceed 2^32"},
+  };
+  for (const Bad &b : bad) {
+    auto r = ok;
+    b.edit(r);
+    EXPECT_EQ(wave::rt::checkTensorMapRequest(r, &type), WAVE_ERROR_INVALID_ARGUMENT) << b.what;
+    EXPECT_NE(std::string(wave_last_error()).find(b.message), std::string::npos)
+        << b.what << ": " << wave_last_error();
+  }
+}
+
+TEST(RuntimeTensorMap, EmulatorHasNoMapsAndEmptyTensorsNeedNone) {
+  wave_device_t dev = nullptr;
+  ASSERT_EQ(wave_device_open("emu:sm_90", &dev), WAVE_SUCCESS) << lastError();
+  alignas(16) static char data[64];
+  const wave_dtype_t f16 = {2, 16, 1};
+  uint64_t map = 1;
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 128, 64, 64, 128, &map),
+            WAVE_ERROR_UNSUPPORTED);
+  EXPECT_EQ(map, 0u);
+  EXPECT_NE(std::string(wave_last_error()).find("no TMA tensor maps"), std::string::npos)
+      << wave_last_error();
+  map = 1;
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 0, 64, 128, 64, 64, 128, &map), WAVE_SUCCESS);
+  EXPECT_EQ(map, 0u);
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 130, 64, 64, 128, &map),
+            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_tensor_map_2d(nullptr, data, f16, 64, 64, 128, 64, 64, 128, &map),
+            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 128, 64, 64, 128, nullptr),
+            WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_device_close(dev), WAVE_SUCCESS);
+}
+
 } // namespace

@@ -182,6 +182,36 @@ TEST(Barriers, WgmmaPipelineNeedsOneBarrierAndTheProxyFence) {
   EXPECT_EQ(count(b), 2);
 }
 
+TEST(Barriers, WaitedWritesNeedABarrierOnlyBeforeThem) {
+  // The wgmma loop with TMA copies (tensor_copy.cpp): tiles 0 and 1 copied before the loop; at
+  // the top of iteration i the copy of tile i + 2 into the buffer tile i - 2 used, then the
+  // products read tile i (their readers wait on its mbarrier) and retire tile i - 1's reads.
+  // One barrier, before the copy (after the retirement of tile i - 2 in the last iteration);
+  // none before the products, no wait, no proxy fence.
+  SyncItem issue = rd(0, 0);
+  issue.asyncProxy = true;
+  auto waited = [](int stage) {
+    SyncItem w = wr(0, stage);
+    w.waited = true;
+    return w;
+  };
+  std::vector<int> keep;
+  std::vector<bool> fence;
+  auto b = placeBarriers({waited(0), waited(1), loop(4), waited(2), other(), issue, other(),
+                          rd(0, 3), end()},
+                         &keep, &fence);
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::Barrier, P::None, P::None, P::None,
+                               P::None, P::None}));
+  EXPECT_EQ(fence, std::vector<bool>(9, false));
+  // The same writes without `waited` also need a barrier before the products (read after
+  // write of the prologue's tile 0): two.
+  b = placeBarriers({wr(0, 0), wr(0, 1), loop(4), wr(0, 2), other(), issue, other(), rd(0, 3),
+                     end()});
+  EXPECT_EQ(count(b), 2);
+  // A waited write after a read of its buffer still needs the barrier.
+  EXPECT_EQ(placeBarriers({rd(0), waited(-1)}), (std::vector<P>{P::None, P::Barrier}));
+}
+
 TEST(Barriers, ReadingTheBufferBeingFilledNeedsASecondBarrier) {
   // loop { read buffer i; copy into buffer i } is a single buffer in disguise: WAR and RAW.
   auto b = placeBarriers({wr(0, 0, true), loop(3), rd(0, 0), wr(0, 0, true), end()});

@@ -30,6 +30,12 @@ struct FakeQueries : PlanQueries {
     return refuse(DiagId::CodegenUnsupported, "no access", read.loc);
   }
   bool asyncCopyable(const Promotion &) override { return async; }
+  bool tensor = false; // the answer to tensorCopyable
+  int tensorAsked = 0;
+  bool tensorCopyable(const Promotion &) override {
+    ++tensorAsked;
+    return tensor;
+  }
   bool refuse(DiagId, const std::string &what, SourceRange) override {
     refused.push_back(what);
     return false;
@@ -94,6 +100,53 @@ void plan(Planned &p, const std::string &text, const char *target, bool async,
 const LoopSchedule &onlyLoop(const Planned &p) {
   EXPECT_EQ(p.plan.loops.size(), 1u);
   return p.plan.loops.begin()->second;
+}
+
+// The wgmma GEMM of docs/performance.md on sm_90a: each wave a warpgroup, 128 x 64 and
+// 256 x 64 f16 tiles.
+const char *kWgmmaGemm = "symbol M, N, K;\n"
+                         "kernel gemm(a: Memory[M, K, shared, f16], b: Memory[N, K, shared, f16],\n"
+                         "            c: Memory[M, N, global, f32]) {\n"
+                         "  constraints {\n"
+                         "    workgroup(M, 128, dim = 0);\n"
+                         "    workgroup(N, 256, dim = 1);\n"
+                         "    tiling(K, 64);\n"
+                         "    wave(M, 64);\n"
+                         "    wave(N, 256);\n"
+                         "  }\n"
+                         "  c_reg = Register[M, N, f32](0.0);\n"
+                         "  result = iterate K (acc = c_reg) {\n"
+                         "    yield mma(read(a), read(b), acc);\n"
+                         "  }\n"
+                         "  write(result, c);\n"
+                         "}\n";
+
+TEST(Plan, WgmmaLoopsCopyWithTmaWhenEveryTileQualifies) {
+  for (bool tensor : {true, false}) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = tensor;
+    plan(p, kWgmmaGemm, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok);
+    const LoopSchedule &s = onlyLoop(p);
+    EXPECT_TRUE(s.wgmma);
+    EXPECT_EQ(s.copy, tensor ? LoopSchedule::Copy::Tma : LoopSchedule::Copy::CpAsync);
+    // The same ring either way: 4 buffers, one wgmma group in flight, 2 tiles ahead.
+    EXPECT_EQ(s.stages, 4);
+    EXPECT_EQ(s.mmaInFlight, 1);
+    EXPECT_EQ(s.prefetch, 2);
+    EXPECT_EQ(q.tensorAsked, tensor ? 2 : 1); // all tiles, or until one fails
+  }
+}
+
+TEST(Plan, MmaSyncLoopsNeverCopyWithTma) {
+  Planned p;
+  FakeQueries q;
+  q.tensor = true;
+  plan(p, gemm(64, 64, 32), "sm_90", true, q);
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(onlyLoop(p).copy, LoopSchedule::Copy::CpAsync);
+  EXPECT_EQ(q.tensorAsked, 0);
 }
 
 TEST(Plan, PassesRunInPipelineOrder) {

@@ -57,6 +57,8 @@ struct KernelEmitter::LoopState {
   std::string outer;                                          // indentation outside the loop
   std::map<std::string, std::string> cache;                   // expression cache outside
   bool wgOpen = false;                                        // wgmma groups left in flight
+  bool tma = false;                                           // LoopSchedule::Copy::Tma
+  std::string bars;                                           // TMA: the buffers' barriers
   const ir::Op *yield = nullptr;
   LoopState(const ir::Op &o, const LoopSchedule &s, const LoopInfo &l)
       : op(o), sched(s), li(l), staged(s.staged) {}
@@ -76,6 +78,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
   if (planned == plan_.loops.end())
     return unsupported("a loop the schedule pass did not plan", op.loc);
   LoopState s(op, planned->second, *li);
+  s.tma = s.sched.async && s.sched.copy == LoopSchedule::Copy::Tma;
   s.ivSym = "$IV_" + dim.str();
   s.kSym = "$i_" + dim.str();
   s.stSym = "$ST_" + dim.str();
@@ -99,6 +102,14 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
 // commit group per tile; with read-ahead, K step 0 of tile 0.
 bool KernelEmitter::loopPrologue(LoopState &s) {
   const bool async = s.sched.async;
+  if (s.tma) { // tensor_copy.cpp: barriers, then tiles 0 .. prefetch - 1 that exist
+    s.bars = tmaBarriers(s.sched.stages);
+    tmaInit(s.bars, s.sched.stages);
+    for (int t = 0; t < s.sched.prefetch; ++t)
+      tmaIssue(s.staged, IndexExpr(t), s.ivSym, s.li.tripCount, IndexExpr(t), t, s.bars);
+    s.stepZero.resize(s.staged.size());
+    return true;
+  }
   for (int t = 0; t < s.sched.prefetch; ++t) {
     subs_[s.ivSym] = max(min(IndexExpr(t), s.li.tripCount - 1), IndexExpr(0)); // no trips: tile 0, masked
     stageIndex_ = IndexExpr(t);
@@ -326,6 +337,13 @@ bool KernelEmitter::loopBody(LoopState &s) {
       s.yield = o.get();
       break;
     }
+    // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
+    // waits for this iteration's tile, before its first read (tensor_copy.cpp).
+    if (s.tma && o.get() == staged.front()) {
+      tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
+               IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
+      tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
+    }
     // Reads of a multi-buffered tile use this iteration's buffer.
     if (async && staged_.count(o.get())) {
       stageIndex_ = IndexExpr::symbol(stSym);
@@ -363,7 +381,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
     emitMid();
   if (!midOk)
     return false;
-  if (wgLoop && async) // behind the products, after this iteration's barrier
+  if (wgLoop && async && !s.tma) // behind the products, after this iteration's barrier
     copyAhead(s.wgBufSym, wgAhead);
   for (const ir::Op *o : staged)
     staged_.erase(o);
@@ -420,7 +438,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
     line("}");
     lds_ = saved;
   }
-  if (async) // nothing may stay in flight into shared memory the kernel no longer owns
+  if (async && !s.tma) // nothing may stay in flight into shared memory the kernel no longer
+    // owns (TMA copies only tiles the loop waits for)
     for (const std::string &w : lower_->asyncWait(0, ""))
       line(w);
   if (s.wgOpen) // the last tile's products, before anything reads the accumulators

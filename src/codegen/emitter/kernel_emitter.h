@@ -133,6 +133,8 @@ public:
                           const std::vector<bool> &fence) const;
   // Dynamic shared memory the kernel's launch must provide (0: all static); set by emit.
   int64_t dynamicShared() const { return dynamicShared_; }
+  // The TMA tensor maps the kernel takes after its ABI arguments (kernel_abi.h).
+  const std::vector<TensorMapArg> &tensorMaps() const { return tensorMaps_; }
 
 private:
   // ---- diagnostics ----
@@ -449,6 +451,30 @@ private:
   std::function<void(const std::string &kSym, int64_t kk, int64_t count)> afterKStep_;
 
   void cpAsyncCopy(const Promotion &p);
+  // ---- TMA copies of a loop's staged tiles (tensor_copy.cpp; LoopSchedule::Copy::Tma) ----
+  bool tensorCopyable(const Promotion &p) override;
+  // After the plan: one tensor-map parameter (!llvm.ptr<1>, made by `arg`) per staged read of
+  // each TMA loop, after the ABI's (kernel_abi.h, TensorMapArg).
+  void tensorMapArguments(const std::function<std::string(const std::string &)> &arg);
+  // `stages` transaction barriers of a new module global; the SSA pointer to the first.
+  std::string tmaBarriers(int stages);
+  // The barrier `index` (an index SSA value) of the array at `bars`.
+  std::string tmaBarrier(const std::string &bars, const std::string &index);
+  std::string firstThread(); // thread 0 of the workgroup (an i1)
+  // Initializes the barriers (one thread), then a workgroup barrier.
+  void tmaInit(const std::string &bars, int stages);
+  // Thread 0, when tile `tile` (an index expression; `ivSym` in the tiles' origins stands for
+  // it) is below `trips`: the expected bytes on barrier `buffer` and one box per staged tile
+  // into buffer `buffer` (an index expression), for the barrier analysis tile `tag`.
+  void tmaIssue(const std::vector<const ir::Op *> &staged, const IndexExpr &tile,
+                const std::string &ivSym, const IndexExpr &trips, const IndexExpr &buffer,
+                int tag, const std::string &bars);
+  // Every thread: waits for tile `iv` (an index SSA value) in buffer `stage` (its barrier).
+  void tmaWait(const std::string &bars, const std::string &stage, const std::string &iv,
+               int stages);
+  std::map<const ir::Op *, std::string> tensorMapArgs_; // staged read -> its map
+  std::vector<TensorMapArg> tensorMaps_;                // in argument order
+  std::vector<std::string> moduleGlobals_;              // lines before the kernel's gpu.func
   KernelPlan plan_;
   std::map<const ir::Op *, Promotion> &promotions_ = plan_.promotions;
   std::vector<LdsAlloc> &allocs_ = plan_.tiles;

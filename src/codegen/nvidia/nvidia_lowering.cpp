@@ -113,6 +113,57 @@ void NvidiaLowering::asyncCopy(const std::string &dst, const std::string &src,
        ", " + bytes + ") : (!llvm.ptr<3>, !llvm.ptr<1>, i32) -> ()");
 }
 
+// TMA (sm_90): cp.async.bulk.tensor and the mbarriers it completes on, as inline PTX (MLIR
+// 19's NVVM ops for them lower through the same text). Shared addresses go in as 32-bit
+// registers (the shared window fits 32 bits); the tensor map's global address as a 64-bit
+// generic one. PTX ISA: "cp.async.bulk.tensor", "mbarrier".
+bool NvidiaLowering::tensorCopies() const { return target_.warpgroupMma; }
+
+namespace {
+std::string sharedAddress(LoweringHost &host, const std::string &ptr) {
+  std::string a = host.fresh();
+  host.line(a + " = llvm.ptrtoint " + ptr + " : !llvm.ptr<3> to i32");
+  return a;
+}
+} // namespace
+
+void NvidiaLowering::barrierInit(const std::string &bar, int count) {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"mbarrier.init.shared::cta.b64 "
+       "[$0], " + std::to_string(count) + ";\", \"r\" " + sharedAddress(host_, bar) +
+       " : (i32) -> ()");
+}
+
+void NvidiaLowering::barrierInitFence() {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"fence.mbarrier_init.release."
+       "cluster;\\0Afence.proxy.async.shared::cta;\", \"\" : () -> ()");
+}
+
+void NvidiaLowering::barrierArriveExpect(const std::string &bar, int64_t bytes) {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .b64 st;\\0A"
+       "mbarrier.arrive.expect_tx.shared::cta.b64 st, [$0], " + std::to_string(bytes) +
+       ";\\0A}\", \"r\" " + sharedAddress(host_, bar) + " : (i32) -> ()");
+}
+
+void NvidiaLowering::tensorCopy2d(const std::string &dst, const std::string &map,
+                                  const std::string &col, const std::string &row,
+                                  const std::string &bar) {
+  const std::string d = sharedAddress(host_, dst), b = sharedAddress(host_, bar), m = fresh();
+  line(m + " = llvm.ptrtoint " + map + " : !llvm.ptr<1> to i64");
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"cp.async.bulk.tensor.2d.shared::"
+       "cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];\", "
+       "\"r,l,r,r,r\" " + d + ", " + m + ", " + col + ", " + row + ", " + b +
+       " : (i32, i64, i32, i32, i32) -> ()");
+}
+
+// try_wait suspends for a while before it answers false; the loop asks again until the phase
+// has completed (the label is unique per instance).
+void NvidiaLowering::barrierWait(const std::string &bar, const std::string &parity) {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .pred p;\\0A"
+       "wave_wait_${:uid}:\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;\\0A"
+       "@!p bra wave_wait_${:uid};\\0A}\", \"r,r\" " + sharedAddress(host_, bar) + ", " +
+       parity + " : (i32, i32) -> ()");
+}
+
 void NvidiaLowering::asyncCommit() {
   line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
 }

@@ -16,6 +16,13 @@ public:
                              const std::string &b, const std::string &c) override;
   bool asyncCopies() const override { return true; }
   void asyncCopy(const std::string &dst, const std::string &src, const std::string &bytes) override;
+  bool tensorCopies() const override;
+  void barrierInit(const std::string &bar, int count) override;
+  void barrierInitFence() override;
+  void barrierArriveExpect(const std::string &bar, int64_t bytes) override;
+  void tensorCopy2d(const std::string &dst, const std::string &map, const std::string &col,
+                    const std::string &row, const std::string &bar) override;
+  void barrierWait(const std::string &bar, const std::string &parity) override;
   void asyncCommit() override;
   std::vector<std::string> asyncWait(int keep, const std::string &name) override;
   std::string asyncProxyFence() const override;

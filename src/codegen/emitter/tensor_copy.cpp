@@ -1,0 +1,180 @@
+// TMA copies of a loop's staged tiles (LoopSchedule::Copy::Tma, passes/schedule.cpp): which
+// tiles qualify, the kernel's tensor-map parameters, the transaction barriers, the copies one
+// thread issues and the wait of every thread. The instructions come from the target lowering
+// (TargetLowering::tensorCopy2d and the barrier hooks); iterate.cpp says when.
+//
+// Each buffer of the loop's ring has one barrier (8 bytes of a module global, one per loop).
+// Tile j goes into buffer j % S on barrier j % S: thread 0 arrives on it expecting the bytes of
+// every staged tile's box, then issues the boxes; the copies complete the phase. Iteration i
+// waits for phase parity (i / S) % 2 of barrier i % S before reading. Only tiles below the trip
+// count are copied, so every phase is waited for once and nothing is in flight after the loop.
+// Iteration i copies tile i + S - 1 - keep (the wgmma schedule's distance) at its top, before
+// its wait: into the buffer whose reads the products retired at the end of iteration i - 1,
+// and the workgroup barrier that barrier insertion puts before the copy (its writes are
+// `waited` SyncItems: a barrier before them, none for their readers) orders those reads of
+// every warp before thread 0 issues it.
+#include "codegen/emitter/kernel_emitter.h"
+
+namespace wave::codegen::detail {
+
+// One box of the tensor per tile: a 2-D tile of a 2-D tensor, stored K-major by wgmma in the
+// 128-byte swizzle with rows of exactly 128 bytes (a box row; the swizzle atoms of the tile
+// are then the box's, SharedTile::xorBytes), at most 256 rows (the box limit), the tensor's
+// rows a proven multiple of 16 bytes (the map's stride rule).
+bool KernelEmitter::tensorCopyable(const Promotion &p) {
+  if (!lower_->tensorCopies() || !p.wgmma || p.mapped || p.nMajor)
+    return false;
+  const SharedTile &al = allocs_[p.alloc];
+  const ir::Value *mem = p.op->operands[0];
+  const ir::Shape &shape = mem->type.shape;
+  const int64_t bytes = byteSize(mem->type.dtype);
+  if (al.tile.size() != 2 || shape.size() != 2 || al.xorBytes != 128 || al.blockBytes != 0 ||
+      al.tile[1] * bytes != 128 || al.tile[0] > 256 || al.tile[0] < 1 || p.origin.size() != 2)
+    return false;
+  if (mem->type.dtype != ScalarType::F16 && mem->type.dtype != ScalarType::BF16)
+    return false;
+  bool param = false;
+  for (const auto &kp : k_.params)
+    param |= kp.value == mem;
+  return param && facts_.provesExact(shape[1].size, IndexExpr(16 / bytes));
+}
+
+void KernelEmitter::tensorMapArguments(
+    const std::function<std::string(const std::string &)> &arg) {
+  ir::walk(k_.body, [&](const ir::Op &op) {
+    auto it = plan_.loops.find(&op);
+    if (it == plan_.loops.end() || it->second.copy != LoopSchedule::Copy::Tma)
+      return;
+    for (const ir::Op *o : it->second.staged) {
+      const Promotion &p = promotions_.at(o);
+      const SharedTile &al = allocs_[p.alloc];
+      TensorMapArg m;
+      for (size_t i = 0; i < k_.params.size(); ++i)
+        if (k_.params[i].value == o->operands[0])
+          m.param = static_cast<unsigned>(i);
+      m.dtype = o->operands[0]->type.dtype;
+      m.boxRows = static_cast<uint32_t>(al.tile[0]);
+      m.boxCols = static_cast<uint32_t>(al.tile[1]);
+      m.swizzleBytes = static_cast<uint32_t>(al.xorBytes);
+      tensorMaps_.push_back(m);
+      tensorMapArgs_[o] = arg("!llvm.ptr<1>");
+    }
+  });
+}
+
+std::string KernelEmitter::tmaBarriers(int stages) {
+  const std::string name = "__wave_mbar_" + k_.name + "_" + std::to_string(moduleGlobals_.size());
+  moduleGlobals_.push_back("llvm.mlir.global internal @" + name +
+                           "() {addr_space = 3 : i32, alignment = 8 : i64} : !llvm.array<" +
+                           std::to_string(stages) + " x i64>");
+  std::string p = fresh();
+  line(p + " = llvm.mlir.addressof @" + name + " : !llvm.ptr<3>");
+  return p;
+}
+
+std::string KernelEmitter::tmaBarrier(const std::string &bars, const std::string &index) {
+  std::string i64 = fresh(), p = fresh();
+  line(i64 + " = arith.index_cast " + index + " : index to i64");
+  line(p + " = llvm.getelementptr " + bars + "[" + i64 + "] : (!llvm.ptr<3>, i64) -> " +
+       "!llvm.ptr<3>, i64");
+  return p;
+}
+
+// Thread 0 of the workgroup, as an i1.
+std::string KernelEmitter::firstThread() {
+  std::string cond;
+  for (int i = 0; i < 3; ++i) {
+    if (d_.block[i] <= 1)
+      continue;
+    std::string c = fresh();
+    line(c + " = arith.cmpi eq, " + lowerIndex(IndexExpr::symbol("$T" + std::to_string(i))) +
+         ", " + constIndex(0) + " : index");
+    if (!cond.empty()) {
+      std::string a = fresh();
+      line(a + " = arith.andi " + cond + ", " + c + " : i1");
+      c = a;
+    }
+    cond = c;
+  }
+  if (cond.empty()) {
+    cond = fresh();
+    line(cond + " = arith.constant true");
+  }
+  return cond;
+}
+
+// A workgroup barrier first: when the loop is entered again (inside an outer loop), a thread
+// may still be in its wait on the last tile's barrier, which the init must not reset under it.
+void KernelEmitter::tmaInit(const std::string &bars, int stages) {
+  std::string first = firstThread();
+  SyncItem savedSync = lds_;
+  lds_ = {SyncItem::Barrier, -1};
+  line(lower_->workgroupBarrier());
+  lds_ = savedSync;
+  line("scf.if " + first + " {");
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  for (int b = 0; b < stages; ++b)
+    lower_->barrierInit(tmaBarrier(bars, constIndex(b)), 1);
+  lower_->barrierInitFence();
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  lds_ = {SyncItem::Barrier, -1};
+  line(lower_->workgroupBarrier());
+  lds_ = savedSync;
+}
+
+void KernelEmitter::tmaIssue(const std::vector<const ir::Op *> &staged, const IndexExpr &tile,
+                             const std::string &ivSym, const IndexExpr &trips,
+                             const IndexExpr &buffer, int tag, const std::string &bars) {
+  std::string first = firstThread(), below = fresh(), cond = fresh();
+  line(below + " = arith.cmpi slt, " + lowerIndex(tile) + ", " + lowerIndex(trips) + " : index");
+  line(cond + " = arith.andi " + first + ", " + below + " : i1");
+  // The copies' writes, for the barrier analysis, before the branch (a barrier it places there
+  // is outside it): waited for by their readers, they need a barrier only before them.
+  for (const ir::Op *o : staged) {
+    SyncItem w{SyncItem::Write, promotions_.at(o).alloc, tag};
+    w.waited = true;
+    mark(w);
+  }
+  line("scf.if " + cond + " {");
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  int64_t bytes = 0;
+  for (const ir::Op *o : staged)
+    bytes += allocs_[promotions_.at(o).alloc].bytes;
+  const std::string bar = tmaBarrier(bars, lowerIndex(buffer));
+  lower_->barrierArriveExpect(bar, bytes);
+  for (const ir::Op *o : staged) {
+    const Promotion &p = promotions_.at(o);
+    const SharedTile &al = allocs_[p.alloc];
+    std::string coord[2];
+    for (int i = 0; i < 2; ++i) {
+      IndexExpr at = facts_.simplify(p.origin[i].subs({{ivSym, tile}}));
+      coord[i] = fresh();
+      line(coord[i] + " = arith.index_cast " + lowerIndex(at) + " : index to i32");
+    }
+    std::string off = fresh(), dst = fresh();
+    line(off + " = arith.index_cast " + lowerIndex(facts_.simplify(buffer * al.bytes)) +
+         " : index to i64");
+    line(dst + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + off +
+         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
+    lower_->tensorCopy2d(dst, tensorMapArgs_.at(o), coord[1], coord[0], bar);
+  }
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
+
+void KernelEmitter::tmaWait(const std::string &bars, const std::string &stage,
+                            const std::string &iv, int stages) {
+  std::string round = binop("divui", iv, constIndex(stages));
+  std::string parity = binop("remui", round, constIndex(2)), p32 = fresh();
+  line(p32 + " = arith.index_cast " + parity + " : index to i32");
+  lower_->barrierWait(tmaBarrier(bars, stage), p32);
+}
+
+} // namespace wave::codegen::detail
