@@ -170,13 +170,57 @@ TEST(Plan, CooperativeCopiesUseWidestVectorThatCoversTheTile) {
   }
 }
 
-TEST(Plan, AmdPadsNarrowRowsByEightBytes) {
+TEST(Plan, AmdChoosesXorUnitsWherePaddingConflicts) {
+  // Rows of 32 f16 padded by 4 (8 bytes): the 16-byte stores of the copy conflict (rows 72
+  // bytes apart), 8 extra wavefronts per wave; 8-byte units XOR (row / 2) % 8 are free.
   Planned p;
   FakeQueries q;
   plan(p, gemm(64, 64, 32), "gfx942", /*async=*/false, q);
   ASSERT_TRUE(p.ok);
+  ASSERT_EQ(p.plan.tiles.size(), 2u);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.modeledPad, 8);
+    EXPECT_EQ(t.modeledXor, 0);
+    EXPECT_EQ(t.xorUnit, 8); // gfx942's MFMA operand reads are 8 bytes
+    EXPECT_EQ(t.pad, 0);
+    EXPECT_EQ(t.bytes, 64 * 32 * 2);
+  }
+}
+
+TEST(Plan, AmdKeepsPaddingWhereUnitsDoNotTileTheRow) {
+  // Rows of 48 f16 (96 bytes): no power-of-two XOR fits, the rows stay padded by 8 bytes.
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 48), "gfx942", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.xorUnit, 0);
+    EXPECT_EQ(t.pad, 4);
+    EXPECT_EQ(t.modeledPad, -1);
+  }
+}
+
+TEST(Plan, AmdLargestTileFitsWithoutPadding) {
+  // 256 x 64 f16 per operand: 2 x 32 KiB unpadded is exactly gfx942's 64 KiB (padded rows
+  // needed 69,632 bytes).
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(256, 256, 64), "gfx942", /*async=*/false, q);
+  ASSERT_TRUE(p.ok) << (q.refused.empty() ? "" : q.refused.back());
+  EXPECT_EQ(p.plan.sharedMemory.bytes, 65536);
   for (const SharedTile &t : p.plan.tiles)
-    EXPECT_EQ(t.pad, 4); // gfx942's MFMA operand reads are 8 bytes
+    EXPECT_EQ(t.xorUnit, 8);
+}
+
+TEST(Plan, NvidiaKeepsItsLayouts) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_80", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.xorUnit, 0);
+    EXPECT_EQ(t.modeledPad, -1);
+  }
 }
 
 TEST(Plan, TooMuchSharedMemoryIsRefused) {
