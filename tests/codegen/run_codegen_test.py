@@ -285,6 +285,24 @@ def test_gemm_gfx942_isa(a, tmp):
               re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{t} {kind}: no scratch/spills", meta)
 
 
+def test_gemm_gfx942_tiles(a, tmp):
+    # The GEMM sample's larger block tiles on gfx942 (issue 19): the unpadded XOR layout of
+    # src/passes/lds_layout.cpp (128x128x64: 2 x 128 x 64 f16 = 32768 bytes, 256x128x64: 49152,
+    # 256x256x64: exactly the 65536 of the CU, 69,632 when padded), no scratch, no spills.
+    spec, _ = gemm_sources(a)
+    for (bm, bn, lds) in ((128, 128, 32768), (256, 128, 49152), (256, 256, 65536)):
+        label = f"{bm}x{bn}x64"
+        out = os.path.join(tmp, "t.hsaco")
+        run([a.wavec, spec, "-o", out, f"-DBLOCK_M={bm}", f"-DBLOCK_N={bn}", "-DBLOCK_K=64"])
+        meta = notes(a, out)
+        check(re.search(r"\.group_segment_fixed_size:\s+%d\b" % lds, meta),
+              f"{label}: LDS bytes {lds}", meta)
+        check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta) and
+              re.search(r"\.sgpr_spill_count:\s+0\b", meta), f"{label}: no scratch, no spills",
+              meta)
+
+
 def test_gemm_int8_fp8(a, tmp):
     # The gfx942-only kinds (fp8 FNUZ, I32_16x16x32_I8) and gfx90a's I32_16x16x16_I8, through
     # shared memory: fp8/i8 tiles of 64 x 32 bytes on gfx942 (8-byte operand reads: the XOR
