@@ -181,6 +181,7 @@ bool planKernel(PlanContext &c, const std::function<void(const char *)> &after) 
   };
   if (!promote(c.kernel.body))
     return false;
+  settleLdsLayouts(c);
   after("promotion");
   for (const SharedTile &t : c.plan.tiles) // in tile order
     if (!planCooperativeCopy(c, c.plan.promotions.at(t.op)))

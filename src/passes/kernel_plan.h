@@ -53,13 +53,15 @@ struct SharedTile {
   // 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
   int64_t blockBytes = 0;
   // > 0: rows unpadded, read in units of this many bytes (the operand read's bytes per lane);
-  // unit u of row r is stored at unit u XOR xorPhase(r) (xorUnitPhase below). Chosen by
-  // lds_layout.cpp where its bank model finds the layout conflict-free for both the copy's
-  // stores and the operand reads.
+  // unit u of row r is stored at unit u XOR ((r / period) % phases) (xorUnitPhases below).
+  // Chosen by lds_layout.cpp where its bank model finds the layout conflict-free for both the
+  // copy's stores and the operand reads (and, if the padding is too, where it saves LDS that
+  // matters).
   int64_t xorUnit = 0;
   // The bank model's conflicting wavefronts per wave (lds_layout.cpp) of the padded and the
   // XOR layouts, stores plus reads; -1: not modeled. For the --print-ir-after dump.
   int64_t modeledPad = -1, modeledXor = -1;
+  int64_t xorCandidate = 0; // the unit of an XOR layout the model found conflict-free
   int64_t align = 16;
   // The span of the emitted code that uses the tile (indices of the emitter's item stream,
   // from its first access to its last, widened to the whole of the outermost loop around any
@@ -180,10 +182,14 @@ bool planPromotion(PlanContext &c, const ir::Op &read);
 bool planCooperativeCopy(PlanContext &c, Promotion &p);
 // The elements per thread of a tile's cooperative copy (up to 16 bytes; planCooperativeCopy).
 int64_t copyLanes(const std::vector<int64_t> &tile, ScalarType t, int64_t threads);
-// lds_layout.cpp: on targets without ldmatrix (AMD), replaces the padded rows of a promoted
-// tile with the XOR layout (SharedTile::xorUnit) where a model of the banks finds it free of
-// conflicts for the copy's stores and the operand's reads of one wave.
+// lds_layout.cpp: on targets without ldmatrix (AMD), models the banks for one wave's copy
+// stores and operand reads of a promoted tile, padded and in the XOR layout
+// (SharedTile::xorUnit), and takes the XOR layout where it is conflict-free and the padding not.
 void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &tile);
+// lds_layout.cpp, after every promotion: the tiles whose padded rows are conflict-free too take
+// the XOR layout only where dropping the padding makes the promoted tiles fit the target's
+// shared memory or lets more workgroups share it.
+void settleLdsLayouts(PlanContext &c);
 // schedule.cpp: the LoopSchedule of `iterate`, whose staged reads are planned; sets the
 // stages, swizzle and layout of their tiles.
 bool planLoop(PlanContext &c, const ir::Op &iterate);

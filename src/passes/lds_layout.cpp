@@ -1,9 +1,10 @@
 // The LDS layout of a promoted tile on targets without ldmatrix (AMD; promotion.cpp calls it):
 // padded rows (promotion.cpp's default) or unpadded rows whose read units are XOR-swizzled by
 // the row (SharedTile::xorUnit). The choice is the pass's data: a model of the banks evaluates
-// one wave's cooperative-copy stores and operand reads under both layouts, and the XOR layout
-// is taken when the model finds it free of conflicts (it also frees the padding's bytes, which
-// is what lets a 256x256x64 f16 GEMM tile fit gfx942's 64 KiB, docs/performance.md).
+// one wave's cooperative-copy stores and operand reads under both layouts. The XOR layout is
+// taken when the model finds it free of conflicts and the padding not; where both are free,
+// when dropping the padding's bytes makes the tiles fit (a 256x256x64 f16 GEMM tile on gfx942's
+// 64 KiB) or lets more workgroups share the LDS (settleLdsLayouts; docs/performance.md).
 //
 // The model is the emulator profiler's (runtime/src/emu/profile.h, BankRules and
 // lanesPerPhase): 32 banks of 4 bytes; an access of W bytes per lane (rounded up to a power of
@@ -68,6 +69,25 @@ int64_t addressOf(const SharedTile &al, const std::vector<int64_t> &idx, int64_t
   const int64_t q = unit / bytes, r = idx[n - 2], col = idx[n - 1];
   const int64_t u = (col / q) ^ ((r / period) % phases);
   return (off + r * al.tile[n - 1] + u * q + col % q) * bytes;
+}
+
+int64_t unpaddedBytes(const SharedTile &al) {
+  int64_t elems = 1;
+  for (int64_t t : al.tile)
+    elems *= t;
+  return elems * (al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8);
+}
+
+// Unpadded rows, read units at unit XOR the row's phase (SharedTile::xorUnit).
+void applyXor(SharedTile &al) {
+  al.xorUnit = al.xorCandidate;
+  al.pad = 0;
+  int64_t stride = 1;
+  for (size_t i = al.tile.size(); i-- > 0;) {
+    al.strides[i] = sym::IndexExpr(stride);
+    stride *= al.tile[i];
+  }
+  al.bytes = unpaddedBytes(al);
 }
 
 } // namespace
@@ -158,16 +178,36 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
   }
   al.modeledPad = cost[0];
   al.modeledXor = cost[1];
-  if (cost[1] != 0)
-    return;
-  al.xorUnit = unit;
-  al.pad = 0;
-  int64_t stride = 1;
-  for (size_t i = n; i-- > 0;) {
-    al.strides[i] = sym::IndexExpr(stride);
-    stride *= al.tile[i];
+  if (cost[1] == 0)
+    al.xorCandidate = unit;
+  if (cost[1] == 0 && cost[0] > 0)
+    applyXor(al);
+}
+
+// Where the padded rows are conflict-free too, the XOR layout costs address arithmetic (a lane
+// address per K step, 64-bit stores for 128-bit vectors) and buys only bytes: it is taken when
+// the promoted tiles would not fit the target's static shared memory with their padding, or
+// when without it more workgroups fit in that many bytes (the CU's LDS on CDNA: a 128x128x64 f16
+// GEMM, 34,816 padded bytes, one workgroup; 32,768 unpadded, two).
+void settleLdsLayouts(PlanContext &c) {
+  auto rounded = [](int64_t b) { return (b + 15) / 16 * 16; };
+  int64_t padded = 0, unpadded = 0;
+  bool any = false;
+  for (const SharedTile &t : c.plan.tiles) {
+    if (t.scratch)
+      continue;
+    const bool candidate = !t.xorUnit && t.xorCandidate;
+    any |= candidate;
+    padded += rounded(t.bytes) * t.stages;
+    unpadded += rounded(candidate ? unpaddedBytes(t) : t.bytes) * t.stages;
   }
-  al.bytes = stride * bytes;
+  const int64_t lds = c.target.ldsBytes;
+  if (!any || unpadded == 0 ||
+      (padded <= lds && (padded == 0 || lds / unpadded <= lds / padded)))
+    return;
+  for (SharedTile &t : c.plan.tiles)
+    if (!t.scratch && !t.xorUnit && t.xorCandidate)
+      applyXor(t);
 }
 
 } // namespace wave

@@ -212,6 +212,24 @@ TEST(Plan, AmdLargestTileFitsWithoutPadding) {
     EXPECT_EQ(t.xorUnit, 8);
 }
 
+TEST(Plan, AmdDropsConflictFreePaddingOnlyWhereTheBytesMatter) {
+  // Padded rows are conflict-free for 64-element rows too. 128 x 64 tiles: 34,816 padded bytes
+  // leave room for one workgroup in 64 KiB, 32,768 unpadded for two: XOR. 256 x 128 x 64:
+  // 52,224 or 49,152 bytes, one workgroup either way: the padding stays.
+  for (int bn : {128, 256}) {
+    Planned p;
+    FakeQueries q;
+    plan(p, gemm(bn == 128 ? 128 : 256, 128, 64), "gfx942", /*async=*/false, q);
+    ASSERT_TRUE(p.ok);
+    for (const SharedTile &t : p.plan.tiles) {
+      EXPECT_EQ(t.modeledPad, 0);
+      EXPECT_EQ(t.modeledXor, 0);
+      EXPECT_EQ(t.xorUnit, bn == 128 ? 8 : 0) << bn;
+    }
+    EXPECT_EQ(p.plan.sharedMemory.bytes, bn == 128 ? 32768 : 52224);
+  }
+}
+
 TEST(Plan, NvidiaKeepsItsLayouts) {
   Planned p;
   FakeQueries q;

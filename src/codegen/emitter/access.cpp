@@ -150,12 +150,20 @@ bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
 
 std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc,
                                                                const CloneAssign &a) {
-  // An XOR-swizzled tile's units are consecutive only within themselves.
+  // An XOR-swizzled tile's units are consecutive only within themselves: pieces of a unit from
+  // a start the facts prove unit-aligned, else one element at a time.
   const int64_t e = acc.elems,
                 most = std::max<int64_t>(1, (acc.xorUnit ? acc.xorUnit : 16) / byteSize(acc.dtype));
   std::vector<std::pair<int64_t, int64_t>> out;
   if (e == 1)
     return {{0, 1}};
+  const size_t last = acc.dims.size() - 1;
+  if (acc.xorUnit && (acc.vecDim != static_cast<int>(last) ||
+                      !facts_.provesExact(dimIndex(acc, last, a, 0), IndexExpr(most)))) {
+    for (int64_t g = 0; g < e; ++g)
+      out.push_back({g, 1});
+    return out;
+  }
   if (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous) {
     for (int64_t k0 = 0; k0 < e; k0 += most)
       out.push_back({k0, std::min(most, e - k0)});
