@@ -97,7 +97,7 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
   const int64_t bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
   const int64_t readBytes = read.elems * bytes, unit = std::min<int64_t>(16, readBytes);
   int64_t period = 0, phases = 0;
-  if (n < 2 || read.dims.size() != n || bytes > 8 ||
+  if (n < 2 || read.dims.size() != n || bytes > 8 || readBytes % unit != 0 ||
       !xorUnitPhases(al.tile[n - 1] * bytes, unit, period, phases))
     return;
   for (const auto &s : al.strides)
@@ -121,7 +121,8 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
     return true;
   };
   for (int64_t clone = 0; clone < 2; ++clone) {
-    std::vector<LaneBytes> pad, xr;
+    // One instruction per piece of at most 16 bytes (the emitter's `pieces`).
+    std::vector<std::vector<LaneBytes>> pad(readBytes / unit), xr(readBytes / unit);
     bool inTile = true;
     for (int64_t lane = 0; lane < wave && inTile; ++lane) {
       std::vector<int64_t> first(n), last(n);
@@ -136,15 +137,15 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
       for (int64_t k = 0; k < readBytes; k += unit) {
         std::vector<int64_t> at = first;
         at[n - 1] += k / bytes;
-        pad.push_back({lane, addressOf(al, at, 0, 0, 0), unit});
-        xr.push_back({lane, addressOf(al, at, unit, period, phases), unit});
+        pad[k / unit].push_back({lane, addressOf(al, at, 0, 0, 0), unit});
+        xr[k / unit].push_back({lane, addressOf(al, at, unit, period, phases), unit});
       }
     }
     if (!inTile && clone == 0)
       return; // not modeled: keep the padding
     if (inTile) {
-      reads[0].push_back(pad);
-      reads[1].push_back(xr);
+      reads[0].insert(reads[0].end(), pad.begin(), pad.end());
+      reads[1].insert(reads[1].end(), xr.begin(), xr.end());
     }
   }
   // The copy's stores of one wave (cooperative-copies: `lanes` consecutive elements per

@@ -230,6 +230,20 @@ TEST(Plan, AmdDropsConflictFreePaddingOnlyWhereTheBytesMatter) {
   }
 }
 
+TEST(Plan, Gfx1100ModelsEach16BytePieceOfAWmmaRead) {
+  // WMMA reads 32 bytes per lane, as two 16-byte instructions: 16-byte units XOR (row / 2) % 4
+  // are conflict-free; rows padded by 16 bytes conflict on the copy's stores (4 per wave).
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "gfx1100", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.modeledPad, 4);
+    EXPECT_EQ(t.modeledXor, 0);
+    EXPECT_EQ(t.xorUnit, 16);
+  }
+}
+
 TEST(Plan, NvidiaKeepsItsLayouts) {
   Planned p;
   FakeQueries q;
