@@ -48,27 +48,43 @@ int64_t conflicts(const std::vector<LaneBytes> &accesses) {
   return extra;
 }
 
-// Byte address of element `idx` of the tile: padded rows (strides of `al`), or unpadded rows
-// with the XOR layout of `unit` bytes (the emitter's offsetOf computes the same).
-int64_t addressOf(const SharedTile &al, const std::vector<int64_t> &idx, int64_t unit,
-                  int64_t period, int64_t phases) {
+// A candidate layout: rows padded by `pad` elements, or (unit > 0) unpadded rows with the XOR
+// layout of `unit` bytes (the emitter's offsetOf computes the same addresses).
+struct Layout {
+  int64_t pad = 0, unit = 0, period = 1, phases = 1;
+};
+
+int64_t addressOf(const SharedTile &al, const Layout &l, const std::vector<int64_t> &idx) {
   const size_t n = idx.size();
   const int64_t bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
-  int64_t off = 0;
-  if (!unit) {
-    for (size_t i = 0; i < n; ++i)
-      off += idx[i] * *al.strides[i].asInteger();
-    return off * bytes;
-  }
-  int64_t stride = 1;
+  int64_t off = 0, stride = 1;
   for (size_t i = n; i-- > 0;) {
-    if (i + 2 < n)
+    if (!l.unit || i + 2 < n)
       off += idx[i] * stride;
-    stride *= al.tile[i];
+    stride *= al.tile[i] + (i + 1 == n && !l.unit ? l.pad : 0);
   }
-  const int64_t q = unit / bytes, r = idx[n - 2], col = idx[n - 1];
-  const int64_t u = (col / q) ^ ((r / period) % phases);
+  if (!l.unit)
+    return off * bytes;
+  const int64_t q = l.unit / bytes, r = idx[n - 2], col = idx[n - 1];
+  const int64_t u = (col / q) ^ ((r / l.period) % l.phases);
   return (off + r * al.tile[n - 1] + u * q + col % q) * bytes;
+}
+
+// One wave instruction: per lane, the tile element its access starts at and its bytes.
+struct Instr {
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> lanes;
+  int64_t bytes = 0;
+};
+
+int64_t cost(const SharedTile &al, const Layout &l, const std::vector<Instr> &instrs) {
+  int64_t total = 0;
+  for (const Instr &in : instrs) {
+    std::vector<LaneBytes> acc;
+    for (const auto &[lane, idx] : in.lanes)
+      acc.push_back({lane, addressOf(al, l, idx), in.bytes});
+    total += conflicts(acc);
+  }
+  return total;
 }
 
 int64_t unpaddedBytes(const SharedTile &al) {
@@ -90,25 +106,17 @@ void applyXor(SharedTile &al) {
   al.bytes = unpaddedBytes(al);
 }
 
-} // namespace
 
-void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
+// One wave's operand read (its first two clones) as instructions of at most 16 bytes per lane
+// (the emitter's `pieces`): lane l's element indices in the tile, every term but the thread's 0
+// (the tile's origin); false when they are not consecutive along the rows (not modeled).
+// `aligned`: every lane starts at a multiple of `unit` bytes.
+bool readInstrs(PlanContext &c, const TileAccess &read, const SharedTile &al, int64_t unit,
+                std::vector<Instr> &out, bool &aligned) {
   const size_t n = al.tile.size();
   const int64_t bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
-  const int64_t readBytes = read.elems * bytes, unit = std::min<int64_t>(16, readBytes);
-  int64_t period = 0, phases = 0;
-  if (n < 2 || read.dims.size() != n || bytes > 8 || readBytes % unit != 0 ||
-      !xorUnitPhases(al.tile[n - 1] * bytes, unit, period, phases))
-    return;
-  for (const auto &s : al.strides)
-    if (!s.isInteger())
-      return;
-  const int64_t wave = c.dist.groupSize, q = unit / bytes;
-  // One wave's operand read (its first two clones): lane l's element indices in the tile, every
-  // term but the thread's 0 (the tile's origin). The lane's elements must be consecutive along
-  // the rows and whole units.
-  std::vector<std::vector<LaneBytes>> reads[2], stores[2];
-  auto indexAt = [&](int64_t lane, int64_t g, int64_t clone, std::vector<int64_t> &out) {
+  const int64_t readBytes = read.elems * bytes;
+  auto indexAt = [&](int64_t lane, int64_t g, int64_t clone, std::vector<int64_t> &idx) {
     for (size_t i = 0; i < n; ++i) {
       std::map<std::string, int64_t> v;
       for (const auto &s : read.dims[i].second.freeSymbols())
@@ -116,73 +124,118 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
       auto x = read.dims[i].second.evaluate(v);
       if (!x || *x < 0 || *x >= al.tile[i])
         return false;
-      out[i] = *x;
+      idx[i] = *x;
     }
     return true;
   };
+  aligned = true;
   for (int64_t clone = 0; clone < 2; ++clone) {
-    // One instruction per piece of at most 16 bytes (the emitter's `pieces`).
-    std::vector<std::vector<LaneBytes>> pad(readBytes / unit), xr(readBytes / unit);
-    bool inTile = true;
-    for (int64_t lane = 0; lane < wave && inTile; ++lane) {
+    std::vector<Instr> pieces(readBytes / unit);
+    for (int64_t lane = 0; lane < c.dist.groupSize; ++lane) {
       std::vector<int64_t> first(n), last(n);
-      inTile = indexAt(lane, 0, clone, first) && indexAt(lane, read.elems - 1, clone, last);
-      if (!inTile)
+      if (!indexAt(lane, 0, clone, first) || !indexAt(lane, read.elems - 1, clone, last)) {
+        if (clone == 0)
+          return false;
+        pieces.clear();
         break;
+      }
       for (size_t i = 0; i + 1 < n; ++i)
         if (first[i] != last[i])
-          return;
-      if (last[n - 1] - first[n - 1] != read.elems - 1 || first[n - 1] % q != 0)
-        return;
+          return false;
+      if (last[n - 1] - first[n - 1] != read.elems - 1)
+        return false;
+      aligned = aligned && (first[n - 1] * bytes) % unit == 0;
       for (int64_t k = 0; k < readBytes; k += unit) {
         std::vector<int64_t> at = first;
         at[n - 1] += k / bytes;
-        pad[k / unit].push_back({lane, addressOf(al, at, 0, 0, 0), unit});
-        xr[k / unit].push_back({lane, addressOf(al, at, unit, period, phases), unit});
+        pieces[k / unit].lanes.push_back({lane, at});
+        pieces[k / unit].bytes = unit;
       }
     }
-    if (!inTile && clone == 0)
-      return; // not modeled: keep the padding
-    if (inTile) {
-      reads[0].insert(reads[0].end(), pad.begin(), pad.end());
-      reads[1].insert(reads[1].end(), xr.begin(), xr.end());
-    }
+    out.insert(out.end(), pieces.begin(), pieces.end());
   }
-  // The copy's stores of one wave (cooperative-copies: `lanes` consecutive elements per
-  // thread, threads in row-major order over the tile), split into units in the XOR layout.
+  return true;
+}
+
+// The copy's stores of one wave (cooperative-copies: `lanes` consecutive elements per thread,
+// threads in row-major order over the tile), in pieces of `piece` bytes.
+std::vector<Instr> storeInstrs(PlanContext &c, const SharedTile &al, int64_t piece) {
+  const size_t n = al.tile.size();
+  const int64_t bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
   const int64_t threads =
       static_cast<int64_t>(c.dist.block[0]) * c.dist.block[1] * c.dist.block[2];
   const int64_t lanes = copyLanes(al.tile, al.dtype, threads), vec = lanes * bytes;
-  for (int layout = 0; layout < 2; ++layout) {
-    const int64_t piece = layout ? std::min(vec, unit) : vec;
-    for (int64_t k = 0; k < vec; k += piece) {
-      std::vector<LaneBytes> st;
-      for (int64_t t = 0; t < std::min(wave, threads); ++t) {
-        std::vector<int64_t> at(n);
-        int64_t inner = 1;
-        for (size_t i = n; i-- > 0;) {
-          at[i] = (t * lanes / inner) % al.tile[i];
-          inner *= al.tile[i];
-        }
-        at[n - 1] += k / bytes;
-        st.push_back({t, addressOf(al, at, layout ? unit : 0, period, phases), piece});
+  piece = std::min(piece, vec);
+  std::vector<Instr> out;
+  for (int64_t k = 0; k < vec; k += piece) {
+    Instr st;
+    st.bytes = piece;
+    for (int64_t t = 0; t < std::min<int64_t>(c.dist.groupSize, threads); ++t) {
+      std::vector<int64_t> at(n);
+      int64_t inner = 1;
+      for (size_t i = n; i-- > 0;) {
+        at[i] = (t * lanes / inner) % al.tile[i];
+        inner *= al.tile[i];
       }
-      stores[layout].push_back(st);
+      at[n - 1] += k / bytes;
+      st.lanes.push_back({t, at});
+    }
+    out.push_back(st);
+  }
+  return out;
+}
+
+} // namespace
+
+// The padded rows: promotion.cpp's padding, else the fewest conflicts among paddings that keep
+// every access as aligned as the rows are wide (multiples of the widest access, up to 32 bytes).
+// The XOR layout: units of the read's piece (at most 16 bytes) where they tile the row and every
+// lane reads whole units.
+void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &al) {
+  const size_t n = al.tile.size();
+  const int64_t bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
+  const int64_t readBytes = read.elems * bytes, unit = std::min<int64_t>(16, readBytes);
+  if (n < 2 || read.dims.size() != n || bytes > 8 || readBytes % unit != 0)
+    return;
+  std::vector<Instr> reads;
+  bool aligned = false;
+  if (!readInstrs(c, read, al, unit, reads, aligned))
+    return;
+  const std::vector<Instr> padStores = storeInstrs(c, al, 16);
+  auto padCost = [&](int64_t pad) {
+    Layout l;
+    l.pad = pad;
+    return cost(al, l, reads) + cost(al, l, padStores);
+  };
+  int64_t bestPad = al.pad, best = padCost(al.pad);
+  const int64_t widest = std::max(padStores.empty() ? 0 : padStores.front().bytes, unit);
+  for (int64_t b = 0; b <= 32 && best > 0; b += widest) {
+    const int64_t x = b % bytes == 0 ? padCost(b / bytes) : best;
+    if (x < best) {
+      best = x;
+      bestPad = b / bytes;
     }
   }
-  int64_t cost[2] = {0, 0};
-  for (int layout = 0; layout < 2; ++layout) {
-    for (const auto &r : reads[layout])
-      cost[layout] += conflicts(r);
-    for (const auto &s : stores[layout])
-      cost[layout] += conflicts(s);
-  }
-  al.modeledPad = cost[0];
-  al.modeledXor = cost[1];
-  if (cost[1] == 0)
+  al.modeledPad = best;
+  Layout x;
+  x.unit = unit;
+  if (aligned && xorUnitPhases(al.tile[n - 1] * bytes, unit, x.period, x.phases))
+    al.modeledXor = cost(al, x, reads) + cost(al, x, storeInstrs(c, al, unit));
+  if (al.modeledXor == 0)
     al.xorCandidate = unit;
-  if (cost[1] == 0 && cost[0] > 0)
+  if (al.modeledXor >= 0 && al.modeledXor < best) {
     applyXor(al);
+    return;
+  }
+  if (bestPad != al.pad) { // the same rows with another padding
+    al.pad = bestPad;
+    int64_t stride = 1;
+    for (size_t i = n; i-- > 0;) {
+      al.strides[i] = sym::IndexExpr(stride);
+      stride *= al.tile[i] + (i + 1 == n ? bestPad : 0);
+    }
+    al.bytes = stride * bytes;
+  }
 }
 
 // Where the padded rows are conflict-free too, the XOR layout costs address arithmetic (a lane
