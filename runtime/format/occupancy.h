@@ -83,9 +83,10 @@ inline Occupancy occupancy(const std::string &target, uint32_t waveSize, uint32_
   if (lim->amd && regs.vgprs >= 0) {
     o.registersKnown = true;
     const uint32_t scale = rdna ? waveSize / 32 : 1; // a wave64 on RDNA takes twice the file
-    const uint32_t used =
-        roundUp(roundUp(uint32_t(regs.vgprs), 4) + uint32_t(std::max(regs.agprs, 0)),
-                lim->regGranule / scale);
+    // The code object's .vgpr_count already counts the AGPRs where the file is unified
+    // (gfx90a, gfx942: the VGPRs aligned to 4, then the AGPRs; .amdhsa_next_free_vgpr =
+    // .amdhsa_accum_offset + AGPRs in --emit=asm), so they are not added again.
+    const uint32_t used = roundUp(uint32_t(regs.vgprs), lim->regGranule / scale);
     const uint32_t budget = lim->regBudget / scale;
     const uint32_t simdWaves = used ? std::min(perSimd, budget / used) : perSimd;
     o.byRegisters = simdWaves * lim->simds / o.wavesPerBlock;

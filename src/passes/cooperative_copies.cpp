@@ -8,6 +8,17 @@
 
 namespace wave {
 
+int64_t copyLanes(const std::vector<int64_t> &tile, ScalarType t, int64_t threads) {
+  int64_t elems = 1;
+  for (int64_t x : tile)
+    elems *= x;
+  const unsigned bytes = t == ScalarType::I1 ? 1 : bitWidth(t) / 8;
+  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
+  while (lanes > 1 && (tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
+    lanes /= 2;
+  return lanes;
+}
+
 bool planCooperativeCopy(PlanContext &c, Promotion &p) {
   const SharedTile &al = c.plan.tiles[p.alloc];
   int64_t elems = 1;
@@ -15,10 +26,7 @@ bool planCooperativeCopy(PlanContext &c, Promotion &p) {
     elems *= t;
   const int64_t threads =
       static_cast<int64_t>(c.dist.block[0]) * c.dist.block[1] * c.dist.block[2];
-  const unsigned bytes = al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8;
-  int64_t lanes = std::max<int64_t>(1, 16 / bytes);
-  while (lanes > 1 && (al.tile.back() % lanes != 0 || elems % (threads * lanes) != 0))
-    lanes /= 2;
+  const int64_t lanes = copyLanes(al.tile, al.dtype, threads);
   if (elems % (threads * lanes) != 0)
     return c.queries.refuse(DiagId::UnsupportedPromotionTile,
                             "a shared-memory tile of " + std::to_string(elems) +

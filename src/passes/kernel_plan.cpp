@@ -37,10 +37,21 @@ std::string tileLayout(const SharedTile &t) {
            (t.blockBytes ? ", column blocks " + std::to_string(t.blockBytes) + " bytes apart"
                          : std::string()) +
            ", aligned to " + std::to_string(t.align);
+  std::string model;
+  if (t.modeledPad >= 0)
+    model = " (bank model, conflicts per wave: padded " + std::to_string(t.modeledPad) +
+            ", xor " + std::to_string(t.modeledXor) + ")";
+  if (t.xorUnit) {
+    int64_t period = 1, phases = 1;
+    const int64_t bytes = t.dtype == ScalarType::I1 ? 1 : bitWidth(t.dtype) / 8;
+    xorUnitPhases(t.tile.back() * bytes, t.xorUnit, period, phases);
+    return "rows unpadded, " + std::to_string(t.xorUnit) + "-byte units XOR (row / " +
+           std::to_string(period) + ") % " + std::to_string(phases) + model;
+  }
   if (t.swizzle)
     return "rows unpadded, 16-byte chunks rotated by row";
   if (t.pad)
-    return "rows padded by " + std::to_string(t.pad) + " elements";
+    return "rows padded by " + std::to_string(t.pad) + " elements" + model;
   return "unpadded";
 }
 
@@ -174,6 +185,7 @@ bool planKernel(PlanContext &c, const std::function<void(const char *)> &after) 
   };
   if (!promote(c.kernel.body))
     return false;
+  settleLdsLayouts(c);
   after("promotion");
   for (const SharedTile &t : c.plan.tiles) // in tile order
     if (!planCooperativeCopy(c, c.plan.promotions.at(t.op)))

@@ -25,6 +25,7 @@
 #include "symbolic/index_expr.h"
 #include "target/target_table.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -51,6 +52,16 @@ struct SharedTile {
   // > 0: rows wider than 128 bytes are stored as column blocks of 128 bytes (every row's first
   // 128 bytes, then every row's next 128 bytes, ...), this many bytes apart.
   int64_t blockBytes = 0;
+  // > 0: rows unpadded, read in units of this many bytes (the operand read's bytes per lane);
+  // unit u of row r is stored at unit u XOR ((r / period) % phases) (xorUnitPhases below).
+  // Chosen by lds_layout.cpp where its bank model finds the layout conflict-free for both the
+  // copy's stores and the operand reads (and, if the padding is too, where it saves LDS that
+  // matters).
+  int64_t xorUnit = 0;
+  // The bank model's conflicting wavefronts per wave (lds_layout.cpp) of the padded and the
+  // XOR layouts, stores plus reads; -1: not modeled. For the --print-ir-after dump.
+  int64_t modeledPad = -1, modeledXor = -1;
+  int64_t xorCandidate = 0; // the unit of an XOR layout the model found conflict-free
   int64_t align = 16;
   // The span of the emitted code that uses the tile (indices of the emitter's item stream,
   // from its first access to its last, widened to the whole of the outermost loop around any
@@ -142,6 +153,19 @@ public:
   virtual bool refuseSharedMemory(int64_t bytes) = 0;
 };
 
+// The XOR layout of rows of `rowBytes` in units of `unitBytes` (SharedTile::xorUnit): row r's
+// phase is (r / period) mod phases, where `period` rows share one 128-byte bank period and
+// `phases` units fill it; false when the units do not tile the row by a power of two.
+inline bool xorUnitPhases(int64_t rowBytes, int64_t unitBytes, int64_t &period,
+                          int64_t &phases) {
+  if (unitBytes < 4 || unitBytes > 16 || (unitBytes & (unitBytes - 1)) || rowBytes <= 0)
+    return false;
+  period = rowBytes >= 128 ? 1 : 128 / rowBytes;
+  phases = std::min<int64_t>(rowBytes, 128) / unitBytes;
+  return phases >= 2 && (phases & (phases - 1)) == 0 && period * rowBytes >= 128 &&
+         (period & (period - 1)) == 0 && rowBytes % (phases * unitBytes) == 0;
+}
+
 // The context of the plan passes.
 struct PlanContext {
   const ir::Kernel &kernel;
@@ -166,6 +190,16 @@ bool wgmmaOverlaps(const ir::Op &iterate);
 bool planPromotion(PlanContext &c, const ir::Op &read);
 // cooperative_copies.cpp: lanes, copies and async of a Promotion.
 bool planCooperativeCopy(PlanContext &c, Promotion &p);
+// The elements per thread of a tile's cooperative copy (up to 16 bytes; planCooperativeCopy).
+int64_t copyLanes(const std::vector<int64_t> &tile, ScalarType t, int64_t threads);
+// lds_layout.cpp: on targets without ldmatrix (AMD), models the banks for one wave's copy
+// stores and operand reads of a promoted tile, padded and in the XOR layout
+// (SharedTile::xorUnit), and takes the XOR layout where it is conflict-free and the padding not.
+void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &tile);
+// lds_layout.cpp, after every promotion: the tiles whose padded rows are conflict-free too take
+// the XOR layout only where dropping the padding makes the promoted tiles fit the target's
+// shared memory or lets more workgroups share it.
+void settleLdsLayouts(PlanContext &c);
 // schedule.cpp: the LoopSchedule of `iterate`, whose staged reads are planned; sets the
 // stages, swizzle and layout of their tiles.
 bool planLoop(PlanContext &c, const ir::Op &iterate);

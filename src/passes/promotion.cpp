@@ -2,7 +2,8 @@
 // a tile of shared memory that the workgroup fills together. This file decides the tile: its
 // shape (the tiling constraint's tile along a loop's dim, the workgroup's tile along a
 // distributed dim, the whole dim when it is static) and its layout (padded rows, or a wgmma
-// operand's swizzle atoms). docs/hardware.md section 5 has the bank facts behind the padding.
+// operand's swizzle atoms; on AMD, lds_layout.cpp's XOR layout where its bank model prefers
+// it). docs/hardware.md section 5 has the bank facts behind the padding.
 #include "passes/kernel_plan.h"
 
 namespace wave {
@@ -160,6 +161,9 @@ bool planPromotion(PlanContext &c, const ir::Op &read) {
   }
   al.bytes = stride * bytes; // one buffer; offsets are placed by the shared-memory plan
   al.pad = pad;
+  // Without ldmatrix (AMD), the bank model may replace the padding by an XOR layout.
+  if (c.target.vendor != Vendor::NVIDIA)
+    chooseLdsLayout(c, acc, al);
   bool lhs = false;
   if (const ir::Op *mma = wgmmaUser(read, &lhs))
     if (!wgmmaLayout(c, read, acc, *mma, lhs, al, p))

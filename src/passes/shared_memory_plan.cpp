@@ -12,7 +12,7 @@
 namespace wave {
 
 void relayout(SharedTile &al, ScalarType t, bool swizzle) {
-  if (al.xorBytes)
+  if (al.xorBytes || al.xorUnit)
     return;
   const size_t n = al.tile.size();
   const int64_t bytes = t == ScalarType::I1 ? 1 : bitWidth(t) / 8;

@@ -6,9 +6,12 @@ instructions, ...). For a launch whose geometry the caller knows: `--expect-mma 
 instructions executed, over all waves), `--expect-store-bytes B` (global bytes stored: the
 output's size, each element written once) and `--min-global-bytes B` (bytes requested from global
 memory: at least the compulsory traffic, every input read once and the output written once).
+Bars (issue 19): `--max-conflicts N` (shared-memory bank conflicts of the whole kernel, the main
+loop's included) and `--min-efficiency F` (the kernel's global coalescing efficiency, 0..1).
 
 usage: test_profile.py WAVE_RUN FILE.wave TARGET [--expect-mma N] [--expect-store-bytes B]
-                       [--min-global-bytes B] [--shared] -- WAVE_RUN_ARGS...
+                       [--min-global-bytes B] [--max-conflicts N] [--min-efficiency F]
+                       [--shared] -- WAVE_RUN_ARGS...
        test_profile.py WAVE_RUN FILE.wave --errors      (bad uses of --profile)
 """
 import json
@@ -142,6 +145,15 @@ def check_kernel(k, target, source, opts):
     if opts["min_global"] is not None and k["global"]["requested_bytes"] < opts["min_global"]:
         fail(f"global bytes requested {k['global']['requested_bytes']}, less than the "
              f"compulsory {opts['min_global']}")
+    if opts["max_conflicts"] is not None:
+        worst = [(s["location"], s["op"], s["shared"]["bank_conflicts"]) for s in sites
+                 if s["space"] == "shared" and s["shared"]["bank_conflicts"] > 0]
+        if k["shared"]["bank_conflicts"] > opts["max_conflicts"]:
+            fail(f"{k['shared']['bank_conflicts']} bank conflicts, at most "
+                 f"{opts['max_conflicts']} allowed: {worst}")
+    if opts["min_efficiency"] is not None and k["global"]["efficiency"] < opts["min_efficiency"]:
+        fail(f"global coalescing efficiency {k['global']['efficiency']:.3f} below "
+             f"{opts['min_efficiency']}")
     if opts["shared"]:
         if not any(s["space"] == "shared" for s in sites) or k["shared"]["phases"] == 0:
             fail("a kernel staged through shared memory has no shared sites")
@@ -213,12 +225,15 @@ def main():
         target, rest = sys.argv[3], sys.argv[4:]
         split = rest.index("--") if "--" in rest else len(rest)
         flags, args = rest[:split], rest[split + 1:]
-        opts = {"mma": None, "stored": None, "min_global": None, "shared": "--shared" in flags}
+        opts = {"mma": None, "stored": None, "min_global": None, "max_conflicts": None,
+                "min_efficiency": None, "shared": "--shared" in flags}
         names = {"--expect-mma": "mma", "--expect-store-bytes": "stored",
-                 "--min-global-bytes": "min_global"}
+                 "--min-global-bytes": "min_global", "--max-conflicts": "max_conflicts"}
         for i, f in enumerate(flags):
             if f in names:
                 opts[names[f]] = int(flags[i + 1])
+            elif f == "--min-efficiency":
+                opts["min_efficiency"] = float(flags[i + 1])
         profile_run(wave_run, source, target, opts, args)
     if failures:
         print(f"{len(failures)} failure(s)")

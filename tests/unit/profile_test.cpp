@@ -191,15 +191,28 @@ TEST(ProfileOccupancy, LdsLimitsGfx942) {
 }
 
 TEST(ProfileOccupancy, RegistersLimitGfx942) {
-  // 128 VGPRs + 128 AGPRs = 256 of 512: 2 waves per SIMD, 8 per CU, 2 workgroups of 4 waves.
+  // 128 VGPRs + 128 AGPRs: the code object's .vgpr_count is their total, 256 of 512: 2 waves
+  // per SIMD, 8 per CU, 2 workgroups of 4 waves.
   Registers r;
-  r.vgprs = 128;
+  r.vgprs = 256;
   r.agprs = 128;
   Occupancy o = occupancy("gfx942", 64, 256, 0, r);
   EXPECT_TRUE(o.registersKnown);
   EXPECT_EQ(o.byRegisters, 2u);
   EXPECT_EQ(o.blocks, 2u);
   EXPECT_STREQ(o.limitedBy, "registers");
+}
+
+TEST(ProfileOccupancy, AgprsAreInTheVgprCountGfx942) {
+  // The 256x256x64 GEMM tile: .vgpr_count 504 (248 VGPRs + 256 AGPRs, .amdhsa_accum_offset
+  // 248): one wave per SIMD, one workgroup of 4 waves (adding the AGPRs again said none fit).
+  Registers r;
+  r.vgprs = 504;
+  r.agprs = 256;
+  Occupancy o = occupancy("gfx942", 64, 256, 65536, r);
+  EXPECT_EQ(o.byRegisters, 1u);
+  EXPECT_EQ(o.blocks, 1u);
+  EXPECT_EQ(o.waves(), 4u);
 }
 
 TEST(ProfileOccupancy, NvidiaSharedMemoryAndRegisters) {

@@ -223,13 +223,93 @@ TEST(Plan, CooperativeCopiesUseWidestVectorThatCoversTheTile) {
   }
 }
 
-TEST(Plan, AmdPadsNarrowRowsByEightBytes) {
+TEST(Plan, AmdChoosesXorUnitsWherePaddingConflicts) {
+  // Rows of 32 f16 padded by 4 (8 bytes): the 16-byte stores of the copy conflict (rows 72
+  // bytes apart), 8 extra wavefronts per wave; 8-byte units XOR (row / 2) % 8 are free.
   Planned p;
   FakeQueries q;
   plan(p, gemm(64, 64, 32), "gfx942", /*async=*/false, q);
   ASSERT_TRUE(p.ok);
+  ASSERT_EQ(p.plan.tiles.size(), 2u);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.modeledPad, 8);
+    EXPECT_EQ(t.modeledXor, 0);
+    EXPECT_EQ(t.xorUnit, 8); // gfx942's MFMA operand reads are 8 bytes
+    EXPECT_EQ(t.pad, 0);
+    EXPECT_EQ(t.bytes, 64 * 32 * 2);
+  }
+}
+
+TEST(Plan, AmdKeepsPaddingWhereUnitsDoNotTileTheRow) {
+  // Rows of 48 f16 (96 bytes): no power-of-two XOR fits. Every aligned padding (0, 16, 32
+  // bytes) conflicts at least as much as the 8 bytes of promotion.cpp (4 wavefronts per wave,
+  // on the copy's 8-byte stores: 12 lanes fill a row, the next row's 4 share its first banks),
+  // so the rows stay padded by 8 bytes.
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 48), "gfx942", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.xorUnit, 0);
+    EXPECT_EQ(t.pad, 4);
+    EXPECT_EQ(t.modeledPad, 4);
+    EXPECT_EQ(t.modeledXor, -1);
+  }
+}
+
+TEST(Plan, AmdLargestTileFitsWithoutPadding) {
+  // 256 x 64 f16 per operand: 2 x 32 KiB unpadded is exactly gfx942's 64 KiB (padded rows
+  // needed 69,632 bytes).
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(256, 256, 64), "gfx942", /*async=*/false, q);
+  ASSERT_TRUE(p.ok) << (q.refused.empty() ? "" : q.refused.back());
+  EXPECT_EQ(p.plan.sharedMemory.bytes, 65536);
   for (const SharedTile &t : p.plan.tiles)
-    EXPECT_EQ(t.pad, 4); // gfx942's MFMA operand reads are 8 bytes
+    EXPECT_EQ(t.xorUnit, 8);
+}
+
+TEST(Plan, AmdDropsConflictFreePaddingOnlyWhereTheBytesMatter) {
+  // Padded rows are conflict-free for 64-element rows too. 128 x 64 tiles: 34,816 padded bytes
+  // leave room for one workgroup in 64 KiB, 32,768 unpadded for two: XOR. 256 x 128 x 64:
+  // 52,224 or 49,152 bytes, one workgroup either way: the padding stays.
+  for (int bn : {128, 256}) {
+    Planned p;
+    FakeQueries q;
+    plan(p, gemm(bn == 128 ? 128 : 256, 128, 64), "gfx942", /*async=*/false, q);
+    ASSERT_TRUE(p.ok);
+    for (const SharedTile &t : p.plan.tiles) {
+      EXPECT_EQ(t.modeledPad, 0);
+      EXPECT_EQ(t.modeledXor, 0);
+      EXPECT_EQ(t.xorUnit, bn == 128 ? 8 : 0) << bn;
+    }
+    EXPECT_EQ(p.plan.sharedMemory.bytes, bn == 128 ? 32768 : 52224);
+  }
+}
+
+TEST(Plan, Gfx1100ModelsEach16BytePieceOfAWmmaRead) {
+  // WMMA reads 32 bytes per lane, as two 16-byte instructions: 16-byte units XOR (row / 2) % 4
+  // are conflict-free; rows padded by 16 bytes conflict on the copy's stores (4 per wave).
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "gfx1100", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.modeledPad, 4);
+    EXPECT_EQ(t.modeledXor, 0);
+    EXPECT_EQ(t.xorUnit, 16);
+  }
+}
+
+TEST(Plan, NvidiaKeepsItsLayouts) {
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_80", /*async=*/false, q);
+  ASSERT_TRUE(p.ok);
+  for (const SharedTile &t : p.plan.tiles) {
+    EXPECT_EQ(t.xorUnit, 0);
+    EXPECT_EQ(t.modeledPad, -1);
+  }
 }
 
 TEST(Plan, TooMuchSharedMemoryIsRefused) {

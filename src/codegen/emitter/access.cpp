@@ -147,10 +147,20 @@ bool KernelEmitter::setVectorDim(Access &acc, SourceRange loc) {
 
 std::vector<std::pair<int64_t, int64_t>> KernelEmitter::pieces(const Access &acc,
                                                                const CloneAssign &a) {
-  const int64_t e = acc.elems, most = std::max<int64_t>(1, 16 / byteSize(acc.dtype));
+  // An XOR-swizzled tile's units are consecutive only within themselves: pieces of a unit from
+  // a start the facts prove unit-aligned, else one element at a time.
+  const int64_t e = acc.elems,
+                most = std::max<int64_t>(1, (acc.xorUnit ? acc.xorUnit : 16) / byteSize(acc.dtype));
   std::vector<std::pair<int64_t, int64_t>> out;
   if (e == 1)
     return {{0, 1}};
+  const size_t last = acc.dims.size() - 1;
+  if (acc.xorUnit && (acc.vecDim != static_cast<int>(last) ||
+                      !facts_.provesExact(dimIndex(acc, last, a, 0), IndexExpr(most)))) {
+    for (int64_t g = 0; g < e; ++g)
+      out.push_back({g, 1});
+    return out;
+  }
   if (acc.vecDim >= 0 && acc.dims[acc.vecDim].contiguous) {
     for (int64_t k0 = 0; k0 < e; k0 += most)
       out.push_back({k0, std::min(most, e - k0)});
@@ -234,8 +244,22 @@ IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr
   IndexExpr off = acc.extra;
   const size_t n = idx.size();
   for (size_t i = 0; i < n; ++i)
-    if ((!acc.swizzle && !acc.xorBytes) || i + 2 < n)
+    if ((!acc.swizzle && !acc.xorBytes && !acc.xorUnit) || i + 2 < n)
       off += idx[i] * acc.strides[i];
+  if (acc.xorUnit && n >= 2) {
+    // Unpadded rows of C elements in units of q (SharedTile::xorUnit): unit u of row r at unit
+    // u XOR ((r / period) % phases) (passes/kernel_plan.h, xorUnitPhases), bit by bit.
+    const int64_t b = byteSize(acc.dtype), q = acc.xorUnit / b;
+    const int64_t c = *acc.sizes[n - 1].asInteger();
+    int64_t period = 1, phases = 1;
+    xorUnitPhases(c * b, acc.xorUnit, period, phases);
+    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
+    const IndexExpr u = floorDiv(col, q), s = mod(floorDiv(r, period), phases);
+    IndexExpr x = u - mod(u, phases);
+    for (int64_t bit = 1; bit < phases; bit *= 2)
+      x += bit * mod(floorDiv(u, bit) + floorDiv(s, bit), 2);
+    return off + r * c + x * q + mod(col, q);
+  }
   if (acc.xorBytes && n >= 2) {
     // wgmma's canonical K-major layout with the W-byte swizzle (W = 32, 64, 128; PTX ISA,
     // "Shared memory matrix layout"): rows of W bytes, 16-byte chunk c of row r at chunk
@@ -506,7 +530,8 @@ void KernelEmitter::wideStore(const Access &acc, const CloneAssign &a, const std
 }
 
 bool KernelEmitter::prefixMasked(const Access &acc) const {
-  if (acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous || acc.swizzle || acc.elems <= 1)
+  if (acc.vecDim < 0 || !acc.dims[acc.vecDim].contiguous || acc.swizzle || acc.xorUnit ||
+      acc.elems <= 1)
     return false;
   // A mapped access: every check that moves with g must be an upper bound moving by 1.
   for (const Bound &b : boundsOf(acc))

@@ -534,6 +534,7 @@ private:
     bool mayBeEmpty = false;   // a global access whose tensor may have no elements
     int64_t xorBytes = 0;           // see LdsAlloc
     int64_t blockBytes = 0;         // see LdsAlloc
+    int64_t xorUnit = 0;            // see LdsAlloc (bytes)
     int alloc = -1;                 // an access to an `allocate`d tile: its LdsAlloc
   };
   // `allocate` (access.cpp): each allocation's tile in allocs_ (planAllocate), and the origin of

@@ -123,6 +123,7 @@ KernelEmitter::Access KernelEmitter::copyAccess(const Promotion &p, bool global,
     acc.swizzle = al.swizzle;
     acc.xorBytes = al.xorBytes;
     acc.blockBytes = al.blockBytes;
+    acc.xorUnit = al.xorUnit;
   }
   return acc;
 }
@@ -219,6 +220,7 @@ bool KernelEmitter::ldsRead(const ir::Op &op, const Promotion &p, RegVal &v,
   acc.strides = al.strides;
   acc.extra = stageIndex_ * (al.bytes / static_cast<int64_t>(byteSize(acc.dtype)));
   acc.swizzle = al.swizzle;
+  acc.xorUnit = al.xorUnit;
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     acc.dims[i].start = facts_.simplify(zeroed(acc.dims[i].start, isGlobalTerm));
     acc.dims[i].masked = false;
