@@ -3,6 +3,7 @@
 #include "symbolic/lowering.h"
 
 #include <fmt/format.h>
+#include <functional>
 #include <ginac/ginac.h>
 
 namespace wave {
@@ -521,6 +522,17 @@ std::optional<std::string> invertLinear(const sym::IndexExpr &size, const std::s
                      q.to_long(), d.to_long(), actual, r.to_long(), (d * p).to_long());
 }
 
+// Calls f(arg, type) for every tensor (pointer) argument of the ABI, with its parameter's type.
+void forEachTensor(const KernelAbi &abi, const ir::Kernel &k,
+                   const std::function<void(const AbiArg &, const ir::Type &)> &f) {
+  size_t pi = 0; // the ABI's arguments follow the parameters (pointers and scalars) in order
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Pointer)
+      f(a, k.params[pi].value->type);
+    ++pi;
+  }
+}
+
 void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
   const ir::Kernel &k = *hk.kernel;
   const std::string &n = k.name;
@@ -529,13 +541,7 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
   for (const auto &a : abi.args)
     if (a.kind == AbiArg::DynamicDim)
       out += fmt::format("  int64_t {} = -1;\n", a.name);
-  size_t pi = 0;
-  for (const auto &a : abi.args) {
-    if (a.kind != AbiArg::Pointer) {
-      ++pi;
-      continue;
-    }
-    const ir::Type &t = k.params[pi++].value->type;
+  forEachTensor(abi, k, [&](const AbiArg &a, const ir::Type &t) {
     out += fmt::format(
         "  if (!{0} || !{0}->data)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
         "\"{1}_launch_tensors: tensor '{0}' is NULL\");\n", a.name, n);
@@ -570,7 +576,7 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
                            *sym, actual, n, i, a.name);
       }
     }
-  }
+  });
   // A dynamic symbol that no tensor dim is exactly comes from a dim that is a linear expression
   // of it alone (`N / 2`, `2 * N`); one that none gives is an error, not a launch with -1.
   for (const auto &sa : abi.args) {
@@ -579,28 +585,19 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
     std::optional<std::string> from;
     std::string where, fromExtent;
     bool plain = false; // some tensor dim is exactly the symbol: the loop above set it
-    pi = 0;
-    for (const auto &a : abi.args)
-      if (a.kind == AbiArg::Pointer)
-        for (const auto &d : k.params[pi++].value->type.shape)
-          plain |= d.size.asSymbol() == sa.name;
-      else
-        ++pi;
+    forEachTensor(abi, k, [&](const AbiArg &, const ir::Type &t) {
+      for (const auto &d : t.shape)
+        plain |= d.size.asSymbol() == sa.name;
+    });
     if (plain)
       continue;
-    pi = 0;
-    for (const auto &a : abi.args) {
-      if (a.kind != AbiArg::Pointer) {
-        ++pi;
-        continue;
-      }
-      const ir::Type &t = k.params[pi++].value->type;
+    forEachTensor(abi, k, [&](const AbiArg &a, const ir::Type &t) {
       for (size_t i = 0; i < t.shape.size() && !from; ++i)
         if ((from = invertLinear(t.shape[i].size, sa.name, fmt::format("{}->shape[{}]", a.name, i)))) {
           where = fmt::format("dim {} of '{}' ({})", i, a.name, t.shape[i].str());
           fromExtent = fmt::format("{}->shape[{}]", a.name, i);
         }
-    }
+    });
     if (from)
       out += fmt::format("  if ({0} < 0 && {3} <= WAVE_MAX_DIM) /* from {1} */\n    {0} = {2};\n",
                          sa.name, where, *from, fromExtent);
@@ -610,13 +607,7 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
                        sa.name, n);
   }
   // Derived dims are checked after every dynamic symbol is known.
-  pi = 0;
-  for (const auto &a : abi.args) {
-    if (a.kind != AbiArg::Pointer) {
-      ++pi;
-      continue;
-    }
-    const ir::Type &t = k.params[pi++].value->type;
+  forEachTensor(abi, k, [&](const AbiArg &a, const ir::Type &t) {
     for (size_t i = 0; i < t.shape.size(); ++i) {
       const ir::Dim &dim = t.shape[i];
       if (dim.size.asSymbol())
@@ -629,7 +620,7 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
                          "%lld, the kernel needs {4} = %lld\", (long long){0}->shape[{1}], "
                          "(long long)({2}));\n", a.name, i, *c, n, dim.str());
     }
-  }
+  });
   std::string call;
   for (const auto &a : abi.args) {
     if (a.kind == AbiArg::Pointer)
