@@ -26,7 +26,7 @@ void *trampoline(void *arg) {
 } // namespace
 
 int runOnLargeStack(const std::function<int()> &fn, size_t bytes) {
-  Job job{&fn};
+  Job job{&fn, 0, nullptr};
   pthread_attr_t attr;
   if (pthread_attr_init(&attr) != 0)
     return fn();

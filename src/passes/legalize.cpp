@@ -83,6 +83,9 @@ private:
 
 // One refusal or decision per op, for the diagnostics and for printLegalize.
 struct Legalizer {
+  Legalizer(const ir::Kernel &kernel, const Distribution &dist, const TargetInfo &target,
+            DiagnosticEngine *engine)
+      : k(kernel), d(dist), t(target), diags(engine) {}
   const ir::Kernel &k;
   const Distribution &d;
   const TargetInfo &t;
@@ -712,7 +715,7 @@ int wgmmaKSteps(const ir::Op &mma, const Distribution &dist) {
 
 bool legalize(const ir::Kernel &kernel, const Distribution &dist, const TargetInfo &target,
               DiagnosticEngine &diags) {
-  Legalizer l{kernel, dist, target, &diags, {}};
+  Legalizer l(kernel, dist, target, &diags);
   l.params();
   l.region(kernel.body);
   if (!l.ok)
@@ -741,7 +744,7 @@ bool legalizeTogether(
 
 std::string printLegalize(const ir::Kernel &kernel, const Distribution &dist,
                           const TargetInfo &target) {
-  Legalizer l{kernel, dist, target, nullptr, {}};
+  Legalizer l(kernel, dist, target, nullptr);
   l.log << "legalize kernel " << kernel.name << " for " << target.name << ":\n";
   l.params();
   l.region(kernel.body);
