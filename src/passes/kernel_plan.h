@@ -217,9 +217,9 @@ void settleLdsLayouts(PlanContext &c);
 // stages, swizzle and layout of their tiles.
 bool planLoop(PlanContext &c, const ir::Op &iterate);
 // schedule.cpp, after every loop: the workgroup order (KernelPlan::raster). Grouped where a
-// loop is an async wgmma pipeline (the tensor cores outrun the memory otherwise), the kernel's
-// grid has workgroup axes 0 and 1, the target counts its compute units, and axis 0 may have
-// more workgroups than one group.
+// loop is an async wgmma GEMM pipeline (one staged operand along the dim of workgroup axis 0
+// and not of axis 1, one the other way round), the kernel's grid has workgroup axes 0 and 1,
+// the target counts its compute units, and axis 0 may have more workgroups than one group.
 void planRaster(PlanContext &c);
 // The group of the raster order for workgroup tiles of `tile0` x `tile1` rows of the two
 // operands and `resident` workgroups running at once: the power of two from 2 to 64 that

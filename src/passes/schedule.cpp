@@ -166,14 +166,29 @@ int64_t rasterGroup(int64_t tile0, int64_t tile1, int64_t resident) {
 // column tiles, each shared through L2 by the workgroups of its row or column.
 void planRaster(PlanContext &c) {
   c.plan.raster = RasterPlan{};
-  bool pipelined = false;
-  for (const auto &[loop, s] : c.plan.loops)
-    pipelined |= s.wgmma && s.async;
   const ir::WorkgroupConstraint *axes[2] = {nullptr, nullptr};
   for (const ir::WorkgroupConstraint &w : c.kernel.workgroups)
     if (w.primary && w.axis < 2)
       axes[w.axis] = &w;
-  if (!pipelined || !axes[0] || !axes[1] || c.target.computeUnits == 0)
+  if (!axes[0] || !axes[1] || c.target.computeUnits == 0)
+    return;
+  // A GEMM's loop: async wgmma, one staged operand along axis 0's dim and not axis 1's (A),
+  // one the other way round (B). Otherwise (attention's K and V tiles depend on neither
+  // workgroup dim of the model) the model does not apply.
+  auto has = [](const ir::Op *o, const ir::Dim &d) {
+    const ir::Shape &sh = o->operands[0]->type.shape;
+    return std::find(sh.begin(), sh.end(), d) != sh.end();
+  };
+  bool gemm = false;
+  for (const auto &[loop, s] : c.plan.loops) {
+    bool a = false, b = false;
+    for (const ir::Op *o : s.staged) {
+      a |= has(o, axes[0]->dim) && !has(o, axes[1]->dim);
+      b |= has(o, axes[1]->dim) && !has(o, axes[0]->dim);
+    }
+    gemm |= s.wgmma && s.async && a && b;
+  }
+  if (!gemm)
     return;
   RasterPlan r;
   r.tiles[0] = axes[0]->tile;
