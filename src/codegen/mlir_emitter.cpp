@@ -287,6 +287,33 @@ void KernelEmitter::liveSpans() {
   }
 }
 
+// The plan's workgroup order (KernelPlan::raster): the launch order's linear id split into
+// groups of `group` workgroups of grid axis 0 times every workgroup of axis 1 (the last group
+// narrower when axis 0 does not divide), axis 0 fastest within a group. A permutation of the
+// grid's axes 0 and 1, so every workgroup still computes one tile; $WG0 and $WG1 name the
+// remapped ids from here on.
+void KernelEmitter::remapWorkgroups() {
+  const int64_t g = plan_.raster.group;
+  if (g <= 0)
+    return;
+  head_ << "      %ro_gx = gpu.grid_dim x\n"
+        << "      %ro_gy = gpu.grid_dim y\n"
+        << "      %ro_g = arith.constant " << g << " : index\n"
+        << "      %ro_row = arith.muli %wg_y, %ro_gx : index\n"
+        << "      %ro_lin = arith.addi %ro_row, %wg_x : index\n"
+        << "      %ro_span = arith.muli %ro_g, %ro_gy : index\n"
+        << "      %ro_grp = arith.divui %ro_lin, %ro_span : index\n"
+        << "      %ro_first = arith.muli %ro_grp, %ro_g : index\n"
+        << "      %ro_left = arith.subi %ro_gx, %ro_first : index\n"
+        << "      %ro_size = arith.minui %ro_left, %ro_g : index\n"
+        << "      %ro_in = arith.remui %ro_lin, %ro_span : index\n"
+        << "      %ro_dx = arith.remui %ro_in, %ro_size : index\n"
+        << "      %wg_rx = arith.addi %ro_first, %ro_dx : index\n"
+        << "      %wg_ry = arith.divui %ro_in, %ro_size : index\n";
+  symbols_["$WG0"] = "%wg_rx";
+  symbols_["$WG1"] = "%wg_ry";
+}
+
 bool KernelEmitter::emit(std::ostream &os) {
   // Signature: memory pointers and scalars in parameter order, then dynamic symbols as i64.
   std::string sig;
@@ -332,6 +359,7 @@ bool KernelEmitter::emit(std::ostream &os) {
   PlanContext plan{k_, d_, target_, facts_, *this, plan_};
   if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
     return false;
+  remapWorkgroups();
   tensorMapArguments(arg);
   planScratchTiles();
   for (const auto &op : k_.body.ops)

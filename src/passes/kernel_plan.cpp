@@ -194,6 +194,7 @@ bool planKernel(PlanContext &c, const std::function<void(const char *)> &after) 
   for (const ir::Op *loop : loops)
     if (!planLoop(c, *loop))
       return false;
+  planRaster(c);
   after("schedule");
   return true;
 }
@@ -205,8 +206,15 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
     return out + printPromotions(plan);
   if (pass == "cooperative-copies")
     return out + printCopies(plan, dist);
-  if (pass == "schedule")
+  if (pass == "schedule") {
+    const RasterPlan &r = plan.raster;
+    if (r.group > 0)
+      out += "  workgroup order: groups of " + std::to_string(r.group) +
+             " workgroups along grid axis 0, each down all of axis 1 (tiles " +
+             std::to_string(r.tiles[0]) + " x " + std::to_string(r.tiles[1]) + ", " +
+             std::to_string(r.resident) + " resident), ids remapped at the kernel's start\n";
     return out + printSchedule(kernel, plan);
+  }
   return out + printSharedMemory(plan);
 }
 

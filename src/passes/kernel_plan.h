@@ -122,10 +122,23 @@ struct SharedMemoryPlan {
   bool reused = false;         // tiles with disjoint live spans share bytes
 };
 
+// The order in which the workgroups take their output tiles (schedule.cpp, planRaster). With
+// `group` > 0 the kernel remaps its workgroup ids at its start: the launch order's linear id
+// (axis 0 fastest) walks groups of `group` workgroups along grid axis 0, each group down every
+// workgroup of axis 1 (axis 0 fastest within the group) before the next, so the workgroups
+// resident at once share a few tiles of both operands in L2 instead of one column of one and
+// every row of the other. 0: the launch order.
+struct RasterPlan {
+  int64_t group = 0;
+  int64_t tiles[2] = {0, 0}; // the workgroup tile along grid axes 0 and 1
+  int64_t resident = 0;      // workgroups the model counts as running at once
+};
+
 struct KernelPlan {
   std::vector<SharedTile> tiles;
   std::map<const ir::Op *, Promotion> promotions;
   std::map<const ir::Op *, LoopSchedule> loops;
+  RasterPlan raster;
   SharedMemoryPlan sharedMemory;
 };
 
@@ -203,6 +216,16 @@ void settleLdsLayouts(PlanContext &c);
 // schedule.cpp: the LoopSchedule of `iterate`, whose staged reads are planned; sets the
 // stages, swizzle and layout of their tiles.
 bool planLoop(PlanContext &c, const ir::Op &iterate);
+// schedule.cpp, after every loop: the workgroup order (KernelPlan::raster). Grouped where a
+// loop is an async wgmma GEMM pipeline (one staged operand along the dim of workgroup axis 0
+// and not of axis 1, one the other way round), the kernel's grid has workgroup axes 0 and 1,
+// the target counts its compute units, and axis 0 may have more workgroups than one group.
+void planRaster(PlanContext &c);
+// The group of the raster order for workgroup tiles of `tile0` x `tile1` rows of the two
+// operands and `resident` workgroups running at once: the power of two from 2 to 64 that
+// minimizes the operand rows those workgroups read, group x tile0 + ceil(resident / group) x
+// tile1 (the smaller on a tie).
+int64_t rasterGroup(int64_t tile0, int64_t tile1, int64_t resident);
 // shared_memory_plan.cpp
 // Recomputes strides and bytes: padded rows, or (swizzle) unpadded rows whose 16-byte chunks
 // are rotated by the row number so that 8 consecutive rows hit distinct banks. A wgmma tile

@@ -6,9 +6,12 @@
 // i + 1 at the top of iteration i, store it at its end). Either way the barriers come from the
 // barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
 // copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
+// After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
+// is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 
 namespace wave {
@@ -144,6 +147,58 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   c.plan.loops[&iterate] = s;
   return true;
+}
+
+int64_t rasterGroup(int64_t tile0, int64_t tile1, int64_t resident) {
+  int64_t best = 0, bestRows = 0;
+  for (int64_t g = 2; g <= 64; g *= 2) {
+    int64_t rows = g * tile0 + (resident + g - 1) / g * tile1;
+    if (best == 0 || rows < bestRows)
+      best = g, bestRows = rows;
+  }
+  return best;
+}
+
+// The launch order walks grid axis 0 fastest: the workgroups resident at once cover a band of
+// one or two columns of axis 1 and every row tile of axis 0, so for a tall grid they read all
+// of one operand and little of the other, and the next wave reads that operand again. Grouped
+// (KernelPlan::raster), the same workgroups read `group` row tiles and about resident / group
+// column tiles, each shared through L2 by the workgroups of its row or column.
+void planRaster(PlanContext &c) {
+  c.plan.raster = RasterPlan{};
+  const ir::WorkgroupConstraint *axes[2] = {nullptr, nullptr};
+  for (const ir::WorkgroupConstraint &w : c.kernel.workgroups)
+    if (w.primary && w.axis < 2)
+      axes[w.axis] = &w;
+  if (!axes[0] || !axes[1] || c.target.computeUnits == 0)
+    return;
+  // A GEMM's loop: async wgmma, one staged operand along axis 0's dim and not axis 1's (A),
+  // one the other way round (B). Otherwise (attention's K and V tiles depend on neither
+  // workgroup dim of the model) the model does not apply.
+  auto has = [](const ir::Op *o, const ir::Dim &d) {
+    const ir::Shape &sh = o->operands[0]->type.shape;
+    return std::find(sh.begin(), sh.end(), d) != sh.end();
+  };
+  bool gemm = false;
+  for (const auto &[loop, s] : c.plan.loops) {
+    bool a = false, b = false;
+    for (const ir::Op *o : s.staged) {
+      a |= has(o, axes[0]->dim) && !has(o, axes[1]->dim);
+      b |= has(o, axes[1]->dim) && !has(o, axes[0]->dim);
+    }
+    gemm |= s.wgmma && s.async && a && b;
+  }
+  if (!gemm)
+    return;
+  RasterPlan r;
+  r.tiles[0] = axes[0]->tile;
+  r.tiles[1] = axes[1]->tile;
+  r.resident = c.target.computeUnits;
+  r.group = rasterGroup(r.tiles[0], r.tiles[1], r.resident);
+  // One group covers all of axis 0: the remap would be the launch order.
+  if (std::optional<int64_t> n = c.dist.grid[0].asInteger(); n && *n <= r.group)
+    return;
+  c.plan.raster = r;
 }
 
 } // namespace wave

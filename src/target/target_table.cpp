@@ -171,7 +171,7 @@ const std::vector<TargetInfo> kTargets = {
      MmaFamily::MmaSync, kSync, "nvptx64-nvidia-cuda", "sm_90", "+ptx78", kNvGrid, 0},
     {"sm_90a", Vendor::NVIDIA, "NVIDIA Hopper, arch-specific features (wgmma)", {32}, 49152,
      232448, 1024, MmaFamily::MmaSync, concat(kWgmma, kSync), "nvptx64-nvidia-cuda", "sm_90a",
-     "+ptx80", kNvGrid, 0, 0, false, /*warpgroupMma=*/true},
+     "+ptx80", kNvGrid, 0, 0, false, /*warpgroupMma=*/true, /*computeUnits=*/132},
 };
 
 #undef kAmdGrid

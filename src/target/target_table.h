@@ -83,6 +83,9 @@ struct TargetInfo {
   bool bufferOobSelect = false;
   // Offers the warpgroup kinds (MmaFamily::Wgmma) of `mmaKinds` beside its own family.
   bool warpgroupMma = false;
+  // Compute units (NVIDIA: SMs) of the target's reference card, for the workgroup-order model
+  // (passes/schedule.cpp, planRaster); 0: not modeled.
+  unsigned computeUnits = 0;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
 };
 

@@ -78,14 +78,16 @@ std::string gemm(int bm, int bn, int bk) {
 }
 
 void plan(Planned &p, const std::string &text, const char *target, bool async,
-          FakeQueries &q) {
+          FakeQueries &q, const char *m = "1024") {
   p.file = std::make_unique<SourceFile>("gemm.wave", text);
   p.diags = std::make_unique<DiagnosticEngine>(p.file.get());
   p.module = parseModule(*p.file, *p.diags);
   ASSERT_TRUE(p.module) << p.diags->render(false);
   SemaOptions so;
   so.target = findTarget(target);
-  so.defines = {{"M", "1024"}, {"N", "1024"}, {"K", "1024"}};
+  so.defines = {{"N", "1024"}, {"K", "1024"}};
+  if (*m)
+    so.defines.push_back({"M", m});
   p.program = analyze(*p.module, so, *p.diags);
   ASSERT_TRUE(p.program && !p.diags->hasErrors()) << p.diags->render(false);
   const ir::Kernel &k = *p.program->kernels[0];
@@ -137,6 +139,42 @@ TEST(Plan, WgmmaLoopsCopyWithTmaWhenEveryTileQualifies) {
     EXPECT_EQ(s.prefetch, 2);
     EXPECT_EQ(q.tensorAsked, tensor ? 2 : 1); // all tiles, or until one fails
   }
+}
+
+// The workgroup order's model: g x tile0 + ceil(132 / g) x tile1 operand rows, least at
+// g = 16 for 128 x 256 tiles (2048 + 9 x 256 = 4352; 8: 5376, 32: 5376), a tie of 8 and 16
+// for square tiles (3200) taken at 8, and 8 for 256 x 128 (4224).
+TEST(Plan, RasterGroupReadsTheFewestOperandRows) {
+  EXPECT_EQ(rasterGroup(128, 256, 132), 16);
+  EXPECT_EQ(rasterGroup(128, 128, 132), 8);
+  EXPECT_EQ(rasterGroup(256, 128, 132), 8);
+  EXPECT_EQ(rasterGroup(64, 64, 1), 2);
+}
+
+// Grouped where axis 0 may have more workgroups than a group (M dynamic, or 64 of them at
+// M = 8192); launch order at M = 1024 (8 workgroups along axis 0), and for mma.sync loops.
+TEST(Plan, WgmmaGemmsGroupTheirWorkgroups) {
+  for (const char *m : {"", "8192", "1024"}) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = true;
+    plan(p, kWgmmaGemm, "sm_90a", true, q, m);
+    ASSERT_TRUE(p.ok);
+    const RasterPlan &r = p.plan.raster;
+    if (std::string(m) == "1024") {
+      EXPECT_EQ(r.group, 0);
+      continue;
+    }
+    EXPECT_EQ(r.group, 16);
+    EXPECT_EQ(r.tiles[0], 128);
+    EXPECT_EQ(r.tiles[1], 256);
+    EXPECT_EQ(r.resident, 132);
+  }
+  Planned p;
+  FakeQueries q;
+  plan(p, gemm(64, 64, 32), "sm_90", true, q, "");
+  ASSERT_TRUE(p.ok);
+  EXPECT_EQ(p.plan.raster.group, 0);
 }
 
 TEST(Plan, MmaSyncLoopsNeverCopyWithTma) {

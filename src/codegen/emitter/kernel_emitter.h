@@ -387,6 +387,8 @@ private:
   // sized before emission from shapes alone (reduction_scratch.cpp) and placed by the
   // shared-memory plan after it.
   void planScratchTiles();
+  // Rebinds $WG0/$WG1 to the plan's workgroup order (KernelPlan::raster), if it has one.
+  void remapWorkgroups();
   void scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes);
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
   void planScanScratch(const ir::Op &op, const RegVal &x);
