@@ -395,6 +395,10 @@ private:
   void planAllocate(const ir::Op &op);
   void allocatesIn(const std::vector<std::unique_ptr<ir::Op>> &ops);
   int64_t scratchSlots(int64_t nc, int64_t eo) const;
+  int64_t wavesPerWorkgroup() const {
+    return int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  }
+  bool refuseScan(const ir::Op &op, const std::string &why);
   int64_t topkRows(const ScanPlan &p, IndexExpr *row) const;
   // The scratch tile of op in `tiles` (scratch_, scratch2_), added with `slots` elements of t
   // the first time; its allocation index.

@@ -15,9 +15,7 @@ namespace wave::codegen::detail {
 // The slots of one cross-wave reduction's scratch: one per wave, result clone, result element
 // and lane.
 int64_t KernelEmitter::scratchSlots(int64_t nc, int64_t eo) const {
-  const int64_t waves =
-      int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
-  return waves * nc * eo * d_.groupSize;
+  return wavesPerWorkgroup() * nc * eo * d_.groupSize;
 }
 
 // Sizes the scratch of reduction `op` when its operand's shape is known and its reduced dim

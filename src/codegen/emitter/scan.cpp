@@ -64,15 +64,19 @@ struct Probe {
 };
 } // namespace
 
+// Refuses a cumsum or topk over its dim with its own id (unsupported-scan, unsupported-topk).
+bool KernelEmitter::refuseScan(const ir::Op &op, const std::string &why) {
+  return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
+                     std::string("a ") + ir::opKindName(op.kind) + " over " + op.dims[0].str() +
+                         " " + why,
+                     op.loc);
+}
+
 // The lane, clone and wave parts of the positions along D, the butterfly and the order of the
 // units. False (after reporting) for a layout these levels cannot scan exactly.
 bool KernelEmitter::planScan(const ir::Op &op, const RegVal &x, ScanPlan &p) {
   const std::string dim = op.dims[0].str();
-  auto refuse = [&](const std::string &why) {
-    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
-                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
-                       op.loc);
-  };
+  auto refuse = [&](const std::string &why) { return refuseScan(op, why); };
   RegVal shape;
   if (!reducedShape(op, x, shape, p.groups))
     return refuse("of a value whose other coordinates are not spread evenly over a lane's elements");
@@ -154,11 +158,7 @@ bool KernelEmitter::planScanLanes(const ir::Op &op, ScanPlan &p,
                                   const std::vector<std::vector<std::vector<int64_t>>> &other,
                                   const std::vector<int64_t> &B, const std::vector<int64_t> &C) {
   const std::string dim = op.dims[0].str();
-  auto refuse = [&](const std::string &why) {
-    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
-                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
-                       op.loc);
-  };
+  auto refuse = [&](const std::string &why) { return refuseScan(op, why); };
   const int64_t w = static_cast<int64_t>(A.size());
   // Segments: each group's elements in position order, cut where a step is not +1.
   for (const auto &grp : p.groups) {
@@ -266,11 +266,7 @@ bool KernelEmitter::planScanUnits(
     const std::function<void(int64_t, size_t, const std::vector<int64_t> &, int64_t &, int64_t &)>
         &block) {
   const std::string dim = op.dims[0].str();
-  auto refuse = [&](const std::string &why) {
-    return unsupported(op.kind == ir::OpKind::TopK ? DiagId::UnsupportedTopK : DiagId::UnsupportedScan,
-                       std::string("a ") + ir::opKindName(op.kind) + " over " + dim + " " + why,
-                       op.loc);
-  };
+  auto refuse = [&](const std::string &why) { return refuseScan(op, why); };
   const int64_t w = static_cast<int64_t>(A.size());
   const size_t steps = p.masks.size();
   p.waveRange.assign(p.segs.size(), {});
@@ -366,7 +362,7 @@ std::string KernelEmitter::scanUnit(const Combiner &c, const ScanPlan &p,
 std::vector<std::vector<std::vector<std::string>>>
 KernelEmitter::scanAcrossWaves(const ir::Op &op, const Combiner &c, const ScanPlan &p,
                                const std::vector<std::vector<std::vector<std::string>>> &totals) {
-  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t waves = wavesPerWorkgroup();
   const int64_t no = static_cast<int64_t>(totals.size());
   std::vector<int64_t> first; // per group, its first unit's slot
   int64_t nu = 0;
@@ -594,7 +590,7 @@ void KernelEmitter::topkAcrossWaves(const ir::Op &op, const ScanPlan &p, const C
                                     std::vector<std::vector<std::string>> &vals,
                                     std::vector<std::vector<std::string>> &idxs) {
   const int64_t w = d_.groupSize, k = op.ivalue, no = static_cast<int64_t>(vals.size());
-  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t waves = wavesPerWorkgroup();
   const int64_t threads = d_.block[0] * d_.block[1] * d_.block[2];
   int64_t maskBits = 0;
   for (int64_t m : p.masks)
@@ -725,7 +721,7 @@ void KernelEmitter::planScanScratch(const ir::Op &op, const RegVal &x) {
   probing_ = false;
   if (!planned || p.nw <= 1 || (topk && p.groups.size() != 1))
     return;
-  const int64_t waves = int64_t(d_.wavesPerBlock[0]) * d_.wavesPerBlock[1] * d_.wavesPerBlock[2];
+  const int64_t waves = wavesPerWorkgroup();
   if (topk) {
     RegVal out;
     std::vector<std::vector<int64_t>> groups;
