@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The long fuzz runs of docs/reliability.md on a machine with many cores and no wavec build
+# (made by scripts/make_devrun_fuzz.sh, which puts this file in OUTDIR as run.sh): up to
+# MAX_PROGRAMS wave-fuzz programs of seed 2028 from START, each on the reference and the five
+# emulated targets, in slices started until SECONDS have passed (one slice's programs are
+# 30 per job); beside them LIBFUZZER_PROCS front-end libFuzzer processes of LIBFUZZER_RUNS_EACH
+# executions (seeds SEEDBASE+1...), stopped after SECONDS. Run from the repository root:
+#   bash OUTDIR/run.sh START MAX_PROGRAMS SECONDS LIBFUZZER_PROCS LIBFUZZER_RUNS_EACH [SEEDBASE]
+# Summaries go to stdout; logs, findings and crashing inputs to $OUT (default /tmp/out).
+set -u
+START=${1:-0}; MAXP=${2:-100000}; SECS=${3:-500}; LFP=${4:-0}; LFR=${5:-0}; SEEDBASE=${6:-2026}
+D=$(cd "$(dirname "$0")" && pwd); R=$(pwd)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+W=/tmp/fz; mkdir -p $W/bin; tar xJf "$D/bin.tar.xz" -C $W/bin
+export LD_LIBRARY_PATH=$W/bin WAVE_EMU_THREADS=1 PYTHONUNBUFFERED=1
+# No llvm-symbolizer there: addr2line lets the harness's LeakSanitizer suppression (cln::xmalloc) match.
+export ASAN_OPTIONS=external_symbolizer_path=$(command -v addr2line)
+NP=$(nproc); echo "cores $NP; $(uname -r); $(ldd --version | head -1)"
+$W/bin/wavec --version 2>&1 | head -2
+t0=$(date +%s)
+if [ "$LFP" -gt 0 ]; then
+  tar xJf "$D/fuzzer.tar.xz" -C $W/bin
+  for i in $(seq 1 $LFP); do
+    mkdir -p $W/lf$i $W/art$i
+    ( cd $W && timeout $((SECS + 120)) bin/wave_frontend_fuzzer -runs=$LFR -max_total_time=$SECS -seed=$((SEEDBASE + i)) -timeout=10 \
+        -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 -artifact_prefix=$W/art$i/ \
+        $W/lf$i "$R/tests/fuzz_frontend/corpus" > $W/lf$i.log 2>&1; echo "rc=$?" >> $W/lf$i.log ) &
+  done
+fi
+JOBS=$((NP - LFP)); [ $JOBS -lt 1 ] && JOBS=1
+SLICE=$((JOBS * 30)); s=$START; end=$((START + MAXP))
+while [ $s -lt $end ] && [ $(( $(date +%s) - t0 )) -lt $SECS ]; do
+  c=$SLICE; [ $((s + c)) -gt $end ] && c=$((end - s))
+  python3 "$R/tools/wave-fuzz/wave_fuzz.py" --wave-run $W/bin/wave-run --seed 2028 --start $s --count $c \
+     --jobs $JOBS --out $W/findings > $W/slice-$s.log 2>&1
+  echo "slice $s+$c: $(grep -h '^programs' $W/slice-$s.log) ($(( $(date +%s) - t0 )) s)"
+  s=$((s + c))
+done
+echo "NEXT_START $s"
+wait
+for i in $(seq 1 $LFP); do echo "libfuzzer $i:"; grep -E "^(stat::|rc=|==.*ERROR|SUMMARY)|Done [0-9]+ runs|^ +[0-9]+ +[0-9]+ [a-z]" $W/lf$i.log | head -20; ls $W/art$i | head; done
+cat $W/slice-*.log > $OUT/slices.log 2>/dev/null
+( cd $W && tar czf $OUT/findings.tgz findings art* 2>/dev/null; for i in $(seq 1 $LFP); do tail -5 lf$i.log; done > $OUT/libfuzzer_tails.log )
+echo "total $(( $(date +%s) - t0 )) s"
