@@ -544,6 +544,11 @@ bool FunctionTranslator::callMath(const llvm::CallInst &call, const std::string 
     emit(Op::Abs, rl.type, rl.lanes, dst(), slot(arg(0)));
     return true;
   }
+  if (starts("llvm.usub.sat.")) { // a - b, 0 below: umax(a, b) - b (LLVM forms it from clamps)
+    emit(Op::UMax, rl.type, rl.lanes, dst(), slot(arg(0)), slot(arg(1)));
+    emit(Op::Sub, rl.type, rl.lanes, dst(), dst(), slot(arg(1)));
+    return true;
+  }
   if (starts("llvm.ctlz.") || starts("llvm.cttz.")) {
     emit(starts("llvm.ctlz.") ? Op::Ctlz : Op::Cttz, rl.type, rl.lanes, dst(), slot(arg(0)));
     return true;

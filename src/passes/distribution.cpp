@@ -1,5 +1,7 @@
 #include "passes/distribution.h"
 
+#include "symbolic/compiled_expr.h"
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -625,11 +627,14 @@ private:
       return 1;
     };
     sym::Facts facts = out.facts;
+    int64_t gCount = 1; // the elements g ranges over
     for (const auto &[d, n] : elements)
-      if (auto c = n.asInteger(); c && *c > 0)
+      if (auto c = n.asInteger(); c && *c > 0) {
         facts.setRange("$g", 0, *c - 1);
-      else
+        gCount = std::max(gCount, *c);
+      } else {
         facts.setRange("$g", 0);
+      }
 
     // A register dim's index, element count and bound (a tile, or the lanes of a reduction,
     // can overrun it).
@@ -645,6 +650,8 @@ private:
       if (overrun && *overrun == d)
         di.masked |= !facts.provesExact(d.size, IndexExpr(di.elements * out.groupSize)) ||
                      !facts.prove(sym::Pred::cmp(sym::Pred::Lt, di.start, d.size)).value_or(false);
+      if (isWrite)
+        maskWorkgroupTile(di, facts, gCount);
       return di;
     };
     if (!op.mapping) {
@@ -909,6 +916,60 @@ private:
     return facts.provesEqual(next - start, 1);
   }
 
+  // A write's elements outside its workgroup's tile of a dim that a workgroup splits (and no
+  // `iterate` tiles) are another workgroup's: mask them when the layout may reach them
+  // (DimIndex::maskedTile).
+  void maskWorkgroupTile(DimIndex &di, const sym::Facts &facts, int64_t gCount) const {
+    const auto *wg = kernel.workgroupFor(di.dim);
+    if (!wg || kernel.tilingFor(di.dim))
+      return;
+    const std::string wgName = fmt::format("$WG{}", wg->axis);
+    const IndexExpr end = S(wgName) * wg->tile + wg->tile;
+    if (staysBelow(facts.simplify(di.start.subs({{wgName, IndexExpr(0)}})), wg->tile, gCount) ||
+        facts.prove(sym::Pred::cmp(sym::Pred::Lt, di.start, end)).value_or(false))
+      return;
+    di.maskedTile = di.masked = true;
+    di.tileEnd = end;
+  }
+
+  // Whether `e`, an index over the thread ids, $g and clone symbols only, is below `bound` for
+  // every thread of the block, element and clone (evaluated: the range facts are loose on
+  // forms like 16*T0 - 12*(T0 % 64)). False when it has other symbols or too many points.
+  bool staysBelow(const IndexExpr &e, int64_t bound, int64_t gCount) const {
+    std::vector<std::string> slots = {"$T0", "$T1", "$T2", "$g"};
+    std::vector<int64_t> extent = {out.block[0], out.block[1], out.block[2], 1};
+    for (const auto &x : out.expansion)
+      if (e.dependsOn("$i_" + x.dim.str())) {
+        slots.push_back("$i_" + x.dim.str());
+        extent.push_back(std::max<int64_t>(x.count, 1));
+      }
+    extent[3] = std::max<int64_t>(gCount, 1);
+    int64_t points = 1;
+    for (int64_t n : extent) {
+      if (n <= 0 || points > (int64_t{1} << 22))
+        return false;
+      points *= n;
+    }
+    if (points > (int64_t{1} << 22))
+      return false;
+    sym::ExprPool pool;
+    const sym::CompiledExpr *c = pool.compile(e, slots);
+    if (!c)
+      return false;
+    std::vector<int64_t> at(slots.size(), 0);
+    for (int64_t p = 0; p < points; ++p) {
+      int64_t rest = p;
+      for (size_t k = 0; k < at.size(); ++k) {
+        at[k] = rest % extent[k];
+        rest /= extent[k];
+      }
+      bool ok = true;
+      if (sym::evaluate(*c, at.data(), ok) >= bound || !ok)
+        return false;
+    }
+    return true;
+  }
+
   // A dim needs a mask when its tiles can overrun it (docs/hardware.md section 2.1).
   bool isMasked(const ir::Dim &d, const sym::Facts &facts) const {
     // An empty dim (K = 0) is a multiple of every tile, yet holds no element to touch.
@@ -1081,6 +1142,8 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
                 (di.maskedBelow && di.masked ? "masked to [0, " + di.dim.size.str() + ")"
                  : di.masked                 ? "masked < " + di.dim.size.str()
                                              : std::string("masked >= 0"));
+      if (di.maskedTile)
+        note += ", and < the workgroup's tile end " + di.tileEnd.str();
       out += fmt::format("      {}{}: {}{}\n", prefix, di.dim.str(), di.start.str(),
                          note.empty() ? "" : "    (" + note + ")");
     };

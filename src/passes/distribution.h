@@ -31,6 +31,13 @@ struct DimIndex {
   bool masked = false;
   // The index may be negative (only a mapped memory-side index can be): compare it with 0.
   bool maskedBelow = false;
+  // A write or atomic whose layout may reach past its workgroup's tile of a dim that a
+  // workgroup splits (clones or elements that overrun the tile): those elements are another
+  // workgroup's, dead here (LayoutMachine::workgroupTiles, passes/thread_layout.h), and the
+  // access also compares the index with `tileEnd` (the end of the workgroup's tile); `masked`
+  // is then set too.
+  bool maskedTile = false;
+  sym::IndexExpr tileEnd = sym::IndexExpr(0);
   // A streamed row (elements == 0: a dynamic or long reduced row): its consumers walk it in a
   // loop, `chunk` elements per lane per trip (g = trip * chunk + 0 .. chunk - 1).
   int64_t chunk = 0;

@@ -63,13 +63,47 @@ bool sameLayout(const ThreadLayout &src, const ThreadLayout &dst, const sym::Fac
 namespace {
 
 // Fits values v[l], l < n (n a power of two), as a bit-linear function; false when they are not.
-bool fitBitLinear(const std::vector<int64_t> &v, BitLinear &out) {
-  out.base = v[0];
+// Lanes with live[l] false are free: the fit takes the base from lane 0 and each weight from
+// the first live lane whose other set bits have known weights (0 for a weight no live lane
+// decides), and must then give every live lane its value.
+bool fitBitLinear(const std::vector<int64_t> &v, BitLinear &out,
+                  const std::vector<bool> *live = nullptr) {
+  const size_t n = v.size();
+  auto isLive = [&](size_t l) { return !live || (*live)[l]; };
   out.weight.clear();
-  for (size_t bit = 1; bit < v.size(); bit <<= 1)
-    out.weight.push_back(v[bit] - v[0]);
-  for (size_t l = 0; l < v.size(); ++l)
-    if (out.at(static_cast<int64_t>(l)) != v[l])
+  if (!isLive(0)) {
+    size_t first = 0;
+    while (first < n && !isLive(first))
+      ++first;
+    if (first == n) { // nothing live: any function will do
+      out.base = 0;
+      for (size_t bit = 1; bit < n; bit <<= 1)
+        out.weight.push_back(0);
+      return true;
+    }
+    return false; // a base only a live lane 0 decides here
+  }
+  out.base = v[0];
+  std::vector<bool> known;
+  for (size_t bit = 1; bit < n; bit <<= 1) {
+    out.weight.push_back(0);
+    known.push_back(false);
+  }
+  for (size_t j = 0; j < known.size(); ++j)
+    for (size_t l = size_t{1} << j; l < n && !known[j]; ++l) {
+      if (!(l >> j & 1) || !isLive(l))
+        continue;
+      bool othersKnown = true;
+      for (size_t k = 0; k < known.size(); ++k)
+        othersKnown &= k == j || !(l >> k & 1) || known[k];
+      if (othersKnown) {
+        out.weight[j] = 0;
+        out.weight[j] = v[l] - out.at(static_cast<int64_t>(l));
+        known[j] = true;
+      }
+    }
+  for (size_t l = 0; l < n; ++l)
+    if (isLive(l) && out.at(static_cast<int64_t>(l)) != v[l])
       return false;
   return true;
 }
@@ -83,11 +117,14 @@ struct KeyHash {
   }
 };
 
-// Where one element of a value sits, for one lane: the source element that holds it.
+// Where one element of a value sits, for one lane: the source element that holds it. A dead
+// element (outside the workgroup's tile, held by no lane of the wave) has lane kDead.
+constexpr int64_t kDead = -1;
 struct Hit {
   size_t clone;
   int64_t elem;
   int64_t lane;
+  bool dead() const { return lane == kDead; }
   bool operator==(const Hit &o) const {
     return clone == o.clone && elem == o.elem && lane == o.lane;
   }
@@ -133,6 +170,18 @@ bool chooseSources(const ThreadLayout &src, const ThreadLayout &dst, const Layou
   const size_t nd = plan.dstClones.size(), ns = plan.srcClones.size();
   bool first = true;
   std::vector<int64_t> vals(slots.size(), 0);
+  // Per source dim (in key order) that a workgroup splits: the slot of its workgroup id and
+  // the tile (LayoutMachine::workgroupTiles); slot -1 for other dims.
+  std::vector<std::pair<int, int64_t>> wgTile;
+  for (const auto &[dim, e] : src.index) {
+    std::pair<int, int64_t> t{-1, 0};
+    if (auto it = machine.workgroupTiles.find(dim); it != machine.workgroupTiles.end()) {
+      auto at = std::find(slots.begin() + firstOther, slots.end(), it->second.first);
+      if (at != slots.end() && it->second.second > 0)
+        t = {static_cast<int>(at - slots.begin()), it->second.second};
+    }
+    wgTile.push_back(t);
+  }
   auto setClone = [&](const CloneAssign &a) {
     for (size_t k = 2; k < firstOther; ++k) {
       auto it = a.find(slots[k]);
@@ -169,12 +218,35 @@ bool chooseSources(const ThreadLayout &src, const ThreadLayout &dst, const Layou
             held[key].push_back({c, e, l});
           }
       }
+      // Whether the element at `key` lies outside the workgroup's tile.
+      auto deadAt = [&]() {
+        for (size_t d = 0; d < wgTile.size(); ++d)
+          if (wgTile[d].first >= 0) {
+            const int64_t rel = key[d] - vals[wgTile[d].first] * wgTile[d].second;
+            if (rel < 0 || rel >= wgTile[d].second)
+              return true;
+          }
+        return false;
+      };
       for (size_t c = 0; c < nd; ++c) {
         setClone(plan.dstClones[c]);
         for (int64_t e = 0; e < dst.elems; ++e)
           for (int64_t l = 0; l < w; ++l) {
             coordinates(dstExpr, l, e);
             auto it = held.find(key);
+            const bool heldHere =
+                it != held.end() && std::any_of(it->second.begin(), it->second.end(),
+                                                [&](const Hit &x) { return x.lane / sw == l / sw; });
+            if (!heldHere && deadAt()) {
+              const Hit h{0, 0, kDead};
+              if (first)
+                choice[c][e][l] = h;
+              else if (!(choice[c][e][l] == h)) {
+                plan.why = "a layout whose lanes are not arranged alike in every wave";
+                return false;
+              }
+              continue;
+            }
             if (it == held.end()) {
               std::string at;
               size_t d = 0;
@@ -226,22 +298,35 @@ bool chooseSources(const ThreadLayout &src, const ThreadLayout &dst, const Layou
 // the lane when every lane takes the same element of its own, else a bit-linear shuffle.
 RelayoutPlan classifyRelayout(RelayoutPlan plan,
                               const std::vector<std::vector<std::vector<Hit>>> &choice,
-                              int64_t elems, int64_t w) {
+                              int64_t elems, int64_t w, int64_t sw) {
   const size_t nd = plan.dstClones.size();
+  // The first live lane's pick of each destination element ({0, 0} when every lane's is dead).
+  auto firstLive = [&](size_t c, int64_t e) {
+    for (int64_t l = 0; l < w; ++l)
+      if (!choice[c][e][l].dead())
+        return choice[c][e][l];
+    return Hit{0, 0, kDead};
+  };
   bool ownLane = true, fixed = true;
   for (size_t c = 0; c < nd; ++c)
-    for (int64_t e = 0; e < elems; ++e)
+    for (int64_t e = 0; e < elems; ++e) {
+      const Hit ref = firstLive(c, e);
       for (int64_t l = 0; l < w; ++l) {
         const Hit &h = choice[c][e][l];
+        if (h.dead())
+          continue;
         ownLane &= h.lane == l;
-        fixed &= h.clone == choice[c][e][0].clone && h.elem == choice[c][e][0].elem;
+        fixed &= h.clone == ref.clone && h.elem == ref.elem;
       }
+    }
   if (ownLane && fixed) {
     plan.kind = RelayoutPlan::InLane;
     plan.inLane.assign(nd, std::vector<RelayoutPlan::Pick>(elems));
     for (size_t c = 0; c < nd; ++c)
-      for (int64_t e = 0; e < elems; ++e)
-        plan.inLane[c][e] = {choice[c][e][0].clone, choice[c][e][0].elem};
+      for (int64_t e = 0; e < elems; ++e) {
+        const Hit ref = firstLive(c, e);
+        plan.inLane[c][e] = {ref.clone, ref.elem};
+      }
     return plan;
   }
   plan.kind = RelayoutPlan::CrossLane;
@@ -250,8 +335,13 @@ RelayoutPlan classifyRelayout(RelayoutPlan plan,
     for (int64_t e = 0; e < elems; ++e) {
       RelayoutPlan::LanePick &p = plan.crossLane[c][e];
       std::vector<int64_t> lanes(w), which(w);
+      std::vector<bool> live(w, true);
       for (int64_t l = 0; l < w; ++l) {
         const Hit &h = choice[c][e][l];
+        if (h.dead()) {
+          live[l] = false;
+          continue;
+        }
         lanes[l] = h.lane;
         RelayoutPlan::Pick pick{h.clone, h.elem};
         auto at = std::find(p.candidates.begin(), p.candidates.end(), pick);
@@ -259,7 +349,17 @@ RelayoutPlan classifyRelayout(RelayoutPlan plan,
           at = p.candidates.insert(p.candidates.end(), pick);
         which[l] = at - p.candidates.begin();
       }
-      if (!fitBitLinear(lanes, p.lane) || !fitBitLinear(which, p.choice)) {
+      if (p.candidates.empty())
+        p.candidates.push_back({0, 0});
+      // A dead lane takes what the fitted pattern gives it, which must still be a lane of its
+      // own hardware wave and one of the candidates.
+      bool inRange = fitBitLinear(lanes, p.lane, &live) && fitBitLinear(which, p.choice, &live);
+      for (int64_t l = 0; l < w && inRange; ++l) {
+        const int64_t from = p.lane.at(l), k = p.choice.at(l);
+        inRange = from >= 0 && from < w && from / sw == l / sw && k >= 0 &&
+                  k < static_cast<int64_t>(p.candidates.size());
+      }
+      if (!inRange) {
         plan.kind = RelayoutPlan::Impossible;
         plan.crossLane.clear();
         plan.why = "a lane pattern that is not a bit-linear function of the lane id";
@@ -306,7 +406,8 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
       plan.dstClones.size(), std::vector<std::vector<Hit>>(dst.elems, std::vector<Hit>(w)));
   if (!chooseSources(src, dst, machine, slots, firstOther, srcExpr, dstExpr, plan, choice))
     return plan;
-  return classifyRelayout(std::move(plan), choice, dst.elems, w);
+  return classifyRelayout(std::move(plan), choice, dst.elems, w,
+                          machine.shuffleWidth > 0 ? machine.shuffleWidth : w);
 }
 
 } // namespace wave

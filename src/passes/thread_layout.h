@@ -13,7 +13,9 @@
 // matrix products whose accumulator layout is the next operand's layout up to element order),
 // or another lane of the same wave (a shuffle; e.g. an mma.sync accumulator feeding the next
 // mma as its B operand is an 8x8 transpose across lanes). Elements no lane of the wave holds
-// (another wave's) make the plan Impossible, with the reason.
+// (another wave's) make the plan Impossible, with the reason, unless they lie outside the
+// workgroup's tile (LayoutMachine::workgroupTiles): those are dead and take whatever the plan's
+// pattern gives them.
 //
 // The answer is found by evaluating both layouts for every lane (compiled expressions, two
 // assignments of the thread-independent symbols, the first and last wave of axis 0), and a
@@ -49,6 +51,14 @@ struct LayoutMachine {
   unsigned shuffleWidth = 0;
   unsigned block[3] = {64, 1, 1};
   std::map<std::string, int64_t> cloneCounts; // $i_<dim> -> expansion count
+  // Per dim that a workgroup constraint splits and no `iterate` tiles: the workgroup-id symbol
+  // of its grid axis ($WG0..2) and the workgroup's tile. An element of a value outside its
+  // workgroup's tile ([$WG * tile, $WG * tile + tile) along such a dim) belongs to another
+  // workgroup and is dead here: every write and atomic masks it (DimIndex::tileEnd,
+  // passes/distribution.h), and no other operation moves it to a place inside the tile. So a
+  // move may leave such an element with any value when no lane of the wave holds it (clones
+  // that overrun the tile, docs/language.md section 13).
+  std::map<std::string, std::pair<std::string, int64_t>> workgroupTiles;
   // Every assignment of the clone symbols `syms` (each over its count), in a fixed order.
   std::vector<CloneAssign> clones(const std::set<std::string> &syms) const;
 };

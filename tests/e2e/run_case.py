@@ -187,7 +187,7 @@ def run_oracles(wave_run, path, text, extra):
     rng = random.Random(1234)
     work = tempfile.mkdtemp(prefix="wave-oracle.")
     try:
-        env, args = {"SKIP": None, "min": min, "max": max, "abs": abs}, []
+        env, args = {"SKIP": None, "min": min, "max": max, "abs": abs, "math": math}, []
         env.update(syms)
         for name, (dims, dtype) in tensors.items():
             if dtype not in NPY_CODES:

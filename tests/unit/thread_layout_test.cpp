@@ -174,6 +174,49 @@ TEST(ThreadLayout, ElementsOfAnotherWaveAreImpossible) {
   EXPECT_NE(p.why.find("no lane of that wave"), std::string::npos) << p.why;
 }
 
+TEST(ThreadLayout, ElementsOutsideTheWorkgroupTileAreDead) {
+  // A workgroup tile of 16 along N in a wave of 32: the source holds one element per lane (lanes
+  // 16..31 overrun the tile), the destination two per lane, so lanes 8..31 would need elements
+  // 16..63, which no lane holds. Inside the tile the move is a shuffle; outside, the elements are
+  // another workgroup's (every write masks them) and may take any value.
+  const IndexExpr wg = IndexExpr::symbol("$WG0");
+  ThreadLayout src, dst;
+  src.index["N"] = 16 * wg + T0;
+  dst.index["N"] = 16 * wg + 2 * T0 + G;
+  dst.elems = 2;
+  LayoutMachine m = machine(32);
+  RelayoutPlan p = planRelayout(src, dst, m, sym::Facts());
+  EXPECT_EQ(p.kind, RelayoutPlan::Impossible); // without the tile every element is needed
+  m.workgroupTiles["N"] = {"$WG0", 16};
+  p = planRelayout(src, dst, m, sym::Facts());
+  ASSERT_EQ(p.kind, RelayoutPlan::CrossLane) << p.why;
+  const CloneAssign at0 = {{"$WG0", 0}};
+  int64_t live = 0;
+  for (int64_t e = 0; e < dst.elems; ++e)
+    for (int64_t l = 0; l < 32; ++l) {
+      const auto &pick = p.crossLane[0][e];
+      const int64_t from = pick.lane.at(l);
+      ASSERT_GE(from, 0);
+      ASSERT_LT(from, 32); // dead lanes still read a lane of the wave
+      ASSERT_LT(pick.choice.at(l), static_cast<int64_t>(pick.candidates.size()));
+      const int64_t want = value(dst.index["N"], l, e, at0);
+      if (want >= 16)
+        continue;
+      ++live;
+      EXPECT_EQ(value(src.index["N"], from, pick.candidates[pick.choice.at(l)].elem, at0), want)
+          << "lane " << l << ", element " << e;
+    }
+  EXPECT_EQ(live, 16);
+  // An element inside the tile that no lane holds is still impossible: the source holds only
+  // the even places, and lane 1 needs place 1.
+  src.index["N"] = 16 * wg + 2 * T0;
+  dst.index["N"] = 16 * wg + T0;
+  dst.elems = 1;
+  p = planRelayout(src, dst, m, sym::Facts());
+  EXPECT_EQ(p.kind, RelayoutPlan::Impossible);
+  EXPECT_NE(p.why.find("N = 1)"), std::string::npos) << p.why;
+}
+
 TEST(ThreadLayout, WarpgroupKindsMoveWithinTheirWarps) {
   // wgmma's accumulator (lanes numbered over the warpgroup of 128) to its A operand layout on
   // the same M x K coordinates: each warp holds its own 16 rows, so the move stays in the warp.

@@ -201,12 +201,16 @@ IndexExpr KernelEmitter::dimIndex(const Access &acc, size_t d, const CloneAssign
 
 std::vector<KernelEmitter::Bound> KernelEmitter::boundsOf(const Access &acc) const {
   std::vector<Bound> out;
+  // A write's elements past its workgroup's tile are masked like those past the tensor's end.
+  auto limit = [](const DimIndex &d, const IndexExpr &size) {
+    return d.maskedTile ? min(size, d.tileEnd) : size;
+  };
   for (size_t i = 0; i < acc.dims.size(); ++i)
     if (acc.dims[i].masked || acc.dims[i].maskedBelow)
-      out.push_back(
-          {&acc.dims[i].start, acc.sizes[i], acc.dims[i].masked, acc.dims[i].maskedBelow});
+      out.push_back({&acc.dims[i].start, limit(acc.dims[i], acc.sizes[i]), acc.dims[i].masked,
+                     acc.dims[i].maskedBelow});
   for (const auto &ri : acc.iter)
-    out.push_back({&ri.start, ri.dim.size, true, false});
+    out.push_back({&ri.start, limit(ri, ri.dim.size), true, false});
   return out;
 }
 

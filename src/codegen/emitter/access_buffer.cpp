@@ -27,8 +27,11 @@ bool KernelEmitter::bufferEligible(const Access &acc, const CloneAssign &a, Inde
   if (!lower_->bufferAccesses() || acc.ptr != "!llvm.ptr<1>" || acc.swizzle)
     return false;
   bool masked = false;
-  for (const auto &d : acc.dims)
+  for (const auto &d : acc.dims) {
     masked = masked || d.masked;
+    if (d.maskedTile) // its descriptor would check the tensor's end only
+      return false;
+  }
   if (!masked) {
     // Unmasked: worth it only for a wide access whose alignment the facts do not prove.
     int64_t p = wantedAlignElems(acc);

@@ -123,6 +123,9 @@ public:
       machine_.block[i] = d.block[i];
     for (const auto &ex : d.expansion)
       machine_.cloneCounts["$i_" + ex.dim.str()] = std::max<int64_t>(ex.count, 1);
+    for (const auto &wg : k.workgroups)
+      if (!k.tilingFor(wg.dim))
+        machine_.workgroupTiles[wg.dim.str()] = {"$WG" + std::to_string(wg.axis), wg.tile};
   }
 
   bool emit(std::ostream &os);
