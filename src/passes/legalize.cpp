@@ -376,7 +376,9 @@ struct Legalizer {
     }
     const bool copies = owners[0] || owners[1] || owners[2];
     if (!op.results.empty() && !op.results[0]->users.empty() &&
-        (copies || op.operands[0]->type.shape.size() != op.operands[1]->type.shape.size())) {
+        (copies || op.operands[0]->type.shape.size() !=
+                       (ir::indexOperand(op) ? op.mapping->inputs.size()
+                                             : op.operands[1]->type.shape.size()))) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomic,
              {std::string("the old values of '") + name +
               "' whose value several lanes hold (a broadcast or a reduction result)"},
