@@ -142,7 +142,9 @@ std::string opAttrs(const Op &op) {
   case OpKind::AtomicMin:
   case OpKind::AtomicMax: {
     std::string s;
-    if (op.mapping)
+    if (op.mapping && !op.mapping->valueSymbol.empty())
+      s += " index_dim=" + op.mapping->indexedDim.str();
+    else if (op.mapping)
       s += " mapping=" + op.mapping->name;
     if (op.ept)
       s += fmt::format(" elements_per_thread={}", *op.ept);

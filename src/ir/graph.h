@@ -107,6 +107,11 @@ struct Mapping {
   std::string name;
   std::vector<std::string> iterators; // symbol names: "$it:<mapping>:<i>"
   std::vector<std::pair<Dim, sym::IndexExpr>> inputs, outputs;
+  // Data-dependent indices (`gather`, `scatter`, `scatter_add`; docs/language.md section 8):
+  // the name of the symbol that stands, in the memory side's expressions, for the element of
+  // the op's index register (indexOperand) at the iteration point; empty for other mappings.
+  std::string valueSymbol;
+  ir::Dim indexedDim; // the tensor dim the index selects (valueSymbol set)
 };
 
 struct Region {
@@ -193,6 +198,15 @@ struct Kernel {
   const TilingConstraint *tilingFor(const Dim &d) const;
   std::optional<sym::IndexExpr> vectorShapeFor(const Dim &d) const;
 };
+
+// The index register of a gather (a Read) or a scatter / scatter_add (a Write / AtomicAdd):
+// the operand after the memory, present when the op's mapping has a valueSymbol; else null.
+inline const Value *indexOperand(const Op &op) {
+  if (!op.mapping || op.mapping->valueSymbol.empty())
+    return nullptr;
+  const size_t at = op.kind == OpKind::Read ? 1 : 2;
+  return op.operands.size() > at ? op.operands[at] : nullptr;
+}
 
 // Calls f on every op of the region, nested regions included, in program order.
 void walk(const Region &r, const std::function<void(const Op &)> &f);

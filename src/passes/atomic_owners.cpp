@@ -68,8 +68,18 @@ bool atomicOwners(const ir::Kernel &k, const Distribution &d, const ir::Op &atom
     return (why = "an atomic without a distributed index"), false;
   ElementProbe probe;
   int64_t elems = 1;
-  for (const auto &memDim : mem->type.shape) {
-    const DimIndex *di = dimIndexOf(*ai, memDim);
+  // scatter_add: the elements are those of the register side (the memory side's index is data).
+  std::vector<const DimIndex *> side;
+  if (ir::indexOperand(atomic)) {
+    for (const auto &ri : ai->regDims)
+      side.push_back(&ri);
+  } else {
+    for (const auto &memDim : mem->type.shape)
+      side.push_back(dimIndexOf(*ai, memDim));
+  }
+  for (size_t i = 0; i < side.size(); ++i) {
+    const DimIndex *di = side[i];
+    const ir::Dim memDim = di ? di->dim : mem->type.shape[i];
     if (!di)
       return (why = "an atomic whose index misses dim " + memDim.str()), false;
     if (di->chunk > 0 || (di->start.dependsOn("$g") && di->elements <= 0))

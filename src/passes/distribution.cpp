@@ -696,6 +696,11 @@ private:
         di.masked = !inside.prove(sym::Pred::cmp(sym::Pred::Lt, e, d.size)).value_or(false);
         di.maskedBelow =
             !inside.prove(sym::Pred::cmp(sym::Pred::Ge, e, IndexExpr(0))).value_or(false);
+        // A data-dependent index (gather, scatter) is any integer: both bounds are checked.
+        if (!op.mapping->valueSymbol.empty() && value.dependsOn(op.mapping->valueSymbol)) {
+          di.masked = di.maskedBelow = true;
+          di.contiguous = false;
+        }
         acc.dims.push_back(di);
       }
       acc.anchor += " via mapping " + op.mapping->name;

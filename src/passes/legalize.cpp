@@ -331,7 +331,11 @@ struct Legalizer {
                        : op.kind == ir::OpKind::AtomicMin ? "atomic_min"
                                                           : "atomic_max";
     const ScalarType ty = op.operands[1]->type.dtype;
-    if (op.mapping) {
+    if (ir::indexOperand(op)) {
+      // scatter_add: access.cpp (indexIn) as for gather and scatter, then an atomic.
+      if (!dynamicAccess(op, op.operands[1]))
+        return;
+    } else if (op.mapping) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomic,
              {std::string("'") + name + "' with a mapping"}, "an atomic with a mapping");
       return;
@@ -372,7 +376,9 @@ struct Legalizer {
     }
     const bool copies = owners[0] || owners[1] || owners[2];
     if (!op.results.empty() && !op.results[0]->users.empty() &&
-        (copies || op.operands[0]->type.shape.size() != op.operands[1]->type.shape.size())) {
+        (copies || op.operands[0]->type.shape.size() !=
+                       (ir::indexOperand(op) ? op.mapping->inputs.size()
+                                             : op.operands[1]->type.shape.size()))) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomic,
              {std::string("the old values of '") + name +
               "' whose value several lanes hold (a broadcast or a reduction result)"},
@@ -382,6 +388,42 @@ struct Legalizer {
     note(std::string(name) + " on " + tn(ty) + (allocated ? " in shared memory" : "") +
          ", one read-modify-write per element" +
          (copies ? ", by one lane of each group holding the same elements" : ""));
+  }
+
+  // access.cpp, indexIn: gather, scatter and scatter_add address global kernel parameters
+  // element by element; the index register takes the access's register layout.
+  bool dynamicAccess(const ir::Op &op, const ir::Value *mem) {
+    const char *name = op.kind == ir::OpKind::Read    ? "gather"
+                       : op.kind == ir::OpKind::Write ? "scatter"
+                                                      : "scatter_add";
+    if (isAllocated(mem) || mem->paramIndex < 0 || mem->type.space != AddressSpace::Global) {
+      refuse(&op, op.loc, DiagId::UnsupportedGather,
+             {std::string("'") + name + "' on " +
+              (isAllocated(mem) ? "an allocated tile" : "a `shared` parameter") +
+              " (it reads and writes global kernel parameters)"},
+             std::string(name) + " not on a global parameter");
+      return false;
+    }
+    const AccessIndex *ai = accessOf(d, op);
+    if (ai)
+      for (const auto &ri : ai->regDims)
+        if (ri.chunk > 0) {
+          refuse(&op, op.loc, DiagId::UnsupportedGather,
+                 {std::string("'") + name + "' of a streamed row (dim " + ri.dim.str() +
+                  " is dynamic and no workgroup or tiling constraint splits it)"},
+                 std::string(name) + " of a streamed row");
+          return false;
+        }
+    const bool before = ok;
+    ok = true;
+    access(op, mem);
+    const bool accessed = ok;
+    ok = before && accessed;
+    if (!accessed)
+      return false;
+    note(std::string(name) + " through " + tn(op.operands.back()->type.dtype) +
+         " indices along " + op.mapping->indexedDim.str() + ", element by element");
+    return true;
   }
 
   void access(const ir::Op &op, const ir::Value *mem) {
@@ -620,6 +662,10 @@ struct Legalizer {
       return;
     switch (op.kind) {
     case ir::OpKind::Read:
+      if (ir::indexOperand(op)) {
+        dynamicAccess(op, op.operands[0]);
+        break;
+      }
       access(op, op.operands[0]);
       if (ok && isPromotedRead(op))
         promoted(op);
@@ -627,6 +673,10 @@ struct Legalizer {
         allocatedAccess(op, op.operands[0]);
       break;
     case ir::OpKind::Write:
+      if (ir::indexOperand(op)) {
+        dynamicAccess(op, op.operands[1]);
+        break;
+      }
       access(op, op.operands[1]);
       if (isAllocated(op.operands[1]) && allocatedAccess(op, op.operands[1])) {
         // access.cpp, emitWrite: one lane stores each element (atomic_owners.cpp).

@@ -73,7 +73,8 @@ bool wgmmaLayout(PlanContext &c, const ir::Op &read, const TileAccess &acc, cons
 } // namespace
 
 bool isPromotedRead(const ir::Op &op) {
-  return op.kind == ir::OpKind::Read && op.operands[0]->type.space == AddressSpace::Shared &&
+  // A gather is not staged (the legalize pass refuses one of a `shared` parameter).
+  return op.kind == ir::OpKind::Read && !ir::indexOperand(op) && op.operands[0]->type.space == AddressSpace::Shared &&
          op.operands[0]->paramIndex >= 0;
 }
 

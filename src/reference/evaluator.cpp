@@ -565,20 +565,33 @@ bool Evaluator::readOp(const ir::Op &op, const std::vector<TensorPtr> &in, Tenso
           if (int d = out->dimIndex(dimKey(map.outputs[k].first)); d >= 0)
             slotOfDim[d] = static_cast<int>(it);
     }
+    // A data-dependent index (gather): one more slot, the index register's element at the
+    // iteration point (the index is broadcast over the dims it lacks).
+    std::vector<std::string> names = map.iterators;
+    std::vector<View> views;
+    const Tensor *ix = map.valueSymbol.empty() || in.size() < 2 ? nullptr : in[1].get();
+    if (ix) {
+      names.push_back(map.valueSymbol);
+      views.resize(1);
+      if (!view(*ix, *out, views[0]))
+        return false;
+    }
     std::vector<const Expr *> idx;
     std::vector<int> memDim;
     for (const auto &[d, e] : map.inputs) {
-      idx.push_back(compile(e, map.iterators));
+      idx.push_back(compile(e, names));
       if (!idx.back())
         return false;
       memDim.push_back(mem.dimIndex(dimKey(d)));
     }
-    std::vector<int64_t> slots(map.iterators.size(), 0);
+    std::vector<int64_t> slots(names.size(), 0);
     bool ok = true;
-    forEach(*out, {}, [&](size_t e, const int64_t *, const int64_t *pos) {
+    forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *pos) {
       for (size_t k = 0; k < slotOfDim.size(); ++k)
         if (slotOfDim[k] >= 0)
           slots[slotOfDim[k]] = pos[k];
+      if (ix)
+        slots.back() = ix->data[s[0]].i;
       int64_t lin = 0;
       for (size_t j = 0; j < idx.size(); ++j) {
         int64_t p = wave::ref::run(*idx[j], slots.data(), ok) - mem.lo[memDim[j]];
@@ -653,20 +666,32 @@ bool Evaluator::writeOp(const ir::Op &op, const std::vector<TensorPtr> &in, Tens
           slotOfDim[d] = static_cast<int>(it);
       }
   }
+  // A data-dependent index (scatter, scatter_add): as in readOp.
+  std::vector<std::string> names = map.iterators;
+  std::vector<View> views;
+  const Tensor *ix = map.valueSymbol.empty() || in.size() < 3 ? nullptr : in[2].get();
+  if (ix) {
+    names.push_back(map.valueSymbol);
+    views.resize(1);
+    if (!view(*ix, val, views[0]))
+      return false;
+  }
   std::vector<const Expr *> idx;
   std::vector<int> memDim;
   for (const auto &[d, e] : map.outputs) {
-    idx.push_back(compile(e, map.iterators));
+    idx.push_back(compile(e, names));
     if (!idx.back())
       return false;
     memDim.push_back(mem.dimIndex(dimKey(d)));
   }
-  std::vector<int64_t> slots(map.iterators.size(), 0);
+  std::vector<int64_t> slots(names.size(), 0);
   bool ok = true;
-  forEach(val, {}, [&](size_t e, const int64_t *, const int64_t *pos) {
+  forEach(val, views, [&](size_t e, const int64_t *s, const int64_t *pos) {
     for (size_t k = 0; k < slotOfDim.size(); ++k)
       if (slotOfDim[k] >= 0)
         slots[slotOfDim[k]] = pos[k];
+    if (ix)
+      slots.back() = ix->data[s[0]].i;
     int64_t lin = 0;
     for (size_t j = 0; j < idx.size(); ++j) {
       int64_t p = wave::ref::run(*idx[j], slots.data(), ok) - mem.lo[memDim[j]];

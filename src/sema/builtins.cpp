@@ -36,8 +36,7 @@ std::string commonNameHint(const std::string &n) {
              " (docs/language.md lists the elementwise operations)";
   return didYouMean(n, kBuiltins);
 }
-const std::vector<std::string> kPlannedOps = {"set_symbol", "dynamic_val", "scan", "gather",
-                                              "scatter"};
+const std::vector<std::string> kPlannedOps = {"set_symbol", "dynamic_val", "scan"};
 
 struct MathRow {
   const char *name;
@@ -121,6 +120,12 @@ EV KernelChecker::checkCall(const ast::Call &c) {
     return checkWrite(c, OpKind::AtomicMin);
   if (n == "atomic_max")
     return checkWrite(c, OpKind::AtomicMax);
+  if (n == "gather")
+    return checkGather(c);
+  if (n == "scatter")
+    return checkScatter(c, false);
+  if (n == "scatter_add")
+    return checkScatter(c, true);
   if (n == "mma")
     return checkMma(c);
   if (n == "sum")
@@ -398,6 +403,139 @@ EV KernelChecker::checkWrite(const ast::Call &c, OpKind kind) {
   op->mapping = mapping;
   op->ept = ept;
   if (kind == OpKind::Write)
+    return {EV::Values, {}, 0, 0, c.range};
+  return EV::of(op->results[0], c.range);
+}
+
+std::shared_ptr<const ir::Mapping>
+KernelChecker::dynamicMapping(const ast::Call &c, bool isRead, const ast::Expr &memE,
+                              const ast::Expr &idxE, const ast::Expr &dimE, ir::Value *&mem,
+                              ir::Value *&index, ir::Shape &regShape) {
+  const std::string &name = c.callee.name;
+  mem = memoryOperand(memE, "the tensor of " + name);
+  if (!mem)
+    return nullptr;
+  index = asRegister(checkExpr(idxE), "the index of " + name, ScalarType::I32);
+  if (!index)
+    return nullptr;
+  auto d = dimArg(dimE, ("the dim of '" + name + "'").c_str());
+  if (!d)
+    return nullptr;
+  if (!ir::hasDim(mem->type.shape, *d)) {
+    diags.report(DiagId::GatherDim, dimE.range,
+                 {name, "is '" + d->str() + "', which is not a dim of the tensor " +
+                            mem->type.str()});
+    return nullptr;
+  }
+  const ScalarType it = index->type.dtype;
+  if (!isInteger(it) || it == ScalarType::I1) {
+    diags.report(DiagId::GatherIndex, idxE.range,
+                 {name, "must hold integers (i8 to i64, u8, u32, index), got " +
+                            index->type.str()});
+    return nullptr;
+  }
+  if (ir::hasDim(index->type.shape, *d)) {
+    diags.report(DiagId::GatherIndex, idxE.range,
+                 {name, index->type.str() + " has the indexed dim '" + d->str() +
+                            "'; its dims are the result's in place of '" + d->str() + "'"});
+    return nullptr;
+  }
+  // The register side: the tensor's dims with D replaced, in its place, by the index's dims that
+  // the tensor lacks (in the index's order); the index's other dims are shared (batch) dims.
+  regShape.clear();
+  for (const auto &md : mem->type.shape) {
+    if (md != *d) {
+      regShape.push_back(md);
+      continue;
+    }
+    for (const auto &id : index->type.shape)
+      if (!ir::hasDim(mem->type.shape, id))
+        regShape.push_back(id);
+  }
+  auto mapping = std::make_shared<ir::Mapping>();
+  mapping->name = name;
+  mapping->valueSymbol = "$" + name + "#index";
+  mapping->indexedDim = *d;
+  std::map<std::string, sym::IndexExpr> iter;
+  for (size_t i = 0; i < regShape.size(); ++i) {
+    std::string s = "$" + name + "#" + std::to_string(i);
+    mapping->iterators.push_back(s);
+    iter[regShape[i].str()] = sym::IndexExpr::symbol(s);
+  }
+  auto &regSide = isRead ? mapping->outputs : mapping->inputs;
+  auto &memSide = isRead ? mapping->inputs : mapping->outputs;
+  for (const auto &rd : regShape)
+    regSide.push_back({rd, iter.at(rd.str())});
+  for (const auto &md : mem->type.shape)
+    memSide.push_back({md, md == *d ? sym::IndexExpr::symbol(mapping->valueSymbol)
+                                    : iter.at(md.str())});
+  return mapping;
+}
+
+EV KernelChecker::checkGather(const ast::Call &c) {
+  auto args = bindArgs(c, {{"mem", true}, {"index", true}, {"dim", true}});
+  if (!args)
+    return EV::invalid();
+  ir::Value *mem = nullptr, *index = nullptr;
+  ir::Shape shape;
+  auto mapping = dynamicMapping(c, true, *(*args)[0], *(*args)[1], *(*args)[2], mem, index, shape);
+  if (!mapping)
+    return EV::invalid();
+  ir::Op *op = emit(OpKind::Read, c.range, {mem, index}, {ir::Type::reg(shape, mem->type.dtype)});
+  op->mapping = mapping;
+  return EV::of(op->results[0], c.range);
+}
+
+EV KernelChecker::checkScatter(const ast::Call &c, bool add) {
+  auto args = bindArgs(c, {{"value", true}, {"mem", true}, {"index", true}, {"dim", true}});
+  if (!args)
+    return EV::invalid();
+  const std::string &name = c.callee.name;
+  EV v = checkExpr(*(*args)[0]);
+  if (!v.ok())
+    return EV::invalid();
+  ir::Value *mem = nullptr, *index = nullptr;
+  ir::Shape expected;
+  auto mapping =
+      dynamicMapping(c, false, *(*args)[1], *(*args)[2], *(*args)[3], mem, index, expected);
+  if (!mapping)
+    return EV::invalid();
+  ir::Value *reg = v.isLiteral() ? materialize(v, mem->type.dtype, v.loc)
+                                 : asRegister(v, "the value of " + name);
+  if (!reg)
+    return EV::invalid();
+  if (!reg->type.shape.empty() && !ir::sameDimSet(reg->type.shape, expected)) {
+    diags.report(DiagId::WriteShapeMismatch, (*args)[0]->range,
+                 {reg->type.str(), mem->type.str() + " through an index " + index->type.str() +
+                                       " along '" + mapping->indexedDim.str() +
+                                       "' (the value's dims must be " + ir::shapeStr(expected) +
+                                       ")"});
+    return EV::invalid();
+  }
+  if (reg->type.dtype != mem->type.dtype) {
+    diags.report(DiagId::WrongDtype, (*args)[0]->range,
+                 {name + " to " + mem->type.str(), scalarTypeName(mem->type.dtype),
+                  scalarTypeName(reg->type.dtype)});
+    return EV::invalid();
+  }
+  // The register side in the value's own order of dims (the iterators follow it).
+  if (!reg->type.shape.empty() && reg->type.shape.size() == expected.size()) {
+    auto m = std::make_shared<ir::Mapping>(*mapping);
+    std::vector<std::pair<ir::Dim, sym::IndexExpr>> side;
+    for (const auto &d : reg->type.shape)
+      for (const auto &e : m->inputs)
+        if (e.first == d)
+          side.push_back(e);
+    m->inputs = side;
+    mapping = m;
+  }
+  reg = broadcastTo(reg, expected, c.range);
+  std::vector<ir::Type> results;
+  if (add)
+    results.push_back(reg->type);
+  ir::Op *op = emit(add ? OpKind::AtomicAdd : OpKind::Write, c.range, {reg, mem, index}, results);
+  op->mapping = mapping;
+  if (!add)
     return {EV::Values, {}, 0, 0, c.range};
   return EV::of(op->results[0], c.range);
 }

@@ -92,6 +92,16 @@ public:
                                                          const std::vector<ArgSpec> &spec);
   EV checkRead(const ast::Call &c);
   EV checkWrite(const ast::Call &c, ir::OpKind kind);
+  // gather(mem, index, dim = D), scatter / scatter_add(value, mem, index, dim = D): accesses
+  // through a data-dependent index (docs/language.md section 8).
+  EV checkGather(const ast::Call &c);
+  EV checkScatter(const ast::Call &c, bool add);
+  // The shared part: the tensor, the index register and the dim; the register shape (the
+  // tensor's with D replaced by the index's own dims) and the synthesized mapping.
+  std::shared_ptr<const ir::Mapping> dynamicMapping(const ast::Call &c, bool isRead,
+                                                    const ast::Expr &memE, const ast::Expr &idxE,
+                                                    const ast::Expr &dimE, ir::Value *&mem,
+                                                    ir::Value *&index, ir::Shape &regShape);
   EV checkMma(const ast::Call &c);
   // Matrix kinds executed by a group of waves (wgmma): why `k` cannot run an mma over (m, n,
   // kd) with this kernel's tiles and block, or nothing when it can. `forAuto` adds what

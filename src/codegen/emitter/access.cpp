@@ -651,7 +651,126 @@ void KernelEmitter::storeClone(const Access &acc, const CloneAssign &a, const st
   line("}");
 }
 
+// ---- data-dependent indices ---------------------------------------------------------------
+
+bool KernelEmitter::indexIn(const ir::Op &op, const Access &acc, RegVal &out) {
+  const ir::Value *index = ir::indexOperand(op);
+  if (!index || !acc.mapped || acc.alloc >= 0 || acc.ptr != "!llvm.ptr<1>")
+    return unsupported(DiagId::UnsupportedGather,
+                       "a gather or scatter that is not on a global kernel parameter", op.loc);
+  for (const auto &ri : acc.reg)
+    if (ri.chunk > 0)
+      return unsupported(DiagId::UnsupportedGather, "a gather or scatter of a streamed row",
+                         op.loc);
+  RegVal x;
+  if (!convertTo(values_.at(index), layoutFrom(acc.reg, acc.elems, index->type.dtype), x, op.loc))
+    return false;
+  // Its clones by the access's clone keys: a value uniform along a dim has one clone for all.
+  const RegVal like = layoutFrom(acc.reg, acc.elems, index->type.dtype);
+  out = like;
+  out.dtype = index->type.dtype;
+  for (const auto &a : clonesOver(like.cloneSyms)) {
+    if (!x.laidOut() && x.clones.size() == 1) {
+      out.clones[cloneKey(a, like.cloneSyms)] = operandAt(x, {}, acc.elems);
+      continue;
+    }
+    CloneAssign sub;
+    for (const auto &s : x.cloneSyms)
+      sub[s] = a.count(s) ? a.at(s) : 0;
+    out.clones[cloneKey(a, like.cloneSyms)] = operandAt(x, sub, acc.elems);
+  }
+  return !failed_;
+}
+
+// Lowered expressions that used the previous element's index (the printed form drops the
+// symbol's leading '$': symbolic/printer.cpp).
+void KernelEmitter::forgetIndexValue(const std::string &name) {
+  const std::string printed = name.substr(1);
+  for (auto it = exprCache_.begin(); it != exprCache_.end();)
+    it = it->first.find(printed) != std::string::npos ? exprCache_.erase(it) : std::next(it);
+}
+
+void KernelEmitter::bindIndexValue(const ir::Op &op, const RegVal &index, const std::string &clone,
+                                   int64_t g) {
+  const ScalarType t = index.dtype;
+  const std::string e = extractElem(index.clones.at(clone), t, index.elems, g), r = fresh();
+  line(r + (isSigned(t) ? " = arith.index_cast " : " = arith.index_castui ") + e + " : " +
+       mlirType(t) + " to index");
+  const std::string &name = op.mapping->valueSymbol;
+  symbols_[name] = r;
+  forgetIndexValue(name);
+}
+
+void KernelEmitter::unbindIndexValue(const ir::Op &op) {
+  const std::string &name = op.mapping->valueSymbol;
+  symbols_.erase(name);
+  forgetIndexValue(name);
+}
+
+bool KernelEmitter::emitGather(const ir::Op &op) {
+  Access acc;
+  if (!prepareAccess(op, op.operands[0], acc))
+    return false;
+  RegVal index;
+  if (!indexIn(op, acc, index))
+    return false;
+  RegVal v = layoutFrom(acc.reg, acc.elems, acc.dtype);
+  // Every element checks its index against the indexed dim (both bounds) and the iteration
+  // bounds; a masked-off element is 0 (elementLoad: a clamped load and a select, or a branch
+  // where the tensor may be empty).
+  for (const auto &a : clonesOver(v.cloneSyms)) {
+    const std::string key = cloneKey(a, v.cloneSyms);
+    std::vector<std::string> elems;
+    for (int64_t g = 0; g < acc.elems; ++g) {
+      bindIndexValue(op, index, key, g);
+      elems.push_back(elementLoad(acc, a, g, /*guarded=*/true, acc.mayBeEmpty));
+    }
+    v.clones[key] = buildVector(elems, acc.dtype);
+  }
+  unbindIndexValue(op);
+  values_[op.results[0]] = std::move(v);
+  return !failed_;
+}
+
+bool KernelEmitter::emitScatter(const ir::Op &op) {
+  Access acc;
+  if (!prepareAccess(op, op.operands[1], acc))
+    return false;
+  const RegVal &value = values_.at(op.operands[0]);
+  if (value.dtype != acc.dtype)
+    return unsupported("a scatter of a different element type", op.loc);
+  RegVal index, v;
+  if (!indexIn(op, acc, index) ||
+      !convertTo(value, layoutFrom(acc.reg, acc.elems, acc.dtype), v, op.loc))
+    return false;
+  // Each lane stores the elements it holds that are in bounds, one at a time. Lanes that hold
+  // copies of one element (a broadcast) store the same value at the same place.
+  const std::string ty = mlirType(acc.dtype);
+  for (const auto &a : clonesOver(index.cloneSyms)) {
+    const std::string key = cloneKey(a, index.cloneSyms);
+    const std::string x = operandAt(v, a, acc.elems);
+    for (int64_t g = 0; g < acc.elems; ++g) {
+      bindIndexValue(op, index, key, g);
+      const std::string cond = inBounds(acc, a, g), saved = indent_;
+      auto cache = exprCache_;
+      line("scf.if " + cond + " {");
+      indent_ += "  ";
+      const std::string val = extractElem(x, acc.dtype, acc.elems, g);
+      const std::string p = gep(acc, linearOffset(acc, a, g));
+      line("llvm.store " + val + ", " + p + " {alignment = " +
+           std::to_string(byteSize(acc.dtype)) + " : i64} : " + ty + ", " + acc.ptr);
+      indent_ = saved;
+      exprCache_ = cache;
+      line("}");
+    }
+  }
+  unbindIndexValue(op);
+  return !failed_;
+}
+
 bool KernelEmitter::emitRead(const ir::Op &op) {
+  if (ir::indexOperand(op))
+    return emitGather(op);
   if (isPromoted(op)) {
     if (!promotions_.count(&op)) // planned by the promotion pass (planKernel)
       return unsupported("a promoted read the promotion pass did not plan", op.loc);
@@ -708,6 +827,8 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
 }
 
 bool KernelEmitter::emitWrite(const ir::Op &op) {
+  if (ir::indexOperand(op))
+    return emitScatter(op);
   Access acc;
   if (!prepareAccess(op, op.operands[1], acc))
     return false;

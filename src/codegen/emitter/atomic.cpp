@@ -82,20 +82,28 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
     return false;
   const ScalarType t = acc.dtype;
   const bool shared = acc.alloc >= 0;
-  if (acc.mapped || (acc.ptr != "!llvm.ptr<1>" && !shared))
+  // scatter_add: an atomic_add through a data-dependent index, over the register dims.
+  const bool dynamic = ir::indexOperand(op) != nullptr;
+  if ((acc.mapped && !dynamic) || (acc.ptr != "!llvm.ptr<1>" && !shared))
     return unsupported("an atomic with a mapping or on a `shared` parameter", op.loc);
+  RegVal index;
+  if (dynamic && !indexIn(op, acc, index))
+    return false;
+  const std::vector<DimIndex> &regDims = acc.mapped ? acc.reg : acc.dims;
   const RegVal &value = values_.at(op.operands[0]);
   if (value.dtype != t || opaque(t) || (bitWidth(t) != 32 && (shared || bitWidth(t) != 64)))
     return unsupported(std::string(opKindName(op.kind)) + " on " + scalarTypeName(t) + " values",
                        op.loc);
   RegVal v;
-  if (!convertTo(value, layoutFrom(acc.dims, acc.elems, t), v, op.loc))
+  if (!convertTo(value, layoutFrom(regDims, acc.elems, t), v, op.loc))
     return false;
   std::set<std::string> syms = v.cloneSyms;
   for (const auto &di : acc.dims)
     for (const auto &s : di.start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         syms.insert(s);
+  if (dynamic) // a uniform value (a literal) still takes the index's clones
+    syms.insert(index.cloneSyms.begin(), index.cloneSyms.end());
   const std::vector<CloneAssign> clones = clonesOver(syms);
   // The legalize pass refused what follows (passes/legalize.cpp, atomic): backstops.
   int64_t owners[3];
@@ -104,9 +112,9 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
     return unsupported(why, op.loc);
   const bool copies = owners[0] || owners[1] || owners[2];
   const bool oldUsed = !op.results.empty() && !op.results[0]->users.empty();
-  if (oldUsed && (copies || op.operands[0]->type.shape.size() != acc.dims.size()))
+  if (oldUsed && (copies || op.operands[0]->type.shape.size() != regDims.size()))
     return unsupported("the old values of an atomic whose value several lanes hold", op.loc);
-  RegVal result = layoutFrom(acc.dims, acc.elems, t);
+  RegVal result = layoutFrom(regDims, acc.elems, t);
   result.cloneSyms = syms;
   // An allocated tile's atomics: ordered among themselves by the hardware, against its reads
   // and writes by the barriers the analysis places (barrier_insertion.h).
@@ -121,6 +129,8 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
     const std::string x = operandAt(v, a, acc.elems);
     std::vector<std::string> olds;
     for (int64_t g = 0; g < acc.elems; ++g) {
+      if (dynamic)
+        bindIndexValue(op, index, cloneKey(a, index.cloneSyms), g);
       std::string cond = inBounds(acc, a, g);
       if (!owner.empty())
         cond = cond.empty() ? owner : andAll({cond, owner});
@@ -145,6 +155,8 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
     }
     result.clones[cloneKey(a, syms)] = buildVector(olds, t);
   }
+  if (dynamic)
+    unbindIndexValue(op);
   if (!op.results.empty())
     values_[op.results[0]] = std::move(result);
   return !failed_;

@@ -240,6 +240,16 @@ private:
   bool emitOp(const ir::Op &op);
   bool emitRead(const ir::Op &op);
   bool emitWrite(const ir::Op &op);
+  // gather / scatter (docs/language.md section 14, "Data-dependent indices"): element by
+  // element, the index register moved into the access's register layout (indexIn), each
+  // element's index bound to the mapping's value symbol (bindIndexValue) before its address
+  // and bounds are lowered.
+  bool emitGather(const ir::Op &op);
+  bool emitScatter(const ir::Op &op);
+  void bindIndexValue(const ir::Op &op, const RegVal &index, const std::string &clone,
+                      int64_t g);
+  void unbindIndexValue(const ir::Op &op);
+  void forgetIndexValue(const std::string &name);
   bool emitElementwise(const ir::Op &op);
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
@@ -552,6 +562,7 @@ private:
   std::map<const ir::Op *, int> allocated_;
   std::map<const ir::Op *, AllocatePlace> allocPlaces_;
   bool emitAllocate(const ir::Op &op);
+  bool indexIn(const ir::Op &op, const Access &acc, RegVal &out);
   bool rebaseAllocated(const ir::Op &op, const ir::Value *mem, Access &acc);
   // One check of an access's bounds: `start` (element g's index) < size and/or >= 0.
   struct Bound {
