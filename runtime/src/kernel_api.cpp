@@ -188,6 +188,11 @@ extern "C" WAVE_EXPORT bool wave_tensor_is_compact(const wave_tensor_t *tensor) 
     return true;
   if (!tensor->shape)
     return false;
+  // A tensor without elements addresses nothing: any strides will do (torch gives a [3, 0]
+  // tensor the strides [1, 1]).
+  for (int32_t i = 0; i < tensor->ndim; ++i)
+    if (tensor->shape[i] == 0)
+      return true;
   int64_t expected = 1;
   for (int32_t i = tensor->ndim - 1; i >= 0; --i) {
     // A dimension of extent 1 is never stepped over, so frameworks leave any stride there.

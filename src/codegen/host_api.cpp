@@ -373,20 +373,38 @@ std::string tensorMapCode(const ir::Kernel &k, const KernelAbi &abi,
   return s + fmt::format("{}args_size = {};\n", ind, abi.size + 8 * maps.size());
 }
 
+// Calls f(arg, type) for every tensor (pointer) argument of the ABI, with its parameter's type.
+void forEachTensor(const KernelAbi &abi, const ir::Kernel &k,
+                   const std::function<void(const AbiArg &, const ir::Type &)> &f) {
+  size_t pi = 0; // the ABI's arguments follow the parameters (pointers and scalars) in order
+  for (const auto &a : abi.args) {
+    if (a.kind == AbiArg::Pointer)
+      f(a, k.params[pi].value->type);
+    ++pi;
+  }
+}
+
 void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                 const std::vector<CodeObject> &objects) {
   const ir::Kernel &k = *hk.kernel;
   const std::string &n = k.name;
   out += fmt::format("wave_status_t {}_launch({}) {{\n", n, paramList(abi, true));
-  for (const auto &a : abi.args) {
-    if (a.kind == AbiArg::Pointer)
-      out += fmt::format("  if (!{0})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
-                         "\"{1}_launch: tensor '{0}' is NULL\");\n", a.name, n);
+  for (const auto &a : abi.args)
     if (a.kind == AbiArg::DynamicDim)
       out += fmt::format(
           "  if ({0} < 0 || {0} > WAVE_MAX_DIM)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
           "\"{1}_launch: {0} = %lld is out of range\", (long long){0});\n", a.name, n);
-  }
+  // A tensor without elements may have no storage (torch gives such tensors a NULL pointer);
+  // the kernel touches none of it (docs/language.md section 13, empty tensors).
+  forEachTensor(abi, k, [&](const AbiArg &a, const ir::Type &t) {
+    std::string empty;
+    for (const auto &d : t.shape)
+      if (auto c = cExpr(d.size))
+        empty += (empty.empty() ? "" : " || ") + fmt::format("({}) == 0", *c);
+    out += fmt::format("  if (!{0}{2})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                       "\"{1}_launch: tensor '{0}' is NULL\");\n",
+                       a.name, n, empty.empty() ? "" : " && !(" + empty + ")");
+  });
   for (size_t i = 0; i < k.assumptions.size(); ++i) {
     auto c = cPred(k.assumptions[i]);
     if (!c)
@@ -522,17 +540,6 @@ std::optional<std::string> invertLinear(const sym::IndexExpr &size, const std::s
                      q.to_long(), d.to_long(), actual, r.to_long(), (d * p).to_long());
 }
 
-// Calls f(arg, type) for every tensor (pointer) argument of the ABI, with its parameter's type.
-void forEachTensor(const KernelAbi &abi, const ir::Kernel &k,
-                   const std::function<void(const AbiArg &, const ir::Type &)> &f) {
-  size_t pi = 0; // the ABI's arguments follow the parameters (pointers and scalars) in order
-  for (const auto &a : abi.args) {
-    if (a.kind == AbiArg::Pointer)
-      f(a, k.params[pi].value->type);
-    ++pi;
-  }
-}
-
 void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &abi) {
   const ir::Kernel &k = *hk.kernel;
   const std::string &n = k.name;
@@ -542,9 +549,8 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
     if (a.kind == AbiArg::DynamicDim)
       out += fmt::format("  int64_t {} = -1;\n", a.name);
   forEachTensor(abi, k, [&](const AbiArg &a, const ir::Type &t) {
-    out += fmt::format(
-        "  if (!{0} || !{0}->data)\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
-        "\"{1}_launch_tensors: tensor '{0}' is NULL\");\n", a.name, n);
+    out += fmt::format("  if (!{0})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                       "\"{1}_launch_tensors: tensor '{0}' is NULL\");\n", a.name, n);
     out += fmt::format(
         "  if ({0}->ndim != {2} || {0}->dtype.bits != {3} || {0}->dtype.lanes != 1 || "
         "({4} >= 0 && {0}->dtype.code != {4}))\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
@@ -561,6 +567,13 @@ void emitLaunchTensors(std::string &out, const HostKernel &hk, const KernelAbi &
                          "      return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, \"{1}_launch_tensors: "
                          "dim %d of '{0}' is negative (%lld)\", (int)d, (long long){0}->shape[d]);\n",
                          a.name, n, t.shape.size());
+    // No storage is fine for a tensor without elements (torch's empty tensors).
+    std::string empty;
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      empty += (empty.empty() ? "" : " || ") + fmt::format("{}->shape[{}] == 0", a.name, i);
+    out += fmt::format("  if (!{0}->data{2})\n    return wave_fail(WAVE_ERROR_INVALID_ARGUMENT, "
+                       "\"{1}_launch_tensors: tensor '{0}' has no data\");\n",
+                       a.name, n, empty.empty() ? "" : " && !(" + empty + ")");
     out += fmt::format("  if (!wave_tensor_is_compact({}))\n    return wave_fail("
                        "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch_tensors: tensor '{}' must be "
                        "compact row-major (strides NULL or dense)\");\n", a.name, n, a.name);

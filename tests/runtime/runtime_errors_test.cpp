@@ -353,6 +353,14 @@ TEST(RuntimeKernelApi, TensorCompactness) {
   EXPECT_TRUE(wave_tensor_is_compact(&t));
   t.strides = transposed;
   EXPECT_FALSE(wave_tensor_is_compact(&t));
+  // Without elements nothing is addressed: torch's [3, 0] tensor has strides [1, 1].
+  int64_t empty[2] = {3, 0}, torchEmpty[2] = {1, 1};
+  t.ndim = 2;
+  t.shape = empty;
+  t.strides = torchEmpty;
+  EXPECT_TRUE(wave_tensor_is_compact(&t));
+  empty[1] = 2;
+  EXPECT_FALSE(wave_tensor_is_compact(&t)); // [3, 2] with strides [1, 1] overlaps
 }
 
 TEST(RuntimeKernelApi, SelectKernelOnTheNullStreamUsesTheDefaultDevice) {

@@ -143,7 +143,7 @@ static void descriptor_checks(wave_stream_t stream, void *pa, void *pb, void *pc
           "tensor 'a' is NULL");
   t = b, t.data = NULL;
   REFUSED(elementwise_launch_tensors(stream, &a, &t, alpha, &c), WAVE_ERROR_INVALID_ARGUMENT,
-          "tensor 'b' is NULL");
+          "tensor 'b' has no data");
   t = a, t.dtype = F16;
   REFUSED(elementwise_launch_tensors(stream, &t, &b, alpha, &c), WAVE_ERROR_INVALID_ARGUMENT,
           "16-bit elements");
@@ -260,6 +260,23 @@ static void checks_mode(void) {
   check(elementwise_launch(stream, buf_a, buf_b, 1.0f, buf_c, 0, 17) == WAVE_SUCCESS &&
             rec.launches == 0,
         "an empty grid succeeds without launching");
+  /* A tensor without elements may have no storage (torch gives an empty tensor a NULL data
+   * pointer): accepted by both entry points; a tensor with elements and no storage is not. */
+  rec.launches = 0;
+  check(elementwise_launch(stream, NULL, buf_b, 1.0f, NULL, 0, 17) == WAVE_SUCCESS,
+        "NULL tensors with M = 0 are accepted by NAME_launch");
+  REFUSED(elementwise_launch(stream, buf_a, NULL, 1.0f, buf_c, 0, 17), WAVE_ERROR_INVALID_ARGUMENT,
+          "tensor 'b' is NULL"); /* b is [N] with N = 17 elements */
+  {
+    const int64_t zero_m[2] = {0, 17}, n1[1] = {17};
+    wave_tensor_t a = {NULL, {0, 0}, 2, F32, zero_m, NULL, 0}, b = {buf_b, {0, 0}, 1, F32, n1, NULL, 0};
+    wave_tensor_t c = {NULL, {0, 0}, 2, F32, zero_m, NULL, 0};
+    check(elementwise_launch_tensors(stream, &a, &b, 1.0f, &c) == WAVE_SUCCESS,
+          "descriptors without data and without elements are accepted by NAME_launch_tensors");
+    b.data = NULL;
+    REFUSED(elementwise_launch_tensors(stream, &a, &b, 1.0f, &c), WAVE_ERROR_INVALID_ARGUMENT,
+            "tensor 'b' has no data");
+  }
 }
 
 static float rand_f32(uint32_t *s) {
