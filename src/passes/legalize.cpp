@@ -10,11 +10,6 @@ namespace wave {
 
 namespace {
 
-bool isFp8(ScalarType t) {
-  return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
-         t == ScalarType::F8E5M2FNUZ;
-}
-
 std::string tn(ScalarType t) { return scalarTypeName(t); }
 
 
@@ -104,12 +99,9 @@ struct Legalizer {
   void note(const std::string &s) { log << "    " << s << "\n"; }
 
   // Element types that only move (elementwise.cpp, emitElementwise; mlir_emitter.cpp, Constant).
+  // fp8 values are computed on in f32 (elementwise.cpp, fp8Clone).
   bool arithmeticType(const ir::Op &op, ScalarType ty, const std::string &what) {
-    if (isFp8(ty)) {
-      refuse(&op, op.loc, DiagId::UnsupportedFp8Arithmetic, {what, tn(ty)}, what + " on " + tn(ty));
-      return false;
-    }
-    if (isOpaqueFloat(ty, t)) {
+    if (isOpaqueFloat(ty, t) && !isFp8(ty)) {
       refuse(&op, op.loc, DiagId::UnsupportedBf16Arithmetic, {what, t.name},
              what + " on " + tn(ty) + " on " + t.name);
       return false;
