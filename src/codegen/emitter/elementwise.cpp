@@ -583,6 +583,44 @@ Fp8Format fp8Format(ScalarType t) {
 } // namespace
 
 std::string KernelEmitter::fp8ToF32(const std::string &x, ScalarType t, int64_t e) {
+  // The target's own exact conversion, per byte of 32-bit words (lowering->fp8ByteToF32).
+  if (lower_->hasFp8ToF32(t)) {
+    std::vector<std::string> out;
+    auto convert = [&](const std::string &word, int sel) {
+      std::string r = fresh();
+      lower_->fp8ByteToF32(r, word, sel, t);
+      out.push_back(r);
+    };
+    if (e % 4 == 0) {
+      const std::string wty = "vector<" + std::to_string(e / 4) + "xi32>";
+      std::string packed = fresh();
+      line(packed + " = vector.bitcast " + x + " : " + vecType(t, e) + " to " + wty);
+      for (int64_t w = 0; w < e / 4; ++w) {
+        std::string word = fresh();
+        line(word + " = vector.extract " + packed + "[" + std::to_string(w) + "] : i32 from " +
+             wty);
+        for (int sel = 0; sel < 4; ++sel)
+          convert(word, sel);
+      }
+    } else {
+      for (int64_t i = 0; i < e; ++i) {
+        std::string word = fresh();
+        line(word + " = arith.extui " + extractElem(x, t, e, i) + " : i8 to i32");
+        convert(word, 0);
+      }
+    }
+    return buildVector(out, ScalarType::F32);
+  }
+  if (t == ScalarType::F8E5M2) { // the top byte of an f16 (infinities and NaN included)
+    const std::string i16 = vecType(ScalarType::I16, e), f16 = vecType(ScalarType::F16, e);
+    std::string w = fresh(), eight = fresh(), s = fresh(), h = fresh(), r = fresh();
+    line(w + " = arith.extui " + x + " : " + vecType(t, e) + " to " + i16);
+    line(eight + " = arith.constant " + (e == 1 ? "8" : "dense<8>") + " : " + i16);
+    line(s + " = arith.shli " + w + ", " + eight + " : " + i16);
+    line(h + " = arith.bitcast " + s + " : " + i16 + " to " + f16);
+    line(r + " = arith.extf " + h + " : " + f16 + " to " + vecType(ScalarType::F32, e));
+    return r;
+  }
   const Fp8Format f = fp8Format(t);
   const std::string i32 = vecType(ScalarType::I32, e), f32 = vecType(ScalarType::F32, e),
                     i1 = vecType(ScalarType::I1, e);
