@@ -333,6 +333,31 @@ def test_gemm_int8_fp8(a, tmp):
               f"{t} {elem}: LDS {lds} bytes, no scratch, no spills", meta)
 
 
+def test_fp8_arith(a, tmp):
+    # fp8 arithmetic (tests/e2e/kernels/fp8_arith.wave) compiles for every target; gfx942
+    # widens the FNUZ kinds with its own v_cvt_f32_fp8 / v_cvt_f32_bf8 (gfx90a has none and
+    # converts in integer arithmetic); the sm_90a PTX passes ptxas without spills.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "fp8_arith.wave")
+    for t in TARGETS:
+        out = os.path.join(tmp, "fp8_" + t)
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        check(os.path.getsize(out) > 0, f"fp8_arith compiles for {t}")
+    asm = run([a.wavec, src, "--target=gfx942", "--emit=asm"]).stdout.decode()
+    check(re.search(r"v_cvt_f32_fp8", asm) and re.search(r"v_cvt_f32_bf8", asm),
+          "gfx942: v_cvt_f32_fp8 and v_cvt_f32_bf8", asm[:2000])
+    asm = run([a.wavec, src, "--target=gfx90a", "--emit=asm"]).stdout.decode()
+    check(not re.search(r"v_cvt_f32_(fp|bf)8", asm), "gfx90a: no fp8 conversion instructions",
+          asm[:2000])
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+    out = os.path.join(tmp, "fp8.ptx")
+    run([a.wavec, src, "--target=sm_90a", "-o", out])
+    p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "fp8.cubin")])
+    check("0 bytes spill stores" in p.stderr.decode(), "sm_90a: ptxas accepts it, no spills",
+          p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")
