@@ -358,6 +358,42 @@ def test_fp8_arith(a, tmp):
           p.stderr.decode())
 
 
+def test_gemm_wgmma_fp8(a, tmp):
+    # bench/gemm_fp8.wave on sm_90a: wgmma m64nNk32 on e4m3 (and, with the element type
+    # replaced, e5m2) with A and B from TMA-loaded shared memory; the two-level accumulation
+    # in 128 x 128 tiles and the whole-K accumulation in 128 x 256 tiles pass ptxas without
+    # spills (scripts/make_devrun_gemm_fp8.sh builds them for the H100).
+    src = os.path.join(a.source_dir, "bench", "gemm_fp8.wave")
+    text = open(src).read()
+    fast = os.path.join(tmp, "fast.wave")
+    open(fast, "w").write(text.replace("yield acc + mma(read(a), read(b), zero);",
+                                       "yield mma(read(a), read(b), acc);"))
+    e5 = os.path.join(tmp, "e5m2.wave")
+    open(e5, "w").write(text.replace("f8e4m3fn", "f8e5m2"))
+    for f, flags, shape, ty in ((src, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e4m3"),
+                                (fast, [], "m64n256k32", "e4m3"),
+                                (e5, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e5m2")):
+        out = os.path.join(tmp, "g.ptx")
+        run([a.wavec, f, "--target=sm_90a", "-o", out] + flags)
+        ptx = open(out).read()
+        label = f"{os.path.basename(f)} {' '.join(flags)}"
+        check(f"wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}" in ptx,
+              f"{label}: wgmma {shape} {ty}", ptx[:2000])
+        check("cp.async.bulk.tensor.2d" in ptx, f"{label}: TMA loads", ptx[:2000])
+        if not os.access(PTXAS, os.X_OK):
+            continue
+        p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "g.cubin")])
+        check("0 bytes spill stores" in p.stderr.decode(), f"{label}: ptxas, no spills",
+              p.stderr.decode())
+    # fp8 operands stay K-major: an N-major fp8 B has no wgmma form.
+    nmaj = os.path.join(tmp, "nmajor.wave")
+    open(nmaj, "w").write(text.replace("b: Memory[N, K, shared, f8e4m3fn]",
+                                       "b: Memory[K, N, shared, f8e4m3fn]"))
+    p = run([a.wavec, nmaj, "--target=sm_90a", "--check"], ok=False)
+    check(p.returncode != 0 and b"unsupported-wgmma-tile" in p.stderr,
+          "an N-major fp8 B is refused (unsupported-wgmma-tile)", p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")
