@@ -97,7 +97,8 @@ enum class Rmw : uint8_t { Xchg, Add, Sub, And, Or, Xor, Max, Min, UMax, UMin, F
 enum class Mma : uint8_t {
   Mfma16x16x16F16, Mfma16x16x16BF16, Mfma32x32x8F16, Mfma32x32x8BF16, Mfma16x16x16I8,
   Mfma32x32x8I8, Mfma16x16x32Fp8, Mfma32x32x16Fp8, Mfma16x16x32I8, Mfma32x32x16I8,
-  Wmma16x16x16F16, Wmma16x16x16BF16, Mma16x8x16F16, Mma16x8x16BF16, Mma16x8x8F16, Count
+  Wmma16x16x16F16, Wmma16x16x16BF16, Mma16x8x16F16, Mma16x8x16BF16, Mma16x8x8F16,
+  Mfma16x16x32Bf8, Mfma32x32x16Bf8, Count
 };
 enum class WaveOp : uint8_t {
   Bpermute,      // a: i32 byte address, b: i32 data (AMD ds_bpermute)
@@ -223,6 +224,8 @@ inline const MmaShape &mmaShape(Mma kind) {
       {"mma.m16n8k16.row.col.f32.f16", 32, 16, 8, 16, 16, 8, 16},
       {"mma.m16n8k16.row.col.f32.bf16", 32, 16, 8, 16, 16, 8, 16},
       {"mma.m16n8k8.row.col.f32.f16", 32, 16, 8, 8, 8, 4, 16},
+      {"mfma.f32.16x16x32.bf8.bf8", 64, 16, 16, 32, 8, 8, 16},
+      {"mfma.f32.32x32x16.bf8.bf8", 64, 32, 32, 16, 8, 8, 64},
   };
   return shapes[static_cast<unsigned>(kind) < static_cast<unsigned>(Mma::Count)
                     ? static_cast<unsigned>(kind)

@@ -670,7 +670,8 @@ extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
 
 wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *driverType) {
   const char *f = "wave_tensor_map_2d";
-  *driverType = r.dtypeCode == 2 && r.elementBytes == 2   ? 6
+  *driverType = r.dtypeCode == 2 && r.elementBytes == 1   ? 0 // fp8: CU_TENSOR_MAP_DATA_TYPE_UINT8
+                : r.dtypeCode == 2 && r.elementBytes == 2 ? 6
                 : r.dtypeCode == 4 && r.elementBytes == 2 ? 9
                 : r.dtypeCode == 2 && r.elementBytes == 4 ? 7
                                                           : -1;

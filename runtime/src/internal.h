@@ -91,7 +91,8 @@ struct TensorMapRequest {
   }
   bool operator<(const TensorMapRequest &o) const { return key() < o.key(); }
 };
-/// The driver's data type of a request (CUtensorMapDataType): f16 6, bf16 9, f32 7; -1 when
+/// The driver's data type of a request (CUtensorMapDataType): f16 6, bf16 9, f32 7, fp8 0
+/// (UINT8: the copy moves bytes); -1 when
 /// the element type has none here. Checks a request's shape against the driver's documented
 /// limits first (so a bad one fails with a message, not CUDA_ERROR_INVALID_VALUE); exposed so
 /// tests can call it without a GPU.

@@ -747,6 +747,8 @@ bool FunctionTranslator::callMma(const llvm::CallInst &call, const std::string &
       {"llvm.amdgcn.mfma.i32.32x32x8i8", emu::Mma::Mfma32x32x8I8},
       {"llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8", emu::Mma::Mfma16x16x32Fp8},
       {"llvm.amdgcn.mfma.f32.32x32x16.fp8.fp8", emu::Mma::Mfma32x32x16Fp8},
+      {"llvm.amdgcn.mfma.f32.16x16x32.bf8.bf8", emu::Mma::Mfma16x16x32Bf8},
+      {"llvm.amdgcn.mfma.f32.32x32x16.bf8.bf8", emu::Mma::Mfma32x32x16Bf8},
       {"llvm.amdgcn.mfma.i32.16x16x32.i8", emu::Mma::Mfma16x16x32I8},
       {"llvm.amdgcn.mfma.i32.32x32x16.i8", emu::Mma::Mfma32x32x16I8},
       {"llvm.amdgcn.wmma.f32.16x16x16.f16", emu::Mma::Wmma16x16x16F16},

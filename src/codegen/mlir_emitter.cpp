@@ -61,7 +61,7 @@
 // Not supported yet (refused before emission by the legalize pass, passes/legalize.h, each with
 // its own `unsupported-*` id): loops, barriers, mma, promoted reads and allocated tiles inside
 // an `if`, mapped atomics and atomics on `shared` parameters, allocated tiles a workgroup's
-// accesses overrun, arithmetic on fp8 types. Values that would
+// accesses overrun. Values that would
 // have to cross waves to change layout are refused here (`unsupported-layout-change`).
 //
 // Files: this one holds the dispatch over ops (emitOp), the kernel's frame (emit: parameters,
@@ -124,8 +124,15 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     RegVal v;
     v.dtype = op.results[0]->type.dtype;
     std::string ty = mlirType(v.dtype);
-    if (ty.empty() || opaque(v.dtype))
+    if (ty.empty() || (opaque(v.dtype) && !isFp8(v.dtype)))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
+    if (isFp8(v.dtype)) { // its byte, rounded as a run-time cast from f64 rounds (folded)
+      std::string d = fresh();
+      line(d + " = arith.constant " + floatLiteral(op.fvalue, ScalarType::F64) + " : f64");
+      v.clones[""] = floatToFp8(d, ScalarType::F64, v.dtype, 1);
+      values_[op.results[0]] = std::move(v);
+      return true;
+    }
     std::string lit = isFloat(v.dtype)            ? floatLiteral(op.fvalue, v.dtype)
                       : v.dtype == ScalarType::I1 ? ((op.ivalue & 1) ? "true" : "false")
                                                   : intLiteral(op.ivalue, v.dtype);

@@ -48,6 +48,16 @@ public:
   virtual void mathIntrinsic(const std::string &res, const std::string &name,
                              const std::string &arg, ScalarType inT, int64_t e);
 
+  // ---- fp8 conversion ----
+  // Whether the target has an exact conversion instruction from fp8 type `t` to f32 (else the
+  // emitter converts in integer arithmetic, elementwise.cpp); then `res` (f32) = byte
+  // `byteSel` (0..3) of the i32 `word` read as `t`.
+  virtual bool hasFp8ToF32(ScalarType t) const { (void)t; return false; }
+  virtual void fp8ByteToF32(const std::string &res, const std::string &word, int byteSel,
+                            ScalarType t) {
+    (void)res, (void)word, (void)byteSel, (void)t;
+  }
+
   // ---- MMA instruction ----
   // One matrix instruction of kind k (not a warpgroup kind) on the lane's fragments: `a` and
   // `b` (vectors of the kind's A and B elements of type `in`) and the accumulator `c` (a vector

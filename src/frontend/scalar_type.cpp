@@ -46,6 +46,10 @@ unsigned bitWidth(ScalarType t) { return row(t).bits; }
 bool isFloat(ScalarType t) { return row(t).isFloat; }
 bool isInteger(ScalarType t) { return !row(t).isFloat; }
 bool isSigned(ScalarType t) { return row(t).isSigned; }
+bool isFp8(ScalarType t) {
+  return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
+         t == ScalarType::F8E5M2FNUZ;
+}
 const char *addressSpaceName(AddressSpace s) {
   return s == AddressSpace::Global ? "global" : "shared";
 }

@@ -23,6 +23,7 @@ unsigned bitWidth(ScalarType t); // index counts as 64
 bool isFloat(ScalarType t);
 bool isInteger(ScalarType t); // i1, signed, unsigned and index
 bool isSigned(ScalarType t);
+bool isFp8(ScalarType t); // the four 8-bit float types
 const char *addressSpaceName(AddressSpace s);
 
 } // namespace wave

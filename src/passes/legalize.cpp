@@ -10,11 +10,6 @@ namespace wave {
 
 namespace {
 
-bool isFp8(ScalarType t) {
-  return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
-         t == ScalarType::F8E5M2FNUZ;
-}
-
 std::string tn(ScalarType t) { return scalarTypeName(t); }
 
 
@@ -104,12 +99,9 @@ struct Legalizer {
   void note(const std::string &s) { log << "    " << s << "\n"; }
 
   // Element types that only move (elementwise.cpp, emitElementwise; mlir_emitter.cpp, Constant).
+  // fp8 values are computed on in f32 (elementwise.cpp, fp8Clone).
   bool arithmeticType(const ir::Op &op, ScalarType ty, const std::string &what) {
-    if (isFp8(ty)) {
-      refuse(&op, op.loc, DiagId::UnsupportedFp8Arithmetic, {what, tn(ty)}, what + " on " + tn(ty));
-      return false;
-    }
-    if (isOpaqueFloat(ty, t)) {
+    if (isOpaqueFloat(ty, t) && !isFp8(ty)) {
       refuse(&op, op.loc, DiagId::UnsupportedBf16Arithmetic, {what, t.name},
              what + " on " + tn(ty) + " on " + t.name);
       return false;
@@ -500,16 +492,27 @@ struct Legalizer {
              "wgmma B operand not a promoted read");
       return;
     }
-    if (in != ScalarType::F16 && in != ScalarType::BF16) {
+    const bool fp8 = in == ScalarType::F8E4M3FN || in == ScalarType::F8E5M2;
+    if (in != ScalarType::F16 && in != ScalarType::BF16 && !fp8) {
       refuse(
           &op, op.loc, DiagId::UnsupportedWgmmaOperand,
-          {std::string("wgmma on ") + tn(in) + " operands is not supported yet (f16 and bf16 are)"},
+          {std::string("wgmma on ") + tn(in) +
+           " operands is not supported yet (f16, bf16, f8e4m3fn and f8e5m2 are)"},
           std::string("wgmma on ") + tn(in));
       return;
     }
     const ir::Op *a = op.operands[0]->def;
     bool aLhs = false;
     const bool descA = a && isPromotedRead(*a) && wgmmaUser(*a, &aLhs) == &op && aLhs;
+    // mma.cpp, emitWgmma: fp8 A only through a descriptor (no register fragments yet).
+    if (fp8 && !descA) {
+      refuse(&op, op.loc, DiagId::UnsupportedWgmmaOperand,
+             {std::string("a wgmma on ") + tn(in) +
+              " with A in registers (fp8 A must be a read of a `shared` parameter used only by "
+              "wgmma)"},
+             "wgmma fp8 A in registers");
+      return;
+    }
     note(std::string("wgmma ") + m.name + " on " + tn(in) + ", " +
          std::to_string(wgmmaKSteps(op, d)) + " K step(s) per clone, A from " +
          (descA ? "shared memory" : "registers") + ", B from shared memory");

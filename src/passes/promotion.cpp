@@ -35,17 +35,18 @@ bool wgmmaLayout(PlanContext &c, const ir::Op &read, const TileAccess &acc, cons
   const size_t n = al.tile.size();
   const unsigned bytes = elementBytes(acc.dtype);
   const ir::Dim &rowDim = lhs ? mma.dims[0] : mma.dims[1], &kDim = mma.dims[2];
-  bool shape = n >= 2 && bytes == 2;
+  bool shape = n >= 2 && (bytes == 2 || bytes == 1);
   for (size_t i = 0; shape && i + 2 < n; ++i)
     shape = al.tile[i] == 1;
   const bool kMajor = shape && acc.dims[n - 2].first == rowDim && acc.dims[n - 1].first == kDim;
-  const bool nMajor =
-      shape && !lhs && acc.dims[n - 2].first == kDim && acc.dims[n - 1].first == rowDim;
+  // 8-bit operands only K-major (the PTX ISA transposes 16-bit operands only).
+  const bool nMajor = shape && !lhs && bytes == 2 && acc.dims[n - 2].first == kDim &&
+                      acc.dims[n - 1].first == rowDim;
   if (!kMajor && !nMajor)
     return c.queries.refuse(DiagId::UnsupportedWgmmaTile,
                             "a wgmma operand whose shared-memory tile is not [" + rowDim.str() +
                                 ", " + kDim.str() + "] (or, for B, [" + kDim.str() + ", " +
-                                rowDim.str() + "]) of 16-bit elements",
+                                rowDim.str() + "]) of 16-bit elements; 8-bit ones K-major",
                             read.loc);
   const int64_t rows = al.tile[n - 2], rowBytes = al.tile[n - 1] * bytes;
   const bool atom = kMajor && (rowBytes == 32 || rowBytes == 64 || rowBytes == 128);

@@ -597,6 +597,12 @@ EV KernelChecker::checkMma(const ast::Call &c) {
   SourceRange kindLoc = (*args)[3] ? (*args)[3]->range : c.range;
   if (kindName.empty() || kindName == "auto") {
     kind = pickMmaKind(t, lhs->type.dtype, acc->type.dtype);
+    // Types only a warpgroup kind takes (fp8 on sm_90a): the first whose tile fits
+    // (chooseGroupKinds then picks among them as for the others).
+    if (!kind && t.warpgroupMma)
+      kind = pickMmaKind(t, lhs->type.dtype, acc->type.dtype, [&](const MmaKind &g) {
+        return !groupMisfit(g, ms[0], ns[0], ks[0]);
+      });
     if (!kind) {
       diags.report(DiagId::MmaNoKind, c.range,
                    {t.name, scalarTypeName(lhs->type.dtype), scalarTypeName(acc->type.dtype)});
@@ -711,7 +717,8 @@ bool KernelChecker::groupAutoFits(const ir::Op &mma, const MmaKind &k) {
     const bool shared = v->def && v->def->kind == OpKind::Read && !v->def->mapping &&
                         v->def->operands[0]->paramIndex >= 0 &&
                         v->def->operands[0]->type.space == AddressSpace::Shared;
-    if (i == 0 && !shared)
+    const bool byte = bitWidth(v->type.dtype) == 8; // fp8: A and B from shared memory, K-major
+    if (i == 0 && !shared && !byte)
       continue;
     if (!shared)
       return false;
@@ -725,7 +732,7 @@ bool KernelChecker::groupAutoFits(const ir::Op &mma, const MmaKind &k) {
       const int64_t rowBytes = stagedExtent(*kernel, kd) * bytes;
       if (rowBytes != 32 && rowBytes != 64 && rowBytes % 128 != 0)
         return false;
-    } else if (i == 1 && shape[shape.size() - 2] == kd && shape.back() == row) {
+    } else if (i == 1 && !byte && shape[shape.size() - 2] == kd && shape.back() == row) {
       if ((static_cast<int64_t>(k.n) * bytes) % 128 != 0)
         return false;
     } else {

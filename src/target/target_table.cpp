@@ -66,10 +66,24 @@ IndexExpr wgCCol(const IndexExpr &l, const IndexExpr &g) {
   return 8 * floorDiv(g, 4) + 2 * mod(l, 4) + mod(g, 2);
 }
 IndexExpr wgBRow(const IndexExpr &l, const IndexExpr &g) { return floorDiv(l, 16) + 8 * g; }
+// wgmma m64nNk32 on 8-bit floats (PTX ISA, the same section): A's register form holds 16 bytes
+// per thread, m16n8k32's 8-bit A with the warp's row offset (rows as wgRow, in pairs of 4
+// bytes; K 4 (l % 4) + g % 4 + 16 (g / 8)); B's nominal layout covers K 32: N / 4 elements,
+// column l % 16 + 16 (g % 2) of row l / 16 + 8 (g / 2).
+IndexExpr wgA8Row(const IndexExpr &l, const IndexExpr &g) {
+  return 16 * floorDiv(l, 32) + floorDiv(mod(l, 32), 4) + 8 * mod(floorDiv(g, 4), 2);
+}
+IndexExpr wgA8Col(const IndexExpr &l, const IndexExpr &g) {
+  return 4 * mod(l, 4) + mod(g, 4) + 16 * floorDiv(g, 8);
+}
+IndexExpr wgB8Row(const IndexExpr &l, const IndexExpr &g) {
+  return floorDiv(l, 16) + 8 * floorDiv(g, 2);
+}
+IndexExpr wgB8Col(const IndexExpr &l, const IndexExpr &g) { return mod(l, 16) + 16 * mod(g, 2); }
 
 using ST = ScalarType;
 const std::vector<ST> kF16{ST::F16}, kBF16{ST::BF16}, kI8{ST::I8},
-    kF8{ST::F8E4M3FNUZ, ST::F8E5M2FNUZ};
+    kF8{ST::F8E4M3FNUZ, ST::F8E5M2FNUZ}, kE4M3{ST::F8E4M3FN}, kE5M2{ST::F8E5M2};
 
 const LaneLayout kA16x4{4, lmod16, k4x16}, kA32x4{4, lmod32, k4x32}, kA16x8{8, lmod16, k8x16},
     kA32x8{8, lmod32, k8x32}, kA16K4F8{8, lmod16, k4f8};
@@ -79,7 +93,7 @@ const LaneLayout kSyncA16{8, syncARow, syncACol, 4, ldARow, ldACol, ldATRow, ldA
     kSyncB16{4, grp, syncBK16, 2, ldBRow, ldBCol, ldBTRow, ldBTCol},
     kSyncC{4, syncCRow, syncCCol};
 const LaneLayout kSyncA8{4, syncCRow, syncCCol}, kSyncB8{2, grp, syncBK8};
-const LaneLayout kWgA{8, wgRow, syncACol};
+const LaneLayout kWgA{8, wgRow, syncACol}, kWgA8{16, wgA8Row, wgA8Col};
 
 #define MFMA(NAME, M, N, K, IN, ACC, VIRT, A, C)                                               \
   MmaKind { NAME, MmaFamily::MFMA, M, N, K, IN, ACC, 64, VIRT, A, A, C }
@@ -126,6 +140,24 @@ const std::vector<MmaKind> kMmaKinds = {
     WGMMA("F32_64x16x16_BF16", 16, kBF16),
     WGMMA("F32_64x8x16_BF16", 8, kBF16),
 #undef WGMMA
+#define WGMMA8(NAME, N, IN)                                                                    \
+  MmaKind {                                                                                    \
+    NAME, MmaFamily::Wgmma, 64, N, 32, IN, ST::F32, 32, false, kWgA8,                          \
+        LaneLayout{N / 4, wgB8Row, wgB8Col}, LaneLayout{N / 2, wgRow, wgCCol}, 4               \
+  }
+    WGMMA8("F32_64x256x32_E4M3", 256, kE4M3),
+    WGMMA8("F32_64x128x32_E4M3", 128, kE4M3),
+    WGMMA8("F32_64x64x32_E4M3", 64, kE4M3),
+    WGMMA8("F32_64x32x32_E4M3", 32, kE4M3),
+    WGMMA8("F32_64x16x32_E4M3", 16, kE4M3),
+    WGMMA8("F32_64x8x32_E4M3", 8, kE4M3),
+    WGMMA8("F32_64x256x32_E5M2", 256, kE5M2),
+    WGMMA8("F32_64x128x32_E5M2", 128, kE5M2),
+    WGMMA8("F32_64x64x32_E5M2", 64, kE5M2),
+    WGMMA8("F32_64x32x32_E5M2", 32, kE5M2),
+    WGMMA8("F32_64x16x32_E5M2", 16, kE5M2),
+    WGMMA8("F32_64x8x32_E5M2", 8, kE5M2),
+#undef WGMMA8
 };
 #undef MFMA
 
@@ -143,7 +175,10 @@ const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", 
 const std::vector<const char *> kWgmma = {
     "F32_64x256x16_F16",  "F32_64x128x16_F16",  "F32_64x64x16_F16",  "F32_64x32x16_F16",
     "F32_64x16x16_F16",   "F32_64x8x16_F16",    "F32_64x256x16_BF16", "F32_64x128x16_BF16",
-    "F32_64x64x16_BF16",  "F32_64x32x16_BF16",  "F32_64x16x16_BF16",  "F32_64x8x16_BF16"};
+    "F32_64x64x16_BF16",  "F32_64x32x16_BF16",  "F32_64x16x16_BF16",  "F32_64x8x16_BF16",
+    "F32_64x256x32_E4M3", "F32_64x128x32_E4M3", "F32_64x64x32_E4M3", "F32_64x32x32_E4M3",
+    "F32_64x16x32_E4M3",  "F32_64x8x32_E4M3",   "F32_64x256x32_E5M2", "F32_64x128x32_E5M2",
+    "F32_64x64x32_E5M2",  "F32_64x32x32_E5M2",  "F32_64x16x32_E5M2",  "F32_64x8x32_E5M2"};
 
 // HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (docs/hardware.md 1.8).
 #define kAmdGrid {0xffffffffull, 0xffffffffull, 0xffffffffull}

@@ -333,6 +333,67 @@ def test_gemm_int8_fp8(a, tmp):
               f"{t} {elem}: LDS {lds} bytes, no scratch, no spills", meta)
 
 
+def test_fp8_arith(a, tmp):
+    # fp8 arithmetic (tests/e2e/kernels/fp8_arith.wave) compiles for every target; gfx942
+    # widens the FNUZ kinds with its own v_cvt_f32_fp8 / v_cvt_f32_bf8 (gfx90a has none and
+    # converts in integer arithmetic); the sm_90a PTX passes ptxas without spills.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "fp8_arith.wave")
+    for t in TARGETS:
+        out = os.path.join(tmp, "fp8_" + t)
+        run([a.wavec, src, "--target=" + t, "-o", out])
+        check(os.path.getsize(out) > 0, f"fp8_arith compiles for {t}")
+    asm = run([a.wavec, src, "--target=gfx942", "--emit=asm"]).stdout.decode()
+    check(re.search(r"v_cvt_f32_fp8", asm) and re.search(r"v_cvt_f32_bf8", asm),
+          "gfx942: v_cvt_f32_fp8 and v_cvt_f32_bf8", asm[:2000])
+    asm = run([a.wavec, src, "--target=gfx90a", "--emit=asm"]).stdout.decode()
+    check(not re.search(r"v_cvt_f32_(fp|bf)8", asm), "gfx90a: no fp8 conversion instructions",
+          asm[:2000])
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
+        return SKIP
+    out = os.path.join(tmp, "fp8.ptx")
+    run([a.wavec, src, "--target=sm_90a", "-o", out])
+    p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "fp8.cubin")])
+    check("0 bytes spill stores" in p.stderr.decode(), "sm_90a: ptxas accepts it, no spills",
+          p.stderr.decode())
+
+
+def test_gemm_wgmma_fp8(a, tmp):
+    # bench/gemm_fp8.wave on sm_90a: wgmma m64nNk32 on e4m3 (and, with the element type
+    # replaced, e5m2) with A and B from TMA-loaded shared memory; the two-level accumulation
+    # in 128 x 128 tiles and the whole-K accumulation in 128 x 256 tiles pass ptxas without
+    # spills (scripts/make_devrun_gemm_fp8.sh builds them for the H100).
+    src = os.path.join(a.source_dir, "bench", "gemm_fp8.wave")
+    text = open(src).read()
+    fast = os.path.join(tmp, "fast.wave")
+    open(fast, "w").write(text.replace("yield acc + mma(read(a), read(b), zero);",
+                                       "yield mma(read(a), read(b), acc);"))
+    e5 = os.path.join(tmp, "e5m2.wave")
+    open(e5, "w").write(text.replace("f8e4m3fn", "f8e5m2"))
+    for f, flags, shape, ty in ((src, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e4m3"),
+                                (fast, [], "m64n256k32", "e4m3"),
+                                (e5, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e5m2")):
+        out = os.path.join(tmp, "g.ptx")
+        run([a.wavec, f, "--target=sm_90a", "-o", out] + flags)
+        ptx = open(out).read()
+        label = f"{os.path.basename(f)} {' '.join(flags)}"
+        check(f"wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}" in ptx,
+              f"{label}: wgmma {shape} {ty}", ptx[:2000])
+        check("cp.async.bulk.tensor.2d" in ptx, f"{label}: TMA loads", ptx[:2000])
+        if not os.access(PTXAS, os.X_OK):
+            continue
+        p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "g.cubin")])
+        check("0 bytes spill stores" in p.stderr.decode(), f"{label}: ptxas, no spills",
+              p.stderr.decode())
+    # fp8 operands stay K-major: an N-major fp8 B has no wgmma form.
+    nmaj = os.path.join(tmp, "nmajor.wave")
+    open(nmaj, "w").write(text.replace("b: Memory[N, K, shared, f8e4m3fn]",
+                                       "b: Memory[K, N, shared, f8e4m3fn]"))
+    p = run([a.wavec, nmaj, "--target=sm_90a", "--check"], ok=False)
+    check(p.returncode != 0 and b"unsupported-wgmma-tile" in p.stderr,
+          "an N-major fp8 B is refused (unsupported-wgmma-tile)", p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")

@@ -214,7 +214,7 @@ TestLayout testLayout(Mma kind) {
           [](int l, int i) { return std::make_pair(2 * (l % 4) + i, l / 4); }, cmap, 32};
 }
 
-enum class In { F16, BF16, Fp8, I8 };
+enum class In { F16, BF16, Fp8, Bf8, I8 };
 In inputOf(Mma kind) {
   switch (kind) {
   case Mma::Mfma16x16x16BF16: case Mma::Mfma32x32x8BF16: case Mma::Wmma16x16x16BF16:
@@ -222,6 +222,8 @@ In inputOf(Mma kind) {
     return In::BF16;
   case Mma::Mfma16x16x32Fp8: case Mma::Mfma32x32x16Fp8:
     return In::Fp8;
+  case Mma::Mfma16x16x32Bf8: case Mma::Mfma32x32x16Bf8:
+    return In::Bf8;
   case Mma::Mfma16x16x16I8: case Mma::Mfma32x32x8I8: case Mma::Mfma16x16x32I8:
   case Mma::Mfma32x32x16I8:
     return In::I8;
@@ -252,8 +254,8 @@ TEST_P(MatrixTest, MatchesAPlainProductOnRandomData) {
     } else if (in == In::BF16) {
       uint16_t h = floatToBf16(float(v));
       std::memcpy(out, &h, 2);
-    } else if (in == In::Fp8) {
-      *out = floatToFp8(float(v), false);
+    } else if (in == In::Fp8 || in == In::Bf8) {
+      *out = floatToFp8(float(v), in == In::Bf8);
     } else {
       *out = uint8_t(int8_t(v));
     }

@@ -465,6 +465,12 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
   bf16.dtypeCode = 4;
   EXPECT_EQ(wave::rt::checkTensorMapRequest(bf16, &type), WAVE_SUCCESS);
   EXPECT_EQ(type, 9); // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+  auto fp8 = ok; // 8-bit floats are moved as bytes: rows of 128 one-byte elements
+  fp8.elementBytes = 1;
+  fp8.boxCols = 128;
+  fp8.rowStrideBytes = 4000;
+  EXPECT_EQ(wave::rt::checkTensorMapRequest(fp8, &type), WAVE_SUCCESS);
+  EXPECT_EQ(type, 0); // CU_TENSOR_MAP_DATA_TYPE_UINT8
   struct Bad {
     const char *what;
     void (*edit)(wave::rt::TensorMapRequest &);

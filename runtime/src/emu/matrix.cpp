@@ -12,7 +12,7 @@
 namespace wave::emu {
 namespace {
 
-enum class Elem { F16, BF16, Fp8, I8 };
+enum class Elem { F16, BF16, Fp8, Bf8, I8 }; // Fp8/Bf8: gfx942's e4m3 / e5m2 FNUZ
 
 // Where element g of lane l lives in the logical matrix: (row, col).
 struct Coord {
@@ -65,6 +65,8 @@ Layout layoutOf(Mma kind) {
   case Mma::Mfma32x32x8I8: return {Elem::I8, true, 4, 4, 16, mfmaA<32, 4>, mfmaB<32, 4>, mfmaC<32>, 64};
   case Mma::Mfma16x16x32Fp8: return {Elem::Fp8, false, 8, 8, 4, mfmaA<16, 8>, mfmaB<16, 8>, mfmaC<16>, 64};
   case Mma::Mfma32x32x16Fp8: return {Elem::Fp8, false, 8, 8, 16, mfmaA<32, 8>, mfmaB<32, 8>, mfmaC<32>, 64};
+  case Mma::Mfma16x16x32Bf8: return {Elem::Bf8, false, 8, 8, 4, mfmaA<16, 8>, mfmaB<16, 8>, mfmaC<16>, 64};
+  case Mma::Mfma32x32x16Bf8: return {Elem::Bf8, false, 8, 8, 16, mfmaA<32, 8>, mfmaB<32, 8>, mfmaC<32>, 64};
   case Mma::Mfma16x16x32I8: return {Elem::I8, true, 8, 8, 4, mfmaA<16, 8>, mfmaB<16, 8>, mfmaC<16>, 64};
   case Mma::Mfma32x32x16I8: return {Elem::I8, true, 8, 8, 16, mfmaA<32, 8>, mfmaB<32, 8>, mfmaC<32>, 64};
   case Mma::Wmma16x16x16F16: return {Elem::F16, false, 16, 16, 8, wmmaA, wmmaB, wmmaC, 16};
@@ -88,6 +90,7 @@ float element(Elem e, const uint8_t *p, uint32_t g) {
     return bf16ToFloat(h);
   }
   case Elem::Fp8: return fp8ToFloat(p[g], false);
+  case Elem::Bf8: return fp8ToFloat(p[g], true);
   default: return float(int8_t(p[g]));
   }
 }

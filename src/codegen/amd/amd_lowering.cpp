@@ -87,6 +87,25 @@ std::string AmdLowering::wmma(const MmaKind &k, ScalarType in, const std::string
   return r;
 }
 
+// gfx942's v_cvt_f32_fp8 / v_cvt_f32_bf8 (the targets with the fp8 MFMA kinds): the FNUZ kinds,
+// exact (every fp8 value is an f32; 0x80 gives NaN).
+bool AmdLowering::hasFp8ToF32(ScalarType t) const {
+  if (t != ScalarType::F8E4M3FNUZ && t != ScalarType::F8E5M2FNUZ)
+    return false;
+  for (const char *k : target_.mmaKinds)
+    if (std::string(k) == "F32_16x16x32_F8")
+      return true;
+  return false;
+}
+
+void AmdLowering::fp8ByteToF32(const std::string &res, const std::string &word, int byteSel,
+                               ScalarType t) {
+  std::string sel = fresh();
+  line(sel + " = arith.constant " + std::to_string(byteSel) + " : i32");
+  line(res + " = rocdl.cvt.f32." + (t == ScalarType::F8E4M3FNUZ ? "fp8 " : "bf8 ") + word + "[" +
+       sel + "] : f32");
+}
+
 void AmdLowering::bufferLoad(const std::string &res, const std::string &rsrc,
                              const std::string &voff, const std::string &zero,
                              const std::string &type) {

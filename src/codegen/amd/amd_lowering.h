@@ -14,6 +14,9 @@ public:
   std::string mmaInstruction(const MmaKind &k, ScalarType in, const std::string &a,
                              const std::string &b, const std::string &c) override;
   bool bufferAccesses() const override { return target_.bufferRsrcWord3 != 0; }
+  bool hasFp8ToF32(ScalarType t) const override;
+  void fp8ByteToF32(const std::string &res, const std::string &word, int byteSel,
+                    ScalarType t) override;
   void bufferLoad(const std::string &res, const std::string &rsrc, const std::string &voff,
                   const std::string &zero, const std::string &type) override;
   void bufferStore(const std::string &value, const std::string &rsrc, const std::string &voff,

@@ -24,11 +24,9 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   out.dtype = res->type.dtype;
   if (mlirType(out.dtype).empty())
     return unsupported(std::string("element type ") + scalarTypeName(out.dtype), op.loc);
-  auto isF8 = [](ScalarType t) {
-    return t == ScalarType::F8E4M3FN || t == ScalarType::F8E5M2 || t == ScalarType::F8E4M3FNUZ ||
-           t == ScalarType::F8E5M2FNUZ;
-  };
-  if (isF8(out.dtype) || opaque(out.dtype))
+  // fp8 values are bytes, computed on in f32 (fp8Clone); bf16 on AMD has no arithmetic.
+  auto noArithmetic = [&](ScalarType t) { return opaque(t) && !isFp8(t); };
+  if (noArithmetic(out.dtype))
     return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
                            target_.name,
                        op.loc);
@@ -38,7 +36,7 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   bool deferred = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
-    if (mlirType(v.dtype).empty() || isF8(v.dtype) || opaque(v.dtype))
+    if (mlirType(v.dtype).empty() || noArithmetic(v.dtype))
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     ins.push_back(&v);
     deferred |= v.deferred != nullptr;
@@ -501,7 +499,12 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
                                             ScalarType inT, int64_t e) {
   const ScalarType outT = op.results[0]->type.dtype;
   const std::string rty = vecType(outT, e), ity = vecType(inT, e);
-  const bool fl = isFloat(inT), sg = isSigned(inT);
+  const bool fl = isFloat(inT);
+  if (op.kind != ir::OpKind::Select &&
+      (isFp8(outT) ||
+       std::any_of(op.operands.begin(), op.operands.end(),
+                   [](const ir::Value *v) { return isFp8(v->type.dtype); })))
+    return fp8Clone(op, x, e);
   std::string r = fresh();
   auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
   auto splatConst = [&](const std::string &lit, const std::string &ty) {
@@ -526,28 +529,268 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
     line(r + " = arith.select " + x[0] + ", " + x[1] + ", " + x[2] + " : " +
          vecType(ScalarType::I1, e) + ", " + rty);
     break;
-  case ir::OpKind::Cast: {
-    const ScalarType to = outT;
-    const unsigned wi = bitWidth(inT), wo = bitWidth(to);
-    std::string opName;
-    if (mlirType(inT) == mlirType(to))
-      return x[0];
-    if (fl && isFloat(to))
-      opName = wo > wi ? "arith.extf" : "arith.truncf";
-    else if (fl)
-      opName = isSigned(to) ? "arith.fptosi" : "arith.fptoui";
-    else if (isFloat(to))
-      opName = sg ? "arith.sitofp" : "arith.uitofp";
-    else if (wo > wi)
-      opName = sg && inT != ScalarType::I1 ? "arith.extsi" : "arith.extui";
-    else
-      opName = "arith.trunci";
-    line(r + " = " + opName + " " + x[0] + " : " + ity + " to " + rty);
-    break;
-  }
+  case ir::OpKind::Cast: return castValue(x[0], inT, outT, e);
   default: unsupported(opKindName(op.kind), op.loc); return "%error";
   }
   return r;
+}
+
+std::string KernelEmitter::castValue(const std::string &x, ScalarType inT, ScalarType to,
+                                     int64_t e) {
+  const unsigned wi = bitWidth(inT), wo = bitWidth(to);
+  const bool fl = isFloat(inT), sg = isSigned(inT);
+  std::string opName;
+  if (mlirType(inT) == mlirType(to))
+    return x;
+  if (fl && isFloat(to))
+    opName = wo > wi ? "arith.extf" : "arith.truncf";
+  else if (fl)
+    opName = isSigned(to) ? "arith.fptosi" : "arith.fptoui";
+  else if (isFloat(to))
+    opName = sg ? "arith.sitofp" : "arith.uitofp";
+  else if (wo > wi)
+    opName = sg && inT != ScalarType::I1 ? "arith.extsi" : "arith.extui";
+  else
+    opName = "arith.trunci";
+  std::string r = fresh();
+  line(r + " = " + opName + " " + x + " : " + vecType(inT, e) + " to " + vecType(to, e));
+  return r;
+}
+
+// ---- fp8 -----------------------------------------------------------------------------------
+//
+// fp8 values live in registers as their bytes (mlirType: i8). Arithmetic widens them to f32,
+// computes there and rounds the result back (docs/language.md section 11): exact for + - * /
+// and sqrt, since f32 carries more than twice an fp8 mantissa plus two bits (one f32 rounding
+// then one fp8 rounding equals the single rounding of the exact result), and the math
+// functions are f32's approximations rounded once more. Casts from f64 and integers round from
+// f64 directly (no double rounding). Both conversions are integer arithmetic on the bits, so
+// every target and the emulator run the same code.
+namespace {
+struct Fp8Format {
+  int mant, bias;
+  enum { IEEE, FN, FNUZ } special; // as reference/numeric.cpp's FloatFormat
+  int64_t maxCode, nanCode;        // the largest finite magnitude code; the NaN written
+};
+Fp8Format fp8Format(ScalarType t) {
+  switch (t) {
+  case ScalarType::F8E4M3FN: return {3, 7, Fp8Format::FN, 0x7E, 0x7F};
+  case ScalarType::F8E5M2: return {2, 15, Fp8Format::IEEE, 0x7B, 0x7E};
+  case ScalarType::F8E4M3FNUZ: return {3, 8, Fp8Format::FNUZ, 0x7F, 0x80};
+  default: return {2, 16, Fp8Format::FNUZ, 0x7F, 0x80}; // F8E5M2FNUZ
+  }
+}
+} // namespace
+
+std::string KernelEmitter::fp8ToF32(const std::string &x, ScalarType t, int64_t e) {
+  // The target's own exact conversion, per byte of 32-bit words (lowering->fp8ByteToF32).
+  if (lower_->hasFp8ToF32(t)) {
+    std::vector<std::string> out;
+    auto convert = [&](const std::string &word, int sel) {
+      std::string r = fresh();
+      lower_->fp8ByteToF32(r, word, sel, t);
+      out.push_back(r);
+    };
+    if (e % 4 == 0) {
+      const std::string wty = "vector<" + std::to_string(e / 4) + "xi32>";
+      std::string packed = fresh();
+      line(packed + " = vector.bitcast " + x + " : " + vecType(t, e) + " to " + wty);
+      for (int64_t w = 0; w < e / 4; ++w) {
+        std::string word = fresh();
+        line(word + " = vector.extract " + packed + "[" + std::to_string(w) + "] : i32 from " +
+             wty);
+        for (int sel = 0; sel < 4; ++sel)
+          convert(word, sel);
+      }
+    } else {
+      for (int64_t i = 0; i < e; ++i) {
+        std::string word = fresh();
+        line(word + " = arith.extui " + extractElem(x, t, e, i) + " : i8 to i32");
+        convert(word, 0);
+      }
+    }
+    return buildVector(out, ScalarType::F32);
+  }
+  if (t == ScalarType::F8E5M2) { // the top byte of an f16 (infinities and NaN included)
+    const std::string i16 = vecType(ScalarType::I16, e), f16 = vecType(ScalarType::F16, e);
+    std::string w = fresh(), eight = fresh(), s = fresh(), h = fresh(), r = fresh();
+    line(w + " = arith.extui " + x + " : " + vecType(t, e) + " to " + i16);
+    line(eight + " = arith.constant " + (e == 1 ? "8" : "dense<8>") + " : " + i16);
+    line(s + " = arith.shli " + w + ", " + eight + " : " + i16);
+    line(h + " = arith.bitcast " + s + " : " + i16 + " to " + f16);
+    line(r + " = arith.extf " + h + " : " + f16 + " to " + vecType(ScalarType::F32, e));
+    return r;
+  }
+  const Fp8Format f = fp8Format(t);
+  const std::string i32 = vecType(ScalarType::I32, e), f32 = vecType(ScalarType::F32, e),
+                    i1 = vecType(ScalarType::I1, e);
+  auto c = [&](int64_t v) {
+    std::string r = fresh();
+    const std::string lit = intLiteral(v, ScalarType::I32);
+    line(r + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + i32);
+    return r;
+  };
+  auto op = [&](const char *name, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = " + name + " " + a + ", " + b + " : " + i32);
+    return r;
+  };
+  auto cmp = [&](const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi " + pred + ", " + a + ", " + b + " : " + i32);
+    return r;
+  };
+  auto sel = [&](const std::string &p, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith.select " + p + ", " + a + ", " + b + " : " + i1 + ", " + i32);
+    return r;
+  };
+  std::string b = fresh();
+  line(b + " = arith.extui " + x + " : " + vecType(ScalarType::I8, e) + " to " + i32);
+  const std::string mag = op("arith.andi", b, c(0x7F)), sgn = op("arith.andi", b, c(0x80)),
+                    ex = op("arith.shrui", mag, c(f.mant)),
+                    m = op("arith.andi", mag, c((1 << f.mant) - 1));
+  // Normal: the magnitude bits moved to f32's fields, the exponent rebiased.
+  std::string normal = op("arith.addi", op("arith.shli", mag, c(23 - f.mant)),
+                          c(int64_t(127 - f.bias) << 23));
+  // Subnormal: m * 2^(1 - bias - mant), an f32 normal (exact).
+  std::string mf = fresh(), scale = fresh(), sub = fresh(), subBits = fresh();
+  line(mf + " = arith.uitofp " + m + " : " + i32 + " to " + f32);
+  const std::string lit = floatLiteral(std::ldexp(1.0, 1 - f.bias - f.mant), ScalarType::F32);
+  line(scale + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + f32);
+  line(sub + " = arith.mulf " + mf + ", " + scale + " : " + f32);
+  line(subBits + " = arith.bitcast " + sub + " : " + f32 + " to " + i32);
+  std::string bits = op("arith.ori", sel(cmp("eq", ex, c(0)), subBits, normal),
+                        op("arith.shli", sgn, c(24)));
+  const std::string qnan = c(0x7FC00000);
+  switch (f.special) {
+  case Fp8Format::IEEE: { // exponent all ones: infinity (m == 0) or NaN
+    std::string inf = op("arith.ori", op("arith.shli", sgn, c(24)), c(0x7F800000));
+    std::string special = sel(cmp("eq", m, c(0)), inf, qnan);
+    bits = sel(cmp("eq", ex, c((1 << (7 - f.mant)) - 1)), special, bits);
+    break;
+  }
+  case Fp8Format::FN: bits = sel(cmp("eq", mag, c(0x7F)), qnan, bits); break;
+  case Fp8Format::FNUZ: bits = sel(cmp("eq", b, c(0x80)), qnan, bits); break;
+  }
+  std::string r = fresh();
+  line(r + " = arith.bitcast " + bits + " : " + i32 + " to " + f32);
+  return r;
+}
+
+std::string KernelEmitter::floatToFp8(const std::string &x, ScalarType from, ScalarType t,
+                                      int64_t e) {
+  const Fp8Format f = fp8Format(t);
+  const bool d = from == ScalarType::F64;
+  const int w = d ? 64 : 32, sm = d ? 52 : 23, sb = d ? 1023 : 127;
+  const ScalarType it = d ? ScalarType::I64 : ScalarType::I32;
+  const std::string ity = vecType(it, e), i1 = vecType(ScalarType::I1, e);
+  auto c = [&](int64_t v) {
+    std::string r = fresh();
+    const std::string lit = intLiteral(v, it);
+    line(r + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " + ity);
+    return r;
+  };
+  auto op = [&](const char *name, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = " + name + " " + a + ", " + b + " : " + ity);
+    return r;
+  };
+  auto cmp = [&](const char *pred, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith.cmpi " + pred + ", " + a + ", " + b + " : " + ity);
+    return r;
+  };
+  auto sel = [&](const std::string &p, const std::string &a, const std::string &b) {
+    std::string r = fresh();
+    line(r + " = arith.select " + p + ", " + a + ", " + b + " : " + i1 + ", " + ity);
+    return r;
+  };
+  std::string bits = fresh();
+  line(bits + " = arith.bitcast " + x + " : " + vecType(from, e) + " to " + ity);
+  const int64_t signMask = int64_t(uint64_t(1) << (w - 1));
+  const std::string sgn = op("arith.shrui", bits, c(w - 1)),
+                    mag = op("arith.andi", bits, c(~signMask)),
+                    expF = op("arith.shrui", mag, c(sm));
+  const int64_t expAll = (int64_t(1) << (w - 1 - sm)) - 1;
+  const std::string isNan = cmp("ugt", mag, c(expAll << sm));
+  // Normal results: the source's mantissa rounded (to nearest even) to `mant` bits, the carry
+  // running into the exponent, then rebiased. Infinity and overflow give codes above maxCode.
+  const int sh = sm - f.mant;
+  std::string rn = op("arith.addi", op("arith.addi", mag, c((int64_t(1) << (sh - 1)) - 1)),
+                      op("arith.andi", op("arith.shrui", mag, c(sh)), c(1)));
+  std::string normal = op("arith.subi", op("arith.shrui", rn, c(sh)),
+                          c(int64_t(sb - f.bias) << f.mant));
+  // Subnormal results (source exponent below the fp8's least): the mantissa with its implicit
+  // bit shifted right by sm - mant + (1 - bias) - exponent, at most sm + 2 (which rounds
+  // everything below the smallest subnormal's half, source zeros and subnormals too, to 0).
+  std::string full = op("arith.ori", op("arith.andi", mag, c((int64_t(1) << sm) - 1)),
+                        c(int64_t(1) << sm));
+  std::string shs = op("arith.minui", op("arith.subi", c(sm - f.mant + 1 - f.bias + sb), expF),
+                       c(sm + 2));
+  std::string half = op("arith.shrui", op("arith.shli", c(1), shs), c(1));
+  std::string rs = op("arith.addi", op("arith.addi", full, op("arith.subi", half, c(1))),
+                      op("arith.andi", op("arith.shrui", full, shs), c(1)));
+  std::string sub = op("arith.shrui", rs, shs);
+  std::string code = sel(cmp("uge", expF, c(sb + 1 - f.bias)), normal, sub);
+  const std::string over = cmp("ugt", code, c(f.maxCode));
+  std::string signed_ = op("arith.ori", op("arith.shli", sgn, c(7)),
+                           f.special == Fp8Format::IEEE ? sel(over, c(0x7C), code) : code);
+  std::string res = sel(isNan, c(f.nanCode), signed_);
+  if (f.special != Fp8Format::IEEE)
+    res = sel(over, c(f.nanCode), res);
+  if (f.special == Fp8Format::FNUZ) // no negative zero
+    res = sel(cmp("eq", code, c(0)), c(0), res);
+  std::string r = fresh();
+  line(r + " = arith.trunci " + res + " : " + ity + " to " + vecType(t, e));
+  return r;
+}
+
+std::string KernelEmitter::fp8Clone(const ir::Op &op, const std::vector<std::string> &x,
+                                    int64_t e) {
+  const ScalarType outT = op.results[0]->type.dtype;
+  const ScalarType F32 = ScalarType::F32;
+  // `v` (e elements of f32) as outT.
+  auto result = [&](const std::string &v) {
+    return isFp8(outT) ? floatToFp8(v, F32, outT, e) : castValue(v, F32, outT, e);
+  };
+  if (op.kind == ir::OpKind::Cast) {
+    const ScalarType in = op.operands[0]->type.dtype;
+    if (isFp8(in))
+      return result(fp8ToF32(x[0], in, e));
+    if (in == ScalarType::F32 || in == ScalarType::F64)
+      return floatToFp8(x[0], in, outT, e);
+    if (isFloat(in)) // f16, bf16: exact in f32
+      return floatToFp8(castValue(x[0], in, F32, e), F32, outT, e);
+    return floatToFp8(castValue(x[0], in, ScalarType::F64, e), ScalarType::F64, outT, e);
+  }
+  std::vector<std::string> w;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const ScalarType t = op.operands[i]->type.dtype;
+    w.push_back(isFp8(t) ? fp8ToF32(x[i], t, e) : x[i]);
+  }
+  std::string r = fresh();
+  const std::string fty = vecType(F32, e);
+  if (op.kind == ir::OpKind::Unary && op.unary == ir::UnaryKind::Neg) {
+    line(r + " = arith.negf " + w[0] + " : " + fty);
+  } else if (op.kind == ir::OpKind::Binary && op.binary == ir::BinaryKind::FloorDiv) {
+    // floor of the quotient rounded to the fp8 type (as the reference evaluator's `//`).
+    const ScalarType t = op.operands[0]->type.dtype;
+    std::string q = fresh();
+    line(q + " = arith.divf " + w[0] + ", " + w[1] + " : " + fty);
+    lower_->mathIntrinsic(r, "floor", fp8ToF32(floatToFp8(q, F32, t, e), t, e), F32, e);
+  } else if (op.kind == ir::OpKind::Binary) {
+    r = binaryClone(op, w, F32, e, r);
+  } else if (op.kind == ir::OpKind::Math) {
+    r = mathClone(op, w, F32, e, r);
+  } else {
+    unsupported(std::string(opKindName(op.kind)) + " on fp8 values", op.loc);
+    return "%error";
+  }
+  if (r == "%error")
+    return r;
+  // A comparison's i1 stays; anything else is f32, rounded to the result type.
+  return outT == ScalarType::I1 ? r : result(r);
 }
 
 std::string KernelEmitter::applyExprClone(const ir::Op &op, const std::string &x, ScalarType t,

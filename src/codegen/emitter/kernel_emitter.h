@@ -285,6 +285,16 @@ private:
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                ScalarType inT, int64_t e);
+  // elementwiseClone of an op reading or producing fp8 values (not a select, which moves their
+  // bytes): operands widened to f32, the op computed there, the result rounded back.
+  std::string fp8Clone(const ir::Op &op, const std::vector<std::string> &x, int64_t e);
+  // A cast of `x` (`e` elements of `from`) to `to`, neither of them fp8.
+  std::string castValue(const std::string &x, ScalarType from, ScalarType to, int64_t e);
+  // fp8 conversions in integer arithmetic (exact, every target, elementwise.cpp): the bytes `x`
+  // of fp8 type `t` as f32; an f32 or f64 value `x` rounded to fp8 type `t` as its bytes
+  // (docs/language.md section 11: to nearest even, overflow to inf or NaN).
+  std::string fp8ToF32(const std::string &x, ScalarType t, int64_t e);
+  std::string floatToFp8(const std::string &x, ScalarType from, ScalarType t, int64_t e);
   // elementwiseClone's binary and math ops (into the clone's result `r`; elementwise.cpp).
   std::string binaryClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
                           int64_t e, const std::string &r);

@@ -142,12 +142,16 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
                        "parameter used only by wgmma (wgmma reads B through a shared-memory "
                        "descriptor)",
                        op.loc);
-  if (in != ScalarType::F16 && in != ScalarType::BF16)
+  const bool fp8 = in == ScalarType::F8E4M3FN || in == ScalarType::F8E5M2;
+  if (in != ScalarType::F16 && in != ScalarType::BF16 && !fp8)
     return unsupported(std::string("wgmma on ") + scalarTypeName(in), op.loc);
   const int steps = wgmmaSteps(op);
   // A from registers (the fragments of every K step of a clone, in the register-fragment
-  // layout of the PTX ISA), or from shared memory through descriptors like B.
+  // layout of the PTX ISA), or from shared memory through descriptors like B (fp8: only so).
   const bool regA = a0.descAlloc < 0;
+  if (regA && fp8)
+    return unsupported(std::string("a wgmma on ") + scalarTypeName(in) + " with A in registers",
+                       op.loc);
   RegVal aConv;
   if (regA && !convertTo(a0,
                          layoutFrom(mmaOperandIndex(k_, d_, op, 0, op.operands[0]->type.shape),

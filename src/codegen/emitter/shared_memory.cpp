@@ -314,6 +314,7 @@ bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVa
   const uint64_t hi = (lbo << 16) | (uint64_t(8 * w / 16) << 32) | (mode << 62);
   const ir::Op *mma = wgmmaUser(op);
   const int steps = wgmmaSteps(*mma);
+  const int64_t kStep = mma->mma->k; // elements per K step: 32 bytes of 16- or 8-bit elements
   auto i64 = [&](int64_t c) {
     std::string r = fresh();
     line(r + " = arith.constant " + std::to_string(c) + " : i64");
@@ -343,7 +344,8 @@ bool KernelEmitter::wgmmaDescriptors(const ir::Op &op, const Promotion &p, RegVa
     const std::string key = cloneKey(a, v.cloneSyms);
     for (int st = 0; st < steps; ++st) {
       const IndexExpr off = facts_.simplify(
-          stageIndex_ * al.bytes + (p.nMajor ? at(r0 + 16 * st, c0) : at(r0, c0 + 16 * st)));
+          stageIndex_ * al.bytes +
+          (p.nMajor ? at(r0 + kStep * st, c0) : at(r0, c0 + kStep * st)));
       std::string desc;
       for (const auto &[o, d] : starts)
         if (auto c = facts_.simplify(off - o).asInteger()) {

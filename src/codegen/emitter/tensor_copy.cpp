@@ -31,7 +31,8 @@ bool KernelEmitter::tensorCopyable(const Promotion &p) {
   if (al.tile.size() != 2 || shape.size() != 2 || al.xorBytes != 128 || al.blockBytes != 0 ||
       al.tile[1] * bytes != 128 || al.tile[0] > 256 || al.tile[0] < 1 || p.origin.size() != 2)
     return false;
-  if (mem->type.dtype != ScalarType::F16 && mem->type.dtype != ScalarType::BF16)
+  if (mem->type.dtype != ScalarType::F16 && mem->type.dtype != ScalarType::BF16 &&
+      mem->type.dtype != ScalarType::F8E4M3FN && mem->type.dtype != ScalarType::F8E5M2)
     return false;
   bool param = false;
   for (const auto &kp : k_.params)

@@ -187,7 +187,10 @@ void NvidiaLowering::warpgroupFence() { line("nvvm.wgmma.fence.aligned"); }
 void NvidiaLowering::warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
                                   const std::string &aDesc, const std::string &bDesc,
                                   const std::string &acc, bool bNMajor) {
-  const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
+  const std::string ty = in == ScalarType::F16        ? "f16"
+                         : in == ScalarType::BF16     ? "bf16"
+                         : in == ScalarType::F8E4M3FN ? "e4m3"
+                                                      : "e5m2";
   const std::string shape = "#nvvm.shape<m = " + std::to_string(k.m) +
                             ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
   const std::string sty = f32StructType(k.c.elements);
