@@ -951,12 +951,12 @@ private:
     extent[3] = std::max<int64_t>(gCount, 1);
     int64_t points = 1;
     for (int64_t n : extent) {
-      if (n <= 0 || points > (int64_t{1} << 22))
+      if (n <= 0 || n > (int64_t{1} << 22))
         return false;
       points *= n;
+      if (points > (int64_t{1} << 22))
+        return false;
     }
-    if (points > (int64_t{1} << 22))
-      return false;
     sym::ExprPool pool;
     const sym::CompiledExpr *c = pool.compile(e, slots);
     if (!c)

@@ -96,8 +96,7 @@ bool fitBitLinear(const std::vector<int64_t> &v, BitLinear &out,
       bool othersKnown = true;
       for (size_t k = 0; k < known.size(); ++k)
         othersKnown &= k == j || !(l >> k & 1) || known[k];
-      if (othersKnown) {
-        out.weight[j] = 0;
+      if (othersKnown) { // weight[j] is still 0, so at(l) is l's value without bit j
         out.weight[j] = v[l] - out.at(static_cast<int64_t>(l));
         known[j] = true;
       }
