@@ -32,13 +32,47 @@ std::optional<int64_t> staticBytes(const ir::Type &t, bool &overflow) {
   return bytes;
 }
 
-// The clone count of each register value (the product of its dims' expansion counts), by op
-// in program order; INT64_MAX where the product overflows.
+// Elements per lane of one clone of each access op's value: the product over its register
+// dims of the elements each lane holds (a streamed row's chunk per trip); the most over the
+// op's accesses. Matrix operands are left out: their tiles are copied cooperatively (or read
+// by the matrix instruction from shared memory), not unrolled per element.
+std::map<const ir::Op *, int64_t> elementsPerClone(const Distribution &dist) {
+  std::map<const ir::Op *, int64_t> out;
+  for (const AccessIndex &a : dist.accesses) {
+    if (a.anchor.rfind("mma", 0) == 0)
+      continue;
+    int64_t n = 1;
+    for (const DimIndex &d : a.regDims.empty() ? a.dims : a.regDims) {
+      int64_t e = d.elements > 0 ? d.elements : std::max<int64_t>(d.chunk, 1);
+      if (__builtin_mul_overflow(n, e, &n))
+        n = INT64_MAX;
+    }
+    int64_t &slot = out[a.op];
+    slot = std::max(slot, n);
+  }
+  return out;
+}
+
+// The clone count of each register value (the product of its dims' expansion counts) and the
+// elements per thread all its clones hold: clones times the elements per clone, which an access
+// op's value takes from its access (elementsPerClone) and an elementwise op's from its widest
+// operand (reductions, top-k and matrix products count one per clone: their results are
+// narrower); by op in program order, INT64_MAX where a product overflows.
 template <typename F> void forEachCloneCount(const ir::Kernel &kernel, const Distribution &dist, F f) {
   std::map<std::string, int64_t> counts;
   for (const ExpansionInfo &ex : dist.expansion)
     counts[ex.dim.str()] = std::max<int64_t>(ex.count, 1);
+  std::map<const ir::Op *, int64_t> fromAccess = elementsPerClone(dist);
+  std::map<const ir::Value *, int64_t> perClone;
   ir::walk(kernel.body, [&](const ir::Op &op) {
+    int64_t width = 1;
+    if (auto it = fromAccess.find(&op); it != fromAccess.end())
+      width = it->second;
+    else if (op.kind != ir::OpKind::Reduce && op.kind != ir::OpKind::Mma &&
+             op.kind != ir::OpKind::TopK)
+      for (const ir::Value *x : op.operands)
+        if (auto it = perClone.find(x); it != perClone.end())
+          width = std::max(width, it->second);
     for (const ir::Value *v : op.results) {
       if (!v || !v->type.isRegister())
         continue;
@@ -48,7 +82,11 @@ template <typename F> void forEachCloneCount(const ir::Kernel &kernel, const Dis
         if (it != counts.end() && __builtin_mul_overflow(clones, it->second, &clones))
           clones = INT64_MAX;
       }
-      f(op, *v, clones);
+      perClone[v] = width;
+      int64_t elements = INT64_MAX;
+      if (__builtin_mul_overflow(clones, width, &elements))
+        elements = INT64_MAX;
+      f(op, *v, clones, elements);
     }
   });
 }
@@ -70,13 +108,28 @@ bool checkStaticSizes(const ir::Kernel &kernel, DiagnosticEngine &diags) {
 
 bool checkUnroll(const ir::Kernel &kernel, const Distribution &dist, DiagnosticEngine &diags) {
   bool ok = true;
-  forEachCloneCount(kernel, dist, [&](const ir::Op &op, const ir::Value &v, int64_t clones) {
-    if (ok && clones > kMaxUnrollClones) {
-      diags.report(DiagId::UnrollTooLarge, op.loc,
-                   {v.type.str(), std::to_string(kMaxUnrollClones)});
-      ok = false;
-    }
-  });
+  int64_t total = 0;
+  forEachCloneCount(kernel, dist,
+                    [&](const ir::Op &op, const ir::Value &v, int64_t clones, int64_t elements) {
+                      if (!ok)
+                        return;
+                      if (__builtin_add_overflow(total, elements, &total))
+                        total = INT64_MAX;
+                      if (clones > kMaxUnrollClones)
+                        diags.report(DiagId::UnrollTooLarge, op.loc,
+                                     {v.type.str(), std::to_string(kMaxUnrollClones)});
+                      else if (elements > kMaxUnrollElements)
+                        diags.report(DiagId::UnrollTooManyElements, op.loc,
+                                     {v.type.str(), std::to_string(elements),
+                                      std::to_string(kMaxUnrollElements)});
+                      else if (total > kMaxUnrollKernelElements)
+                        diags.report(DiagId::UnrollKernelTooLarge, op.loc,
+                                     {v.type.str(), std::to_string(total),
+                                      std::to_string(kMaxUnrollKernelElements)});
+                      else
+                        return;
+                      ok = false;
+                    });
   return ok;
 }
 
@@ -97,25 +150,36 @@ std::string printStaticSizes(const ir::Kernel &kernel) {
 }
 
 std::string printUnroll(const ir::Kernel &kernel, const Distribution &dist) {
-  int64_t most = 1;
-  const ir::Op *where = nullptr;
-  const ir::Value *value = nullptr;
-  forEachCloneCount(kernel, dist, [&](const ir::Op &op, const ir::Value &v, int64_t clones) {
-    if (clones > most || !where) {
-      most = std::max(most, clones);
-      where = &op;
-      value = &v;
+  struct Most {
+    int64_t n = 0;
+    const ir::Op *op = nullptr;
+    const ir::Value *value = nullptr;
+    void take(int64_t m, const ir::Op &o, const ir::Value &v) {
+      if (m > n || !op)
+        n = std::max(n, m), op = &o, value = &v;
     }
-  });
+    std::string str(const char *what) const {
+      return "  most " + std::string(what) + ": " + std::to_string(n) + ", " +
+             std::string(ir::opKindName(op->kind)) + " -> " + value->type.str() + " at line " +
+             std::to_string(op->loc.begin.line) + "\n";
+    }
+  } clones, elements;
+  int64_t total = 0;
+  forEachCloneCount(kernel, dist,
+                    [&](const ir::Op &op, const ir::Value &v, int64_t c, int64_t e) {
+                      clones.take(c, op, v);
+                      elements.take(e, op, v);
+                      if (__builtin_add_overflow(total, e, &total))
+                        total = INT64_MAX;
+                    });
   std::string out = "kernel " + kernel.name + ": clones per value (limit " +
-                    std::to_string(kMaxUnrollClones) + ")\n";
-  if (where)
-    out += "  most: " + std::to_string(most) + ", " + std::string(ir::opKindName(where->kind)) +
-           " -> " + value->type.str() + " at line " + std::to_string(where->loc.begin.line) +
-           "\n";
-  else
-    out += "  no register values\n";
-  return out;
+                    std::to_string(kMaxUnrollClones) + "), elements per thread (limit " +
+                    std::to_string(kMaxUnrollElements) + ", all values " +
+                    std::to_string(kMaxUnrollKernelElements) + ")\n";
+  if (!clones.op)
+    return out + "  no register values\n";
+  return out + clones.str("clones") + elements.str("elements per thread") +
+         "  all values: " + std::to_string(total) + " elements per thread\n";
 }
 
 } // namespace wave

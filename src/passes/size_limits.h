@@ -22,10 +22,19 @@ constexpr int64_t kMaxStaticBytes = int64_t(1) << 62;
 // copy of 256 clones (tests/e2e/kernels/copy_rows.wave -DN=16384) takes ~11 s to compile for
 // gfx942 and 1024 clones ~55 s (the AMDGPU back end is superlinear in the unrolled code).
 constexpr int64_t kMaxUnrollClones = 256;
+// Elements per lane of one value over all its clones (a clone can hold many: a vector, or a
+// streamed row's chunk per trip). The unrolled code grows with them, and the MLIR clean-up
+// with it superlinearly: 200 clones of 16 elements, five such values, took 140 s.
+constexpr int64_t kMaxUnrollElements = 1024; // the repository's kernels need at most 128
+// The same summed over all the kernel's register values: 4,608 (six values of 768, a chain of
+// transcendental functions) took 15 s per target; the repository's kernels need at most 822.
+constexpr int64_t kMaxUnrollKernelElements = 4096;
 
 // Reports `size-overflow` for each parameter whose bound size overflows; false if any did.
 bool checkStaticSizes(const ir::Kernel &kernel, DiagnosticEngine &diags);
 // Reports `unroll-too-large` at the first op whose value would need more clones than the
+// limit, `unroll-too-many-elements` at the first whose clones hold too many elements per
+// thread, `unroll-kernel-too-large` at the op whose value takes the kernel's sum over the
 // limit; false if one does.
 bool checkUnroll(const ir::Kernel &kernel, const Distribution &dist, DiagnosticEngine &diags);
 

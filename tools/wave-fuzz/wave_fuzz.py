@@ -35,9 +35,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
+from concurrent.futures import wait as futures_wait
 
 try:
     import numpy as np
@@ -1141,13 +1143,14 @@ class Runner:
         self.env["WAVEC_CACHE_DIR"] = path
 
     # The binaries being replaced while a build runs (the compiler's build directory can be
-    # rebuilt under a long run): wait and retry instead of reporting a finding.
+    # rebuilt under a long run): wait and retry (WAVE_FUZZ_RETRIES times, default 60, 5 s
+    # apart) instead of reporting a finding.
     TRANSIENT = re.compile(r"codegen-unavailable|file too short|cannot execute|cannot run the "
                            r"compiler|Text file busy|No such file or directory: '.*wave")
 
     def call(self, cmd, cwd):
         """(status, code, output): status 'ok', 'fail' (exit code), 'signal', 'timeout'."""
-        for _ in range(60):
+        for _ in range(int(os.environ.get("WAVE_FUZZ_RETRIES", "60")) + 1):
             st, rc, out = self.call_once(cmd, cwd)
             if st == "ok" or not self.TRANSIENT.search(out):
                 return st, rc, out
@@ -1536,6 +1539,24 @@ def save_finding(out_dir, name, p, res, targets_all, cmdline):
 
 
 # ---- main -----------------------------------------------------------------------------------
+_WORKER = None  # (arguments, runner, work directory), set by main before the workers fork
+
+
+def run_one(i):
+    """Program i of the run, in a worker: its Result without the program (see report)."""
+    a, runner, workdir = _WORKER
+    p = generate(a.seed, i, a.families)
+    try:
+        r = run_program(runner, p, a.targets, workdir, i)
+    except Exception as ex:  # a bug of this tool: reported, never a pass
+        r = Result(i, p)
+        r.outcome = "tool-error"
+        r.detail.append(f"wave-fuzz: {type(ex).__name__}: {ex}")
+        r.signature = ("tool-error", p.family, type(ex).__name__)
+    r.prog = None
+    return r
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="random valid Wave kernels, run differentially "
                                  "(docs/reliability.md)")
@@ -1551,6 +1572,9 @@ def main(argv=None):
     ap.add_argument("--minimize", type=int, default=1,
                     help="minimize this many programs per distinct signature (0: none)")
     ap.add_argument("--minimize-budget", type=float, default=120.0, help="seconds per finding")
+    ap.add_argument("--stop-after", type=float, default=None, metavar="SECONDS",
+                    help="start no program after SECONDS; the summary counts the programs "
+                    "that finished and lists those that did not")
     ap.add_argument("--verbose", "-v", action="store_true")
     ap.add_argument("--print", dest="print_index", type=int, default=None,
                     help="print program INDEX of the seed and its run line, run nothing")
@@ -1577,29 +1601,63 @@ def main(argv=None):
     if not os.environ.get("WAVEC_CACHE_DIR"):
         runner.use_cache(os.path.join(workdir, "wavec-cache"))
     t0 = time.time()
-    lock = threading.Lock()
-    done = [0]
+    global _WORKER
+    _WORKER = (a, runner, workdir)
+    done = 0
 
-    def one(i):
-        p = generate(a.seed, i, a.families)
-        try:
-            r = run_program(runner, p, a.targets, workdir, i)
-        except Exception as ex:  # a bug of this tool: reported, never a pass
-            r = Result(i, p)
-            r.outcome = "tool-error"
-            r.detail.append(f"wave-fuzz: {type(ex).__name__}: {ex}")
-            r.signature = ("tool-error", p.family, type(ex).__name__)
-        with lock:
-            done[0] += 1
-            if a.verbose or r.outcome in ("mismatch", "crash", "tool-error"):
-                print(f"[{done[0]}/{a.count}] program {i} ({p.family}): {r.outcome}"
-                      + ("".join("\n    " + x for x in r.detail) if r.outcome != "match"
-                         else ""), flush=True)
+    def report(r):
+        nonlocal done
+        done += 1
+        r.prog = generate(a.seed, r.index, a.families)  # programs hold lambdas: not sent back
+        if a.verbose or r.outcome in ("mismatch", "crash", "tool-error"):
+            print(f"[{done}/{a.count}] program {r.index} ({r.prog.family}): {r.outcome}"
+                  + ("".join("\n    " + x for x in r.detail) if r.outcome != "match"
+                     else ""), flush=True)
         return r
 
     try:
-        with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-            results = list(ex.map(one, range(a.start, a.start + a.count)))
+        indices = range(a.start, a.start + a.count)
+        left = lambda: None if a.stop_after is None else a.stop_after - (time.time() - t0)
+        results = []
+        if a.jobs <= 1:
+            for i in indices:
+                if left() is not None and left() <= 0:
+                    break
+                results.append(report(run_one(i)))
+        else:
+            # Processes, not threads: generating, rendering, the numpy oracle and comparing
+            # are Python, which under one interpreter lock kept a 48-job run on a 64-core
+            # machine at some 8 programs a second.
+            with ProcessPoolExecutor(max_workers=a.jobs,
+                                     mp_context=multiprocessing.get_context("fork")) as ex:
+                futures = [ex.submit(run_one, i) for i in indices]
+                try:
+                    for f in as_completed(futures, timeout=left()):
+                        results.append(report(f.result()))
+                except FuturesTimeout:
+                    # Programs not started are dropped; those running get one call's timeout
+                    # more to finish, then their workers are killed.
+                    for f in futures:
+                        f.cancel()
+                    running = [f for f in futures if not f.cancelled() and not f.done()]
+                    futures_wait(running, timeout=a.timeout + 30)
+                    seen = {r.index for r in results}
+                    results += [report(f.result()) for f in futures
+                                if f.done() and not f.cancelled() and f.exception() is None
+                                and f.result().index not in seen]
+                    for proc in list(getattr(ex, "_processes", {}).values()):
+                        proc.kill()
+        results.sort(key=lambda r: r.index)
+        if len(results) < a.count:
+            # Stopped by --stop-after: the summary counts the programs that finished; those
+            # below the last one that did not are listed (run them again by --start).
+            last = results[-1].index if results else a.start - 1
+            done_set = {r.index for r in results}
+            missing = [i for i in range(a.start, last + 1) if i not in done_set]
+            print(f"wave-fuzz: stopped after {a.stop_after or 0:.0f} s: {len(results)} programs "
+                  f"of {a.start}..{last} finished; not finished: "
+                  f"{' '.join(map(str, missing)) or 'none'}; next start {last + 1}", flush=True)
+            a.count = len(results)
         counts = {k: 0 for k in ("match", "mismatch", "refused", "invalid", "crash",
                                   "tool-error")}
         fam = {}
@@ -1626,7 +1684,8 @@ def main(argv=None):
                                      f"--seed {a.seed} program {r.index}")
                     findings.append(d)
                     print(f"  -> {d}/{name}.wave", flush=True)
-        print(f"\nwave-fuzz seed {a.seed}, programs {a.start}..{a.start + a.count - 1}, targets "
+        span = (f"{a.start}..{results[-1].index}" if results else "none")
+        print(f"\nwave-fuzz seed {a.seed}, programs {span}, targets "
               f"{' '.join(a.targets)}, {time.time() - t0:.0f} s")
         for f_, c in sorted(fam.items()):
             print(f"  {f_:12s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
