@@ -52,6 +52,9 @@ struct KernelResources {
   // The TMA tensor maps the kernel takes after its ABI arguments (kernel_abi.h), which the
   // generated stub builds at launch.
   std::vector<TensorMapArg> tensorMaps;
+  // Threads the launch adds after the distribution's block along axis 0 (a warp-specialized
+  // kernel's producer warpgroup, KernelPlan::specialization); 0: none.
+  int64_t producerThreads = 0;
 };
 
 struct CodegenOptions {

@@ -14,10 +14,12 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
               EmuImageResult *emu) {
   std::map<std::string, int64_t> dynamicShared;
   std::map<std::string, std::vector<TensorMapArg>> tensorMaps;
+  std::map<std::string, int64_t> producerThreads;
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers,
                                              &dynamicShared, &options.dumpPasses,
-                                             options.passDumps, &tensorMaps);
+                                             options.passDumps, &tensorMaps,
+                                             &producerThreads);
   if (options.timings)
     options.timings->push_back(
         {"plan and emit", std::chrono::duration<double, std::milli>(
@@ -29,8 +31,12 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
     return false;
   if (options.resources)
     for (KernelResources &r : *options.resources)
+    {
       if (auto it = tensorMaps.find(r.name); it != tensorMaps.end())
         r.tensorMaps = it->second;
+      if (auto it = producerThreads.find(r.name); it != producerThreads.end())
+        r.producerThreads = it->second;
+    }
   return true;
 }
 

@@ -180,12 +180,14 @@ struct Geometry {
   uint64_t sharedBytes = 0;
   std::vector<TensorMapArg> maps; // TMA tensor maps after the ABI's arguments
   std::vector<std::string> targets;
+  uint32_t producers = 0; // a warp-specialized kernel's producer threads after the block
+  uint32_t block0() const { return dist->block[0] + producers; }
   std::string key() const {
     std::string m;
     for (const TensorMapArg &t : maps)
       m += fmt::format(" {}:{}:{}:{}:{}", t.param, static_cast<int>(t.dtype), t.boxRows,
                        t.boxCols, t.swizzleBytes);
-    return fmt::format("{} {} {} {} {} {} {} {}{}", dist->block[0], dist->block[1],
+    return fmt::format("{} {} {} {} {} {} {} {}{}", block0(), dist->block[1],
                        dist->block[2], dist->grid[0].str(), dist->grid[1].str(),
                        dist->grid[2].str(), dynamicShared, sharedBytes, m);
   }
@@ -211,6 +213,8 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
                                                            : hk.sharedBytes;
     if (obj.variant < hk.tensorMaps.size() && !emu)
       x.maps = hk.tensorMaps[obj.variant];
+    if (obj.variant < hk.producerThreads.size() && !emu)
+      x.producers = hk.producerThreads[obj.variant];
     size_t g = 0;
     while (g < geometries.size() && geometries[g].key() != x.key())
       ++g;
@@ -238,7 +242,7 @@ std::string kernelComment(const HostKernel &hk, const HostApiOptions &o) {
   for (const Geometry &g : geometriesOf(hk, o.objects)) {
     const Distribution &d = *g.dist;
     out += fmt::format(" *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}]; shared memory {} "
-                       "bytes\n", g.targetList(), d.block[0], d.block[1], d.block[2],
+                       "bytes\n", g.targetList(), g.block0(), d.block[1], d.block[2],
                        d.grid[0].str(), d.grid[1].str(), d.grid[2].str(), g.sharedBytes);
     for (const TensorMapArg &m : g.maps)
       out += fmt::format(" *     TMA tensor map of {}: boxes of {} x {}, {}-byte swizzle\n",
@@ -439,7 +443,7 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     out += fmt::format("  wave_status_t st = wave_select_kernel(stream, {0}_objects_, "
                        "sizeof {0}_objects_ / sizeof {0}_objects_[0], \"{0}\", &device, &kernel);\n"
                        "  if (st != WAVE_SUCCESS)\n    return st;\n", n);
-    out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", g0->block[0],
+    out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", geometries[0].block0(),
                        g0->block[1], g0->block[2]);
     out += fmt::format("  const uint32_t shared = {};\n", geometries[0].dynamicShared);
   } else {
@@ -461,7 +465,8 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
       out += gridOf(x, "    ");
       out += fmt::format("    block[0] = {};\n    block[1] = {};\n    block[2] = {};\n"
                          "    shared = {};\n    break;\n",
-                         x->block[0], x->block[1], x->block[2], geometries[g].dynamicShared);
+                         geometries[g].block0(), x->block[1], x->block[2],
+                         geometries[g].dynamicShared);
     }
     out += "  }\n";
     out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
@@ -662,7 +667,8 @@ void emitInfo(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     const Distribution &d = *geometries[g].dist;
     out += fmt::format("static const wave_kernel_info_t {0}_info_{11}_ = {{\"{0}\", {1}, "
                        "{{{2}, {3}, {4}}}, {{{5}, {6}, {7}}}, {8}, {9}, {0}_args_, {10}}};\n",
-                       n, cString(geometries[g].targetList()), d.block[0], d.block[1], d.block[2],
+                       n, cString(geometries[g].targetList()), geometries[g].block0(), d.block[1],
+                       d.block[2],
                        cString(d.grid[0].str()), cString(d.grid[1].str()),
                        cString(d.grid[2].str()), geometries[g].sharedBytes, abi.args.size(),
                        abi.size, g);

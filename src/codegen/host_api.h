@@ -41,6 +41,10 @@ struct HostKernel {
   // Per compiled target (parallel to `variants`), the TMA tensor maps its launches build and
   // pass after the ABI's arguments (kernel_abi.h); empty = none.
   std::vector<std::vector<TensorMapArg>> tensorMaps = {};
+  // Per compiled target (parallel to `variants`), the threads its launches add after the
+  // distribution's block along axis 0 (a warp-specialized kernel's producer warpgroup); empty
+  // = none.
+  std::vector<uint32_t> producerThreads = {};
 };
 
 struct HostApiOptions {

@@ -369,6 +369,9 @@ bool KernelEmitter::emit(std::ostream &os) {
   remapWorkgroups();
   tensorMapArguments(arg);
   planScratchTiles();
+  lower_->barrierThreads = 0;
+  if (plan_.specialization.producerThreads > 0 && !warpSpecializedProducer())
+    return false;
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
       return false;
@@ -413,7 +416,9 @@ bool KernelEmitter::emit(std::ostream &os) {
 
   for (const std::string &g : moduleGlobals_)
     os << "    " << g << "\n";
-  std::string blk = std::to_string(d_.block[0]) + ", " + std::to_string(d_.block[1]) + ", " +
+  // A warp-specialized kernel launches its producer warpgroup after the block's threads.
+  std::string blk = std::to_string(d_.block[0] + plan_.specialization.producerThreads) + ", " +
+                    std::to_string(d_.block[1]) + ", " +
                     std::to_string(d_.block[2]);
   os << "    gpu.func @" << k_.name << "(" << sig << ") kernel attributes {known_block_size = "
      << "array<i32: " << blk << ">";
@@ -461,7 +466,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     std::map<std::string, int64_t> *dynamicShared,
                                     const std::vector<std::string> *dumpPasses,
                                     std::vector<std::pair<std::string, std::string>> *passDumps,
-                                    std::map<std::string, std::vector<TensorMapArg>> *tensorMaps) {
+                                    std::map<std::string, std::vector<TensorMapArg>> *tensorMaps,
+                                    std::map<std::string, int64_t> *producerThreads) {
   codegen::detail::PassDumps dumps;
   if (dumpPasses)
     dumps.wanted = *dumpPasses;
@@ -479,6 +485,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
         (*dynamicShared)[ck.kernel->name] = e.dynamicShared();
       if (tensorMaps && !e.tensorMaps().empty())
         (*tensorMaps)[ck.kernel->name] = e.tensorMaps();
+      if (producerThreads && e.producerThreads() > 0)
+        (*producerThreads)[ck.kernel->name] = e.producerThreads();
     }
   }
   os << "  }\n}\n";

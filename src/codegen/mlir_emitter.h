@@ -25,7 +25,9 @@ namespace wave {
 // switch: the emulator's race detector must then report the races). `dynamicShared` receives,
 // per kernel whose shared memory exceeds the target's static limit (TargetInfo::ldsBytes, up to
 // ldsOptInBytes), the bytes of dynamic shared memory its launches must request: its arena is
-// then an external, unsized array (`.extern .shared` in PTX).
+// then an external, unsized array (`.extern .shared` in PTX). `producerThreads` receives, per
+// warp-specialized kernel, the threads its launch adds after the distribution's block (its
+// producer warpgroup: KernelPlan::specialization).
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
                                     bool insertBarriers = true,
@@ -34,6 +36,7 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     std::vector<std::pair<std::string, std::string>> *passDumps =
                                         nullptr,
                                     std::map<std::string, std::vector<TensorMapArg>> *tensorMaps =
-                                        nullptr);
+                                        nullptr,
+                                    std::map<std::string, int64_t> *producerThreads = nullptr);
 
 } // namespace wave

@@ -63,6 +63,15 @@ void TargetLowering::tensorCopy2d(const std::string &, const std::string &, cons
 void TargetLowering::barrierWait(const std::string &, const std::string &) {
   missing("transaction barriers");
 }
+void TargetLowering::barrierArrive(const std::string &) { missing("transaction barriers"); }
+void TargetLowering::setRegisterLimit(int, bool) { missing("register reconfiguration"); }
+void TargetLowering::exitThread() { missing("warp specialization"); }
+std::string TargetLowering::workgroupBarrier() const {
+  if (barrierThreads > 0) // named barrier 1 of the consumers (PTX bar.sync id, count)
+    return "llvm.inline_asm has_side_effects asm_dialect = att \"bar.sync 1, " +
+           std::to_string(barrierThreads) + ";\", \"\" : () -> ()";
+  return "gpu.barrier";
+}
 
 std::vector<std::string> TargetLowering::asyncWait(int, const std::string &) {
   missing("asynchronous copies");

@@ -113,6 +113,16 @@ public:
                             const std::string &bar);
   // Waits until the phase of `bar` of parity `parity` (an i32, 0 or 1) has completed.
   virtual void barrierWait(const std::string &bar, const std::string &parity);
+  // One plain arrival at `bar` (a consumer releasing a buffer, warp specialization).
+  virtual void barrierArrive(const std::string &bar);
+  // ---- warp specialization (schedule.cpp, planWarpSpecialization) ----
+  // The warpgroup's register limit lowered (`increase` false) or raised to `regs`.
+  virtual void setRegisterLimit(int regs, bool increase);
+  // The thread ends here (a producer warpgroup after its copies).
+  virtual void exitThread();
+  // > 0: the workgroup barrier is among the first `barrierThreads` threads only (the
+  // consumers of a warp-specialized kernel, whose producer warpgroup takes no part).
+  int barrierThreads = 0;
 
   // ---- warpgroup MMA (accumulators an f32Struct, operands through descriptors) ----
   virtual void warpgroupFence();
@@ -142,7 +152,7 @@ public:
   // (the kernel's barrier() and those barrier_insertion.h places). By default `gpu.barrier`,
   // which MLIR's ROCDL and NVVM conversions lower to s_barrier and bar.sync 0 with the fences
   // shared memory needs.
-  virtual std::string workgroupBarrier() const { return "gpu.barrier"; }
+  virtual std::string workgroupBarrier() const;
 
   // ---- kernel ----
   // Attributes after known_block_size on the gpu.func (", name = value", or "").

@@ -36,7 +36,7 @@ std::string occupancyJson(const TargetInfo &target, const Distribution &d,
   }
   const int64_t lds = std::max<int64_t>(r.sharedBytes, 0) + r.dynamicSharedBytes;
   const occupancy::Occupancy o = occupancy::occupancy(
-      target.name, d.waveSize, d.block[0] * d.block[1] * d.block[2],
+      target.name, d.waveSize, (d.block[0] + r.producerThreads) * d.block[1] * d.block[2],
       static_cast<uint32_t>(std::min<int64_t>(lds, UINT32_MAX)), regs);
   if (!o.knownTarget)
     return "      \"occupancy\": null,\n";
@@ -69,7 +69,12 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
     out += i ? ",\n    {\n" : "\n    {\n";
     out += "      \"name\": " + jsonString(k.name) + ",\n";
     out += fmt::format("      \"wave_size\": {},\n", d.waveSize);
-    out += fmt::format("      \"block\": [{}, {}, {}],\n", d.block[0], d.block[1], d.block[2]);
+    int64_t producers = 0; // a warp-specialized kernel's producer warpgroup, after the block
+    for (const auto &candidate : resources)
+      if (candidate.name == k.name)
+        producers = candidate.producerThreads;
+    out += fmt::format("      \"block\": [{}, {}, {}],\n", d.block[0] + producers, d.block[1],
+                       d.block[2]);
     out += fmt::format("      \"waves_per_block\": [{}, {}, {}],\n", d.wavesPerBlock[0],
                        d.wavesPerBlock[1], d.wavesPerBlock[2]);
     out += "      \"grid\": " +

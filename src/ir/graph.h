@@ -175,6 +175,9 @@ struct HardwareConstraint {
   unsigned wavesPerBlock[3] = {1, 1, 1};
   const MmaKind *mma = nullptr;      // null: pick per op (mma = auto)
   std::vector<std::pair<Dim, sym::IndexExpr>> vectorShapes;
+  // warp_specialize = 0 turns off the warp-specialized TMA pipeline the schedule pass would
+  // choose (docs/language.md 12); 1 (the default) leaves the choice to the compiler.
+  bool warpSpecialize = true;
   SourceRange loc;
 };
 

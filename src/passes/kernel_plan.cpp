@@ -117,8 +117,13 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
                                : "register prefetch (tile i + 1 loaded at the top of "
                                  "iteration i, stored at its end), 1 buffer") +
            (s.swizzle ? ", swizzled" : "") + "\n";
-    out += "    prefetch distance: " + std::to_string(s.prefetch) +
-           (s.prefetch == 1 ? " tile" : " tiles") + " copied before the loop\n";
+    if (s.specialized)
+      out += "    prefetch distance: the producer warpgroup's, up to " +
+             std::to_string(s.stages) + " tiles (a buffer is refilled once its products "
+             "retired)\n";
+    else
+      out += "    prefetch distance: " + std::to_string(s.prefetch) +
+             (s.prefetch == 1 ? " tile" : " tiles") + " copied before the loop\n";
     out += "    fragment read-ahead: " +
            std::string(!s.readAhead  ? "none"
                        : s.stepwise ? "step 0 of tile i + 1 at the end of iteration i, step "
@@ -195,6 +200,7 @@ bool planKernel(PlanContext &c, const std::function<void(const char *)> &after) 
     if (!planLoop(c, *loop))
       return false;
   planRaster(c);
+  planWarpSpecialization(c);
   after("schedule");
   return true;
 }
@@ -213,6 +219,16 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
              " workgroups along grid axis 0, each down all of axis 1 (tiles " +
              std::to_string(r.tiles[0]) + " x " + std::to_string(r.tiles[1]) + ", " +
              std::to_string(r.resident) + " resident), ids remapped at the kernel's start\n";
+    const WarpSpecialization &w = plan.specialization;
+    if (w.producerThreads > 0)
+      out += "  warp-specialized: a producer warpgroup of " + std::to_string(w.producerThreads) +
+             " threads after the block's " + std::to_string(dist.block[0]) +
+             " issues the TMA copies (full/empty mbarrier per buffer, no workgroup barrier in "
+             "the loop); setmaxnreg " +
+             (w.consumerRegisters ? "producer " + std::to_string(w.producerRegisters) +
+                                        ", consumers " + std::to_string(w.consumerRegisters)
+                                  : std::string("not used")) +
+             "\n";
     return out + printSchedule(kernel, plan);
   }
   return out + printSharedMemory(plan);

@@ -110,6 +110,11 @@ struct LoopSchedule {
   bool stepwise = false;
   int mmaInFlight = 0; // wgmma groups left in flight at the end of an iteration
   int prefetch = 1;    // tiles copied before the loop (the prefetch distance)
+  // Warp-specialized (TMA loops only, planWarpSpecialization): a producer warpgroup added to
+  // the block issues the copies into the ring, one "full" barrier per buffer (expect-tx) and
+  // one "empty" barrier per buffer that the consumer warps arrive on once the products that
+  // read it retired; no workgroup barrier in the loop.
+  bool specialized = false;
 };
 
 // The arena: its size, the alignment of its base, and whether the launch provides it
@@ -134,8 +139,18 @@ struct RasterPlan {
   int64_t resident = 0;      // workgroups the model counts as running at once
 };
 
+// Warp specialization (schedule.cpp, planWarpSpecialization): `producerThreads` > 0 adds a
+// producer warpgroup after the distribution's block (threads block[0] .. block[0] +
+// producerThreads - 1 along axis 0); its first thread issues the TMA copies of the specialized
+// loop, the rest exit. setmaxnreg moves registers: the producer warpgroup down to
+// `producerRegisters`, the consumers up to `consumerRegisters` (0: leave as launched).
+struct WarpSpecialization {
+  int64_t producerThreads = 0;
+  int producerRegisters = 0, consumerRegisters = 0;
+};
 struct KernelPlan {
   std::vector<SharedTile> tiles;
+  WarpSpecialization specialization;
   std::map<const ir::Op *, Promotion> promotions;
   std::map<const ir::Op *, LoopSchedule> loops;
   RasterPlan raster;
@@ -221,6 +236,11 @@ bool planLoop(PlanContext &c, const ir::Op &iterate);
 // and not of axis 1, one the other way round), the kernel's grid has workgroup axes 0 and 1,
 // the target counts its compute units, and axis 0 may have more workgroups than one group.
 void planRaster(PlanContext &c);
+// schedule.cpp, after planRaster: warp specialization (KernelPlan::specialization,
+// LoopSchedule::specialized) of the kernel's one TMA loop, when it is a top-level op of the
+// kernel, the block is one axis of whole warpgroups with room for one more, and the kernel
+// does not turn it off (`hardware(..., warp_specialize = 0)`).
+void planWarpSpecialization(PlanContext &c);
 // The group of the raster order for workgroup tiles of `tile0` x `tile1` rows of the two
 // operands and `resident` workgroups running at once: the power of two from 2 to 64 that
 // minimizes the operand rows those workgroups read, group x tile0 + ceil(resident / group) x

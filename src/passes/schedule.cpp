@@ -201,4 +201,48 @@ void planRaster(PlanContext &c) {
   c.plan.raster = r;
 }
 
+// A producer warpgroup for the kernel's TMA loop (KernelPlan::specialization). The loop must be
+// a top-level op of the kernel (the producer runs it from the kernel's start, with the trip
+// count and tile origins of the workgroup), the only TMA loop, and the block one axis of whole
+// warpgroups with room for one more, and the loop's products stay in flight (one accumulator).
+// Registers: the launch gives each thread the file over the
+// block's threads; setmaxnreg lowers the producer warpgroup to 40 and raises the consumers to
+// the most that then fits (at most 232, multiples of 8).
+void planWarpSpecialization(PlanContext &c) {
+  c.plan.specialization = WarpSpecialization{};
+  if (!c.kernel.hardware.warpSpecialize)
+    return;
+  LoopSchedule *only = nullptr;
+  int tmaLoops = 0;
+  for (auto &[loop, s] : c.plan.loops)
+    if (s.copy == LoopSchedule::Copy::Tma && s.async && s.wgmma) {
+      ++tmaLoops;
+      only = &s;
+    }
+  // Products kept in flight (a plain accumulation, wgmmaOverlaps): a loop that waits for its
+  // products at once (the two-level accumulation of bench/gemm_fp8.wave) holds a second
+  // accumulator, more than the consumers' 232 registers (it spills at 255 already).
+  if (tmaLoops != 1 || only->stages < 2 || only->mmaInFlight != 1)
+    return;
+  bool topLevel = false;
+  for (const auto &o : c.kernel.body.ops)
+    topLevel |= o.get() == only->loop;
+  const int64_t consumers = c.dist.block[0];
+  const int64_t threads = consumers + 128;
+  if (!topLevel || c.dist.block[1] != 1 || c.dist.block[2] != 1 || consumers % 128 != 0 ||
+      threads > 1024)
+    return;
+  only->specialized = true;
+  WarpSpecialization w;
+  w.producerThreads = 128;
+  const int64_t file = 65536;
+  const int64_t atLaunch = std::min<int64_t>(255, file / threads / 8 * 8);
+  w.producerRegisters = 40;
+  const int64_t up = std::min<int64_t>(232, (file - 128 * w.producerRegisters) / consumers / 8 * 8);
+  w.consumerRegisters = up > atLaunch ? static_cast<int>(up) : 0;
+  if (w.consumerRegisters == 0)
+    w.producerRegisters = 0;
+  c.plan.specialization = w;
+}
+
 } // namespace wave

@@ -303,7 +303,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   auto args = bindArgs(c, {{"threads_per_wave", false},
                            {"waves_per_block", false},
                            {"mma", false},
-                           {"vector_shapes", false}});
+                           {"vector_shapes", false},
+                           {"warp_specialize", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -360,6 +361,15 @@ void KernelChecker::checkHardware(const ast::Call &c) {
       hardwareMma = *name;
     else
       hardwareMmaFailed = true;
+  }
+  if (const ast::Expr *ws = (*args)[4]) {
+    IndexContext ctx = indexContext();
+    auto v = S.toIndex(*ws, ctx);
+    auto c = v ? v->asInteger() : std::nullopt;
+    if (v && (!c || (*c != 0 && *c != 1)))
+      diags.report(DiagId::ExpectedIntConstant, ws->range, {"warp_specialize (0 or 1)", v->str()});
+    if (c)
+      kernel->hardware.warpSpecialize = *c != 0;
   }
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);

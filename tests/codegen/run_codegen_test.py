@@ -394,6 +394,93 @@ def test_gemm_wgmma_fp8(a, tmp):
           "an N-major fp8 B is refused (unsupported-wgmma-tile)", p.stderr.decode())
 
 
+def test_gemm_wgmma_wspec(a, tmp):
+    # The TMA GEMM of test_gemm_wgmma with the schedule's default, warp specialization: a
+    # producer warpgroup after the two consumer warpgroups (384 threads), every barrier
+    # initialized by thread 0 (4 full with one arrival, 4 empty with one per consumer warp) before
+    # the one bar.sync of every thread; the producer warpgroup lowers its registers to 40, its
+    # first thread loops over the tiles (waiting on the empty barrier of the buffer from the
+    # second round on, arriving with the 48 KB, two boxes), then the warpgroup exits; the
+    # consumers raise theirs to 232, wait on the full barrier, issue the four m64n256k16
+    # products and release the buffer of the tile whose products retired. No bar.sync in the
+    # loop, ptxas without spills; the stub launches 384 threads. f16 and bf16, and the fp8
+    # sample (bench/gemm_fp8.wave) likewise.
+    _, portable = gemm_sources(a)
+    text = open(portable).read().replace("    assume(K > BLOCK_K * 4);",
+                                         "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);")
+    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
+    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    for ty in ("f16", "bf16"):
+        src = os.path.join(tmp, f"gemm_{ty}.wave")
+        open(src, "w").write(text.replace("f16]", ty + "]"))
+        ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+        name = f"{ty} warp-specialized"
+        for needle in (tma, "mbarrier.try_wait.parity.shared::cta.b64", "setmaxnreg.dec.sync."
+                       "aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;",
+                       f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty}",
+                       ".maxntid 384, 1, 1", "exit;", "mbarrier.arrive.shared::cta.b64"):
+            check(needle in ptx, f"{name}: {needle}", ptx[:3000])
+        # (LLVM peels the producer loop's first round, which waits on no empty barrier.)
+        check(ptx.count(tma) >= 2 and ptx.count(tma) % 2 == 0,
+              f"{name}: two TMA copies per tile (the producer's loop)", ptx[:3000])
+        check(ptx.count("mbarrier.init.shared::cta.b64") == 8 and
+              ptx.count("], 1;") >= 4 and ptx.count("], 8;") == 4,
+              f"{name}: 4 full (1 arrival) and 4 empty (8 warps) barriers", ptx[:3000])
+        check(ptx.count("mbarrier.try_wait.parity.shared::cta.b64") >= 2,
+              f"{name}: the producer's wait (empty) and the consumers' (full)", ptx[:3000])
+        check(ptx.count("bar.sync") == 1 and ptx.index("bar.sync") < ptx.index("setmaxnreg.dec"),
+              f"{name}: one bar.sync, after the init, none in the loop", ptx[:6000])
+        check(ptx.index("setmaxnreg.dec") < ptx.index(tma) < ptx.index("exit;") <
+              ptx.index("setmaxnreg.inc") < ptx.index("wgmma.mma_async"),
+              f"{name}: producer (dec, copies, exit) before the consumers (inc, products)",
+              ptx[:6000])
+        check(ptx.index("wgmma.wait_group.sync.aligned 1;") <
+              ptx.index("mbarrier.arrive.shared::cta.b64"),
+              f"{name}: the release after the wait that retires the tile's products", ptx[:6000])
+        if os.access(PTXAS, os.X_OK):
+            out = os.path.join(tmp, "ws.ptx")
+            open(out, "w").write(ptx)
+            p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "ws.cubin")])
+            info = p.stderr.decode()
+            check("0 bytes spill stores" in info and "warning" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+        sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                     os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
+        check("warp-specialized: a producer warpgroup of 128 threads after the block's 256" in sched
+              and "setmaxnreg producer 40, consumers 232" in sched,
+              f"{name}: the schedule dump says so", sched)
+    header, stub = os.path.join(tmp, "g.h"), os.path.join(tmp, "g.c")
+    run([a.wavec, src, "--target=sm_90a", "-o", os.path.join(tmp, "g.ptx"), "--header", header,
+         "--stub", stub] + tiles)
+    c = open(stub).read()
+    check("const uint32_t block[3] = {384, 1, 1};" in c and "block [384, 1, 1]" in c,
+          "the stub launches the producer warpgroup too (384 threads)", c[-3000:])
+    meta = json.loads(run([a.wavec, src, "--target=sm_90a", "--emit=metadata"] +
+                          tiles).stdout.decode())
+    check(meta["kernels"][0]["block"] == [384, 1, 1], "metadata: block [384, 1, 1]", str(meta))
+    # The fp8 sample's whole-K form is a TMA GEMM too.
+    fp8 = open(os.path.join(a.source_dir, "bench", "gemm_fp8.wave")).read().replace(
+        "yield acc + mma(read(a), read(b), zero);", "yield mma(read(a), read(b), acc);")
+    f8 = os.path.join(tmp, "fp8.wave")
+    open(f8, "w").write(fp8)
+    ptx = run([a.wavec, f8, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check("setmaxnreg.inc" in ptx and tma in ptx and ".maxntid 384, 1, 1" in ptx,
+          "fp8 whole-K GEMM: warp-specialized", ptx[:3000])
+    # The override: one TMA thread in the workgroup, barriers in the loop, 256 threads.
+    off = os.path.join(tmp, "off.wave")
+    open(off, "w").write(open(src).read().replace(
+        "    assume(K % 8 == 0);", "    assume(K % 8 == 0);\n    hardware(warp_specialize = 0);"))
+    ptx = run([a.wavec, off, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+    check("setmaxnreg" not in ptx and ".maxntid 256, 1, 1" in ptx and ptx.count("bar.sync") == 3,
+          "hardware(warp_specialize = 0): the TMA loop of one workgroup", ptx[:3000])
+    bad = os.path.join(tmp, "bad.wave")
+    open(bad, "w").write(open(src).read().replace(
+        "    assume(K % 8 == 0);", "    assume(K % 8 == 0);\n    hardware(warp_specialize = 2);"))
+    p = run([a.wavec, bad, "--target=sm_90a", "--check"] + tiles, ok=False)
+    check(p.returncode != 0 and b"warp_specialize" in p.stderr,
+          "warp_specialize = 2 is refused", p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")
@@ -543,7 +630,13 @@ def test_gemm_wgmma(a, tmp):
     open(bf16, "w").write(open(aligned).read().replace("f16]", "bf16]"))
     tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
     have_ptxas = os.access(PTXAS, os.X_OK)
-    for src, ty in ((aligned, "f16"), (bf16, "bf16"), (portable, "f16")):
+    # The TMA loop without warp specialization (hardware(warp_specialize = 0); the default form
+    # is test_gemm_wgmma_wspec's).
+    plain, plain16 = os.path.join(tmp, "gemm_plain.wave"), os.path.join(tmp, "gemm_plain16.wave")
+    off = "    assume(K % 8 == 0);\n    hardware(warp_specialize = 0);"
+    open(plain, "w").write(open(aligned).read().replace("    assume(K % 8 == 0);", off))
+    open(plain16, "w").write(open(bf16).read().replace("    assume(K % 8 == 0);", off))
+    for src, ty in ((plain, "f16"), (plain16, "bf16"), (portable, "f16")):
         name = os.path.basename(src)
         ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
         check(ptx.count(f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty}") == 4,

@@ -141,6 +141,28 @@ TEST(Plan, WgmmaLoopsCopyWithTmaWhenEveryTileQualifies) {
   }
 }
 
+// Warp specialization (planWarpSpecialization): the TMA GEMM gets a producer warpgroup of
+// 128 threads after its 256, the producer at 40 registers and the consumers at 232 ((65536 -
+// 128 x 40) / 256 = 236, capped); a cp.async loop and `hardware(warp_specialize = 0)` get
+// none.
+TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
+  const std::string off = std::string(kWgmmaGemm).replace(
+      std::string(kWgmmaGemm).find("    wave(N, 256);\n"), 17,
+      "    wave(N, 256);\n    hardware(warp_specialize = 0);\n");
+  for (int c = 0; c < 3; ++c) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = c != 1;
+    plan(p, c == 2 ? off.c_str() : kWgmmaGemm, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok);
+    const WarpSpecialization &w = p.plan.specialization;
+    EXPECT_EQ(onlyLoop(p).specialized, c == 0);
+    EXPECT_EQ(w.producerThreads, c == 0 ? 128 : 0);
+    EXPECT_EQ(w.producerRegisters, c == 0 ? 40 : 0);
+    EXPECT_EQ(w.consumerRegisters, c == 0 ? 232 : 0);
+  }
+}
+
 // The workgroup order's model: g x tile0 + ceil(132 / g) x tile1 operand rows, least at
 // g = 16 for 128 x 256 tiles (2048 + 9 x 256 = 4352; 8: 5376, 32: 5376), a tie of 8 and 16
 // for square tiles (3200) taken at 8, and 8 for 256 x 128 (4224).

@@ -58,7 +58,9 @@ struct KernelEmitter::LoopState {
   std::map<std::string, std::string> cache;                   // expression cache outside
   bool wgOpen = false;                                        // wgmma groups left in flight
   bool tma = false;                                           // LoopSchedule::Copy::Tma
+  bool specialized = false;                                   // LoopSchedule::specialized
   std::string bars;                                           // TMA: the buffers' barriers
+  std::string empty;                                          // specialized: empty barriers
   const ir::Op *yield = nullptr;
   LoopState(const ir::Op &o, const LoopSchedule &s, const LoopInfo &l)
       : op(o), sched(s), li(l), staged(s.staged) {}
@@ -79,6 +81,7 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
     return unsupported("a loop the schedule pass did not plan", op.loc);
   LoopState s(op, planned->second, *li);
   s.tma = s.sched.async && s.sched.copy == LoopSchedule::Copy::Tma;
+  s.specialized = s.tma && s.sched.specialized;
   s.ivSym = "$IV_" + dim.str();
   s.kSym = "$i_" + dim.str();
   s.stSym = "$ST_" + dim.str();
@@ -102,6 +105,12 @@ bool KernelEmitter::emitLoopOnce(const ir::Op &op, const std::vector<RegVal> &ca
 // commit group per tile; with read-ahead, K step 0 of tile 0.
 bool KernelEmitter::loopPrologue(LoopState &s) {
   const bool async = s.sched.async;
+  if (s.specialized) { // the producer warpgroup copies every tile (warpSpecializedProducer)
+    s.bars = wsFull_;
+    s.empty = wsEmpty_;
+    s.stepZero.resize(s.staged.size());
+    return true;
+  }
   if (s.tma) { // tensor_copy.cpp: barriers, then tiles 0 .. prefetch - 1 that exist
     s.bars = tmaBarriers(s.sched.stages);
     tmaInit(s.bars, s.sched.stages);
@@ -340,8 +349,9 @@ bool KernelEmitter::loopBody(LoopState &s) {
     // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
     // waits for this iteration's tile, before its first read (tensor_copy.cpp).
     if (s.tma && o.get() == staged.front()) {
-      tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
-               IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
+      if (!s.specialized)
+        tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
+                 IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
       tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
     }
     // Reads of a multi-buffered tile use this iteration's buffer.
@@ -383,6 +393,8 @@ bool KernelEmitter::loopBody(LoopState &s) {
     return false;
   if (wgLoop && async && !s.tma) // behind the products, after this iteration's barrier
     copyAhead(s.wgBufSym, wgAhead);
+  if (s.specialized)
+    loopRelease(s);
   for (const ir::Op *o : staged)
     staged_.erase(o);
   for (size_t i = 0; i < s.prefetched.size(); ++i)
@@ -390,6 +402,30 @@ bool KernelEmitter::loopBody(LoopState &s) {
   return true;
 }
 
+
+// Warp-specialized loops: the products of tile i - keep have retired (the wgmma wait behind
+// this iteration's commit), so lane 0 of every consumer warp releases its buffer to the
+// producer (the empty barrier of that buffer; tensor_copy.cpp, warpSpecializedProducer).
+void KernelEmitter::loopRelease(LoopState &s) {
+  const int wgKeep = s.sched.mmaInFlight;
+  const std::string lane = binop("remui", lowerIndex(IndexExpr::symbol("$T0")), constIndex(32));
+  std::string lead = fresh(), cond = lead;
+  line(lead + " = arith.cmpi eq, " + lane + ", " + constIndex(0) + " : index");
+  if (wgKeep > 0) {
+    std::string after = fresh();
+    cond = fresh();
+    line(after + " = arith.cmpi sge, " + s.iv + ", " + constIndex(wgKeep) + " : index");
+    line(cond + " = arith.andi " + lead + ", " + after + " : i1");
+  }
+  line("scf.if " + cond + " {");
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  lower_->barrierArrive(tmaBarrier(s.empty, symbols_.at(wgKeep > 0 ? s.stPrevSym : s.stSym)));
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
 
 // The yield (each carried value in its loop layout, the next tile's K step 0, the next buffer
 // index), the end of the loop, the waits for what may still be in flight, the loop's results.

@@ -138,6 +138,7 @@ public:
   int64_t dynamicShared() const { return dynamicShared_; }
   // The TMA tensor maps the kernel takes after its ABI arguments (kernel_abi.h).
   const std::vector<TensorMapArg> &tensorMaps() const { return tensorMaps_; }
+  int64_t producerThreads() const { return plan_.specialization.producerThreads; }
 
 private:
   // ---- diagnostics ----
@@ -396,6 +397,7 @@ private:
   void loopOpen(LoopState &s, const std::vector<RegVal> &carried);
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
+  void loopRelease(LoopState &s); // warp-specialized: the consumers release a buffer
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
   // The carried-shapes pass (carried_shapes.cpp): shapes of values without emitting them.
   using ShapeMap = std::map<const ir::Value *, RegVal>;
@@ -498,6 +500,15 @@ private:
   void tmaIssue(const std::vector<const ir::Op *> &staged, const IndexExpr &tile,
                 const std::string &ivSym, const IndexExpr &trips, const IndexExpr &buffer,
                 int tag, const std::string &bars);
+  // The expected bytes on barrier `buffer` of `bars` and one box per staged tile at tile
+  // `tile` into buffer `buffer` (tmaIssue's body, and the producer's).
+  void tmaCopies(const std::vector<const ir::Op *> &staged, const IndexExpr &tile,
+                 const std::string &ivSym, const IndexExpr &buffer, const std::string &bars);
+  // Warp specialization (KernelPlan::specialization), at the kernel's start: the full and empty
+  // barriers of the specialized loop, and the producer warpgroup's branch (its first thread
+  // copies every tile of the loop into the ring, then the warpgroup exits); the consumers go on.
+  bool warpSpecializedProducer();
+  std::string wsFull_, wsEmpty_; // the specialized loop's barriers
   // Every thread: waits for tile `iv` (an index SSA value) in buffer `stage` (its barrier).
   void tmaWait(const std::string &bars, const std::string &stage, const std::string &iv,
                int stages);

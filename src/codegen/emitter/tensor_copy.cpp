@@ -144,6 +144,15 @@ void KernelEmitter::tmaIssue(const std::vector<const ir::Op *> &staged, const In
   const std::string saved = indent_;
   auto cache = exprCache_;
   indent_ += "  ";
+  tmaCopies(staged, tile, ivSym, buffer, bars);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
+
+void KernelEmitter::tmaCopies(const std::vector<const ir::Op *> &staged, const IndexExpr &tile,
+                              const std::string &ivSym, const IndexExpr &buffer,
+                              const std::string &bars) {
   int64_t bytes = 0;
   for (const ir::Op *o : staged)
     bytes += allocs_[promotions_.at(o).alloc].bytes;
@@ -165,9 +174,104 @@ void KernelEmitter::tmaIssue(const std::vector<const ir::Op *> &staged, const In
          "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
     lower_->tensorCopy2d(dst, tensorMapArgs_.at(o), coord[1], coord[0], bar);
   }
+}
+
+// Warp specialization (docs/internals.md, "Warp specialization"). Every thread of the block
+// (consumers and the producer warpgroup) takes part in the barriers' init and the workgroup
+// barrier after it; then the producer warpgroup lowers its register limit, its first thread runs
+// the copy loop (tile j into buffer j % S on full barrier j % S, once the consumers released
+// the buffer's previous tile: empty barrier j % S, phase (j / S - 1) % 2, for j >= S), and the
+// warpgroup exits. The consumers raise their limit and run the kernel, their workgroup barriers
+// among themselves (TargetLowering::barrierThreads).
+bool KernelEmitter::warpSpecializedProducer() {
+  const WarpSpecialization &w = plan_.specialization;
+  const LoopSchedule *s = nullptr;
+  for (const auto &[op, ls] : plan_.loops)
+    if (ls.specialized)
+      s = &ls;
+  if (!s)
+    return unsupported("a warp-specialized kernel without its loop (a wavec bug)", k_.loc);
+  const LoopInfo *li = nullptr;
+  for (const auto &l : d_.loops)
+    if (l.dim == s->loop->dims[0])
+      li = &l;
+  if (!li)
+    return unsupported("a warp-specialized loop without its loop info (a wavec bug)", k_.loc);
+  const int stages = s->stages;
+  const int64_t consumers = d_.block[0];
+  wsFull_ = tmaBarriers(stages);
+  wsEmpty_ = tmaBarriers(stages);
+  std::string first = firstThread();
+  line("scf.if " + first + " {");
+  std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  for (int b = 0; b < stages; ++b) {
+    lower_->barrierInit(tmaBarrier(wsFull_, constIndex(b)), 1);
+    lower_->barrierInit(tmaBarrier(wsEmpty_, constIndex(b)), static_cast<int>(consumers / 32));
+  }
+  lower_->barrierInitFence();
   indent_ = saved;
   exprCache_ = cache;
   line("}");
+  {
+    SyncItem savedSync = lds_;
+    lds_ = {SyncItem::Barrier, -1};
+    line("gpu.barrier"); // every thread of the block, the producer warpgroup's too
+    lds_ = savedSync;
+  }
+  const std::string tid = lowerIndex(IndexExpr::symbol("$T0"));
+  std::string isProducer = fresh(), isIssuer = fresh();
+  line(isProducer + " = arith.cmpi sge, " + tid + ", " + constIndex(consumers) + " : index");
+  line("scf.if " + isProducer + " {");
+  indent_ += "  ";
+  if (w.producerRegisters > 0)
+    lower_->setRegisterLimit(w.producerRegisters, false);
+  line(isIssuer + " = arith.cmpi eq, " + tid + ", " + constIndex(consumers) + " : index");
+  line("scf.if " + isIssuer + " {");
+  indent_ += "  ";
+  const std::string trips = lowerIndex(li->tripCount);
+  const std::string j = "%wsj" + std::to_string(next_++);
+  line("scf.for " + j + " = " + constIndex(0) + " to " + trips + " step " + constIndex(1) + " {");
+  indent_ += "  ";
+  auto loopCache = exprCache_;
+  symbols_["$WSJ"] = j;
+  const std::string round = binop("divui", j, constIndex(stages));
+  const std::string buf = binop("remui", j, constIndex(stages));
+  symbols_["$WSB"] = buf;
+  facts_.setRange("$WSB", 0, stages - 1);
+  std::string again = fresh();
+  line(again + " = arith.cmpi sge, " + j + ", " + constIndex(stages) + " : index");
+  line("scf.if " + again + " {");
+  {
+    const std::string in = indent_;
+    auto c2 = exprCache_;
+    indent_ += "  ";
+    std::string parity = binop("remui", binop("addi", round, constIndex(1)), constIndex(2));
+    std::string p32 = fresh();
+    line(p32 + " = arith.index_cast " + parity + " : index to i32");
+    lower_->barrierWait(tmaBarrier(wsEmpty_, buf), p32);
+    indent_ = in;
+    exprCache_ = c2;
+  }
+  line("}");
+  tmaCopies(s->staged, IndexExpr::symbol("$WSJ"), "$IV_" + s->loop->dims[0].str(),
+            IndexExpr::symbol("$WSB"), wsFull_);
+  symbols_.erase("$WSJ");
+  symbols_.erase("$WSB");
+  exprCache_ = loopCache;
+  indent_ = saved + "    ";
+  line("}");
+  indent_ = saved + "  ";
+  line("}");
+  lower_->exitThread();
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  if (w.consumerRegisters > 0)
+    lower_->setRegisterLimit(w.consumerRegisters, true);
+  lower_->barrierThreads = static_cast<int>(consumers);
+  return !failed_;
 }
 
 void KernelEmitter::tmaWait(const std::string &bars, const std::string &stage,

@@ -164,6 +164,22 @@ void NvidiaLowering::barrierWait(const std::string &bar, const std::string &pari
        parity + " : (i32, i32) -> ()");
 }
 
+void NvidiaLowering::barrierArrive(const std::string &bar) {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"{\\0A.reg .b64 st;\\0A"
+       "mbarrier.arrive.shared::cta.b64 st, [$0];\\0A}\", \"r\" " + sharedAddress(host_, bar) +
+       " : (i32) -> ()");
+}
+
+void NvidiaLowering::setRegisterLimit(int regs, bool increase) {
+  line(std::string("llvm.inline_asm has_side_effects asm_dialect = att \"setmaxnreg.") +
+       (increase ? "inc" : "dec") + ".sync.aligned.u32 " + std::to_string(regs) +
+       ";\", \"\" : () -> ()");
+}
+
+void NvidiaLowering::exitThread() {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"exit;\", \"\" : () -> ()");
+}
+
 void NvidiaLowering::asyncCommit() {
   line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
 }

@@ -23,6 +23,9 @@ public:
   void tensorCopy2d(const std::string &dst, const std::string &map, const std::string &col,
                     const std::string &row, const std::string &bar) override;
   void barrierWait(const std::string &bar, const std::string &parity) override;
+  void barrierArrive(const std::string &bar) override;
+  void setRegisterLimit(int regs, bool increase) override;
+  void exitThread() override;
   void asyncCommit() override;
   std::vector<std::string> asyncWait(int keep, const std::string &name) override;
   std::string asyncProxyFence() const override;
