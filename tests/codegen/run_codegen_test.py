@@ -305,6 +305,50 @@ def test_gemm_gfx942_tiles(a, tmp):
               meta)
 
 
+def test_mfma_auto_shape(a, tmp):
+    # `mma = auto` on CDNA picks the MFMA shape by tile (sema's chooseMfmaKinds, docs/internals.md
+    # "MFMA shape"): tests/e2e/kernels/gemm_mfma_auto.wave's cases, whose results the e2e suite
+    # checks against the reference. 128x128x64 block, 64x64 wave tiles: 2 x 2 clones of 32x32 x
+    # 8 K steps = 32 v_mfma_f32_32x32x8 (16x16 would be 4 x 4 x 4 = 64); 32x32 blocks with 16x16
+    # wave tiles keep 16x16x16. An explicit kind is kept whatever the tile; chained products
+    # (attention: the keys are one product's N and the other's K) keep 16x16.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "gemm_mfma_auto.wave")
+    wide = ["-DBLOCK_M=128", "-DBLOCK_N=128", "-DBLOCK_K=64"]
+    small = ["-DBLOCK_M=32", "-DBLOCK_N=32"]
+    for t, w, n in (("gfx942", "v_mfma_f32_32x32x8_f16", "v_mfma_f32_16x16x16_f16"),
+                    ("gfx90a", "v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16")):
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"] + wide).stdout.decode()
+        check(asm.count(w) == 32 and n not in asm,
+              f"{t} 64x64 wave tiles: 32 x {w}, no {n} (found {asm.count(w)} / {asm.count(n)})",
+              asm[:3000])
+        out = os.path.join(tmp, "auto.hsaco")
+        run([a.wavec, src, "--target=" + t, "-o", out] + wide)
+        meta = notes(a, out)
+        check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{t} 32x32 kind: no scratch/spills",
+              meta)
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        check(w in asm and n not in asm, f"{t} 32x32 wave tiles: {w}", asm[:3000])
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"] + small).stdout.decode()
+        check(n in asm and w not in asm, f"{t} 16x16 wave tiles: {n}, no {w}", asm[:3000])
+    spec, _ = gemm_sources(a)  # mma = F32_16x16x16_F16 given: kept at 64x64 wave tiles
+    asm = run([a.wavec, spec, "--emit=asm"] + wide).stdout.decode()
+    check(asm.count("v_mfma_f32_16x16x16_f16") == 64 and "32x32x8" not in asm,
+          "explicit F32_16x16x16_F16 kept: 64 x v_mfma_f32_16x16x16_f16", asm[:3000])
+    att = os.path.join(a.source_dir, "samples", "attention", "attention.wave")
+    asm = run([a.wavec, att, "--target=gfx942", "--emit=asm"]).stdout.decode()
+    check("v_mfma_f32_16x16x16_f16" in asm and "32x32" not in asm,
+          "attention (chained products) keeps 16x16x16", asm[:3000])
+    # i8 on gfx942: I32_16x16x32_I8 -> I32_32x32x16_I8 (same operand registers per lane).
+    body = open(src).read().replace("f16]", "i8]").replace("global, f32]", "global, i32]")
+    body = body.replace("Register[M, N, f32](0.0)", "Register[M, N, i32](0)")
+    i8 = os.path.join(tmp, "auto_i8.wave")
+    open(i8, "w").write(body)
+    asm = run([a.wavec, i8, "--target=gfx942", "--emit=asm"] + wide).stdout.decode()
+    check("v_mfma_i32_32x32x16_i8" in asm and "v_mfma_i32_16x16x32_i8" not in asm,
+          "gfx942 i8, 64x64 wave tiles: v_mfma_i32_32x32x16_i8", asm[:3000])
+
+
 def test_gemm_int8_fp8(a, tmp):
     # The gfx942-only kinds (fp8 FNUZ, I32_16x16x32_I8) and gfx90a's I32_16x16x16_I8, through
     # shared memory: fp8/i8 tiles of 64 x 32 bytes on gfx942 (8-byte operand reads: the XOR
