@@ -144,6 +144,15 @@ public:
   // shared memory needs.
   virtual std::string workgroupBarrier() const { return "gpu.barrier"; }
 
+  // ---- instruction scheduling hints (AMD: LoopSchedule::interleave) ----
+  // A scheduling group of up to `size` instructions of the classes in `mask` (LLVM's
+  // llvm.amdgcn.sched.group.barrier: MFMA 0x8, VMEM read 0x20, DS read 0x100, DS write 0x200),
+  // in pipeline `syncId`; and the wave's issue priority (s_setprio). Nothing by default.
+  virtual void schedGroupBarrier(unsigned mask, int size, int syncId) {
+    (void)mask, (void)size, (void)syncId;
+  }
+  virtual void setPriority(int priority) { (void)priority; }
+
   // ---- kernel ----
   // Attributes after known_block_size on the gpu.func (", name = value", or "").
   virtual std::string kernelAttributes(const std::string &block) const { return ""; }

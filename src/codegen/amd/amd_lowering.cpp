@@ -120,4 +120,22 @@ void AmdLowering::bufferStore(const std::string &value, const std::string &rsrc,
        " : " + type);
 }
 
+// MLIR 19's ROCDL dialect has sched.barrier and s.setprio but no sched.group.barrier: the
+// intrinsic is called directly (its operands are immediates: constants).
+void AmdLowering::schedGroupBarrier(unsigned mask, int size, int syncId) {
+  std::string args;
+  for (int64_t v : {static_cast<int64_t>(mask), static_cast<int64_t>(size),
+                    static_cast<int64_t>(syncId)}) {
+    std::string c = fresh();
+    line(c + " = llvm.mlir.constant(" + std::to_string(v) + " : i32) : i32");
+    args += (args.empty() ? "" : ", ") + c;
+  }
+  line("llvm.call_intrinsic \"llvm.amdgcn.sched.group.barrier\"(" + args +
+       ") : (i32, i32, i32) -> ()");
+}
+
+void AmdLowering::setPriority(int priority) {
+  line("rocdl.s.setprio " + std::to_string(priority));
+}
+
 } // namespace wave::codegen

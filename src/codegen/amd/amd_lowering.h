@@ -21,6 +21,8 @@ public:
                   const std::string &zero, const std::string &type) override;
   void bufferStore(const std::string &value, const std::string &rsrc, const std::string &voff,
                    const std::string &zero, const std::string &type) override;
+  void schedGroupBarrier(unsigned mask, int size, int syncId) override;
+  void setPriority(int priority) override;
 
 private:
   std::string mfma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,

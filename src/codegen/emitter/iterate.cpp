@@ -113,7 +113,7 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
   for (int t = 0; t < s.sched.prefetch; ++t) {
     subs_[s.ivSym] = max(min(IndexExpr(t), s.li.tripCount - 1), IndexExpr(0)); // no trips: tile 0, masked
     stageIndex_ = IndexExpr(t);
-    stageTag_ = async ? t : -1;
+    stageTag_ = s.sched.stages > 1 ? t : -1;
     for (const ir::Op *o : s.staged) {
       if (async)
         cpAsyncCopy(promotions_.at(o));
@@ -163,6 +163,7 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
   for (size_t i = 0; i < s.staged.size(); ++i)
     for (const auto &[key, ssa] : s.stepZero[i].clones)
       s.stepZeroArgs[i][key] = iterArg(ssa, vecType(s.stepZero[i].dtype, s.stepZero[i].elems));
+  // (The register prefetch's two buffers take IV & 1 instead, loopBufferIndices.)
   s.stage = s.sched.async ? iterArg(constIndex(0), "index") : "";
   std::string head = "scf.for " + s.iv + " = " + constIndex(0) + " to " + s.trips + " step " +
                      constIndex(1);
@@ -203,7 +204,19 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
 void KernelEmitter::loopBufferIndices(LoopState &s) {
   const int stages = s.sched.stages, wgKeep = s.sched.mmaInFlight;
   const bool async = s.sched.async;
-  if (async) {
+  if (stages > 1 && !async) {
+    // The register prefetch into two buffers: tile i in buffer IV & 1, i + 1 in the other.
+    // No loop-carried index: where LLVM unrolls the loop by two, IV & 1 is known in each half
+    // and the buffer offsets become the LDS instructions' immediate offsets.
+    s.stage = binop("andi", s.iv, constIndex(1));
+    s.stageNext = binop("xori", s.stage, constIndex(1));
+    for (const auto &[sym, ssa] : {std::pair<std::string, std::string>{s.stSym, s.stage},
+                                   {s.stNextSym, s.stageNext},
+                                   {s.stPrevSym, s.stageNext}}) {
+      symbols_[sym] = ssa;
+      facts_.setRange(sym, 0, 1);
+    }
+  } else if (stages > 1) { // cp.async
     std::string inc = binop("addi", s.stage, constIndex(1)), wrap = fresh(), zero = fresh();
     line(wrap + " = arith.cmpi eq, " + inc + ", " + constIndex(stages) + " : index");
     s.stageNext = fresh();
@@ -331,11 +344,17 @@ bool KernelEmitter::loopBody(LoopState &s) {
       emitMid();
   };
   const ir::Op *lastStaged = staged.empty() ? nullptr : staged.back();
+  const bool interleave = s.sched.interleave && !async;
+  size_t groupFrom = items_.size();
   bool ok = true;
   for (const auto &o : body.ops) {
     if (o->kind == ir::OpKind::Yield) {
       s.yield = o.get();
       break;
+    }
+    if (interleave && o.get() == staged.front()) { // the MFMA region opens (schedule.cpp)
+      lower_->setPriority(1);
+      groupFrom = items_.size();
     }
     // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
     // waits for this iteration's tile, before its first read (tensor_copy.cpp).
@@ -345,7 +364,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
       tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
     }
     // Reads of a multi-buffered tile use this iteration's buffer.
-    if (async && staged_.count(o.get())) {
+    if (stages > 1 && staged_.count(o.get())) {
       stageIndex_ = IndexExpr::symbol(stSym);
       stageTag_ = 0;
     }
@@ -385,11 +404,68 @@ bool KernelEmitter::loopBody(LoopState &s) {
     copyAhead(s.wgBufSym, wgAhead);
   for (const ir::Op *o : staged)
     staged_.erase(o);
+  // The register prefetch: tile i + 1 into the next buffer (with two) or this one.
+  if (stages > 1 && !s.prefetched.empty()) {
+    stageIndex_ = IndexExpr::symbol(stNextSym);
+    stageTag_ = 1;
+  }
   for (size_t i = 0; i < s.prefetched.size(); ++i)
     coopStore(promotions_.at(staged[i]), s.prefetched[i]);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+  if (interleave) {
+    interleaveGroups(groupFrom, s.sched.kSteps);
+    lower_->setPriority(0);
+  }
   return true;
 }
 
+
+// LoopSchedule::interleave: the instructions of the body's own block (lines at its indentation,
+// not those of nested regions: other blocks, which LLVM schedules apart) since `from`, counted
+// by class, and the sched.group.barrier pipeline over them: step 0's LDS reads, then per MFMA
+// an even share of the other LDS reads (over all MFMAs but the last step's) and one global load
+// (from the first MFMA on, where the region has any: the GEMM's prefetch loads precede it),
+// then the LDS stores. Counts of MLIR operations: LLVM may merge
+// LDS accesses (ds_read2), so a group may stay short; the groups only order what they get.
+void KernelEmitter::interleaveGroups(size_t from, int kSteps) {
+  int mfma = 0, dsRead = 0, dsWrite = 0, vmemRead = 0;
+  for (size_t i = from; i < items_.size(); ++i) {
+    const std::string &t = items_[i].text;
+    if (t.size() <= indent_.size() || t.compare(0, indent_.size(), indent_) != 0 ||
+        t[indent_.size()] == ' ')
+      continue;
+    const bool lds = t.find("!llvm.ptr<3>") != std::string::npos;
+    if (t.find("rocdl.mfma") != std::string::npos)
+      ++mfma;
+    else if (t.find("llvm.load ") != std::string::npos)
+      ++(lds ? dsRead : vmemRead);
+    else if (t.find("rocdl.raw.buffer.load") != std::string::npos)
+      ++vmemRead;
+    else if (t.find("llvm.store ") != std::string::npos && lds)
+      ++dsWrite;
+  }
+  if (mfma == 0)
+    return;
+  constexpr unsigned kMfma = 0x8, kVmemRead = 0x20, kDsRead = 0x100, kDsWrite = 0x200;
+  const int steps = std::max(kSteps, 1);
+  const int first = (dsRead + steps - 1) / steps;
+  const int spreadReads = std::max(1, mfma - mfma / steps);
+  auto share = [](int total, int slots, int j) {
+    return j >= slots ? 0 : total * (j + 1) / slots - total * j / slots;
+  };
+  if (first > 0)
+    lower_->schedGroupBarrier(kDsRead, first, 0);
+  for (int j = 0; j < mfma; ++j) {
+    lower_->schedGroupBarrier(kMfma, 1, 0);
+    if (int r = share(dsRead - first, spreadReads, j))
+      lower_->schedGroupBarrier(kDsRead, r, 0);
+    if (j < vmemRead)
+      lower_->schedGroupBarrier(kVmemRead, 1, 0);
+  }
+  if (dsWrite > 0)
+    lower_->schedGroupBarrier(kDsWrite, dsWrite, 0);
+}
 
 // The yield (each carried value in its loop layout, the next tile's K step 0, the next buffer
 // index), the end of the loop, the waits for what may still be in flight, the loop's results.
