@@ -145,11 +145,12 @@ public:
   virtual std::string workgroupBarrier() const { return "gpu.barrier"; }
 
   // ---- instruction scheduling hints (AMD: LoopSchedule::interleave) ----
-  // A scheduling group of up to `size` instructions of the classes in `mask` (LLVM's
-  // llvm.amdgcn.sched.group.barrier: MFMA 0x8, VMEM read 0x20, DS read 0x100, DS write 0x200),
-  // in pipeline `syncId`; and the wave's issue priority (s_setprio). Nothing by default.
-  virtual void schedGroupBarrier(unsigned mask, int size, int syncId) {
-    (void)mask, (void)size, (void)syncId;
+  // After the lines `block` of one block of a loop body (MFMAs over `kSteps` K steps and the
+  // memory instructions around them): hints that order them for the scheduler (AMD: a
+  // llvm.amdgcn.sched.group.barrier pipeline). The wave's issue priority (s_setprio). Nothing
+  // by default.
+  virtual void interleaveMatrixOps(const std::vector<std::string> &block, int kSteps) {
+    (void)block, (void)kSteps;
   }
   virtual void setPriority(int priority) { (void)priority; }
 

@@ -114,7 +114,8 @@ struct LoopSchedule {
   // AMD MFMA loops with the register prefetch (schedule.cpp): the wave's priority raised
   // (s_setprio 1) from this tile's first LDS read to the end of the body, and at the end of
   // the body a pipeline of llvm.amdgcn.sched.group.barrier groups that interleaves the MFMAs
-  // with the memory instructions of that region (emitter/iterate.cpp, interleaveGroups):
+  // with the memory instructions of that region (src/codegen/emitter/iterate.cpp; AmdLowering::
+  // interleaveMatrixOps):
   // step 0's LDS reads first, then per MFMA an even share of the later steps' LDS reads (over
   // all but the last step's MFMAs) and one global load (from the first MFMA on, where the
   // region has any), the LDS stores after the last MFMA. The prefetch's global loads stay at

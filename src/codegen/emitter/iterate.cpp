@@ -404,67 +404,35 @@ bool KernelEmitter::loopBody(LoopState &s) {
     copyAhead(s.wgBufSym, wgAhead);
   for (const ir::Op *o : staged)
     staged_.erase(o);
-  // The register prefetch: tile i + 1 into the next buffer (with two) or this one.
-  if (stages > 1 && !s.prefetched.empty()) {
-    stageIndex_ = IndexExpr::symbol(stNextSym);
-    stageTag_ = 1;
-  }
-  for (size_t i = 0; i < s.prefetched.size(); ++i)
-    coopStore(promotions_.at(staged[i]), s.prefetched[i]);
-  stageIndex_ = IndexExpr(0);
-  stageTag_ = -1;
-  if (interleave) {
-    interleaveGroups(groupFrom, s.sched.kSteps);
-    lower_->setPriority(0);
-  }
+  loopStores(s, groupFrom, interleave);
   return true;
 }
 
 
-// LoopSchedule::interleave: the instructions of the body's own block (lines at its indentation,
-// not those of nested regions: other blocks, which LLVM schedules apart) since `from`, counted
-// by class, and the sched.group.barrier pipeline over them: step 0's LDS reads, then per MFMA
-// an even share of the other LDS reads (over all MFMAs but the last step's) and one global load
-// (from the first MFMA on, where the region has any: the GEMM's prefetch loads precede it),
-// then the LDS stores. Counts of MLIR operations: LLVM may merge
-// LDS accesses (ds_read2), so a group may stay short; the groups only order what they get.
-void KernelEmitter::interleaveGroups(size_t from, int kSteps) {
-  int mfma = 0, dsRead = 0, dsWrite = 0, vmemRead = 0;
+// The end of the body: the register prefetch's store of tile i + 1 (into the next buffer with
+// two, else this one) and, with LoopSchedule::interleave, the target's scheduling hints over
+// the lines of the body's own block since `from` (those at its indentation: nested regions
+// are other blocks, which LLVM schedules apart), then the priority back to normal.
+void KernelEmitter::loopStores(LoopState &s, size_t from, bool interleave) {
+  if (s.sched.stages > 1 && !s.prefetched.empty()) {
+    stageIndex_ = IndexExpr::symbol(s.stNextSym);
+    stageTag_ = 1;
+  }
+  for (size_t i = 0; i < s.prefetched.size(); ++i)
+    coopStore(promotions_.at(s.staged[i]), s.prefetched[i]);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+  if (!interleave)
+    return;
+  std::vector<std::string> block;
   for (size_t i = from; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
-    if (t.size() <= indent_.size() || t.compare(0, indent_.size(), indent_) != 0 ||
-        t[indent_.size()] == ' ')
-      continue;
-    const bool lds = t.find("!llvm.ptr<3>") != std::string::npos;
-    if (t.find("rocdl.mfma") != std::string::npos)
-      ++mfma;
-    else if (t.find("llvm.load ") != std::string::npos)
-      ++(lds ? dsRead : vmemRead);
-    else if (t.find("rocdl.raw.buffer.load") != std::string::npos)
-      ++vmemRead;
-    else if (t.find("llvm.store ") != std::string::npos && lds)
-      ++dsWrite;
+    if (t.size() > indent_.size() && t.compare(0, indent_.size(), indent_) == 0 &&
+        t[indent_.size()] != ' ')
+      block.push_back(t);
   }
-  if (mfma == 0)
-    return;
-  constexpr unsigned kMfma = 0x8, kVmemRead = 0x20, kDsRead = 0x100, kDsWrite = 0x200;
-  const int steps = std::max(kSteps, 1);
-  const int first = (dsRead + steps - 1) / steps;
-  const int spreadReads = std::max(1, mfma - mfma / steps);
-  auto share = [](int total, int slots, int j) {
-    return j >= slots ? 0 : total * (j + 1) / slots - total * j / slots;
-  };
-  if (first > 0)
-    lower_->schedGroupBarrier(kDsRead, first, 0);
-  for (int j = 0; j < mfma; ++j) {
-    lower_->schedGroupBarrier(kMfma, 1, 0);
-    if (int r = share(dsRead - first, spreadReads, j))
-      lower_->schedGroupBarrier(kDsRead, r, 0);
-    if (j < vmemRead)
-      lower_->schedGroupBarrier(kVmemRead, 1, 0);
-  }
-  if (dsWrite > 0)
-    lower_->schedGroupBarrier(kDsWrite, dsWrite, 0);
+  lower_->interleaveMatrixOps(block, s.sched.kSteps);
+  lower_->setPriority(0);
 }
 
 // The yield (each carried value in its loop layout, the next tile's K step 0, the next buffer

@@ -397,7 +397,7 @@ private:
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
-  void interleaveGroups(size_t from, int kSteps); // LoopSchedule::interleave (iterate.cpp)
+  void loopStores(LoopState &s, size_t from, bool interleave);
   // The carried-shapes pass (carried_shapes.cpp): shapes of values without emitting them.
   using ShapeMap = std::map<const ir::Value *, RegVal>;
   const RegVal *shapeIn(const ShapeMap &shapes, const ir::Value *v) const;
