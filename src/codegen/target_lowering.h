@@ -154,6 +154,16 @@ public:
   // shared memory needs.
   virtual std::string workgroupBarrier() const;
 
+  // ---- instruction scheduling hints (AMD: LoopSchedule::interleave) ----
+  // After the lines `block` of one block of a loop body (MFMAs over `kSteps` K steps and the
+  // memory instructions around them): hints that order them for the scheduler (AMD: a
+  // llvm.amdgcn.sched.group.barrier pipeline). The wave's issue priority (s_setprio). Nothing
+  // by default.
+  virtual void interleaveMatrixOps(const std::vector<std::string> &block, int kSteps) {
+    (void)block, (void)kSteps;
+  }
+  virtual void setPriority(int priority) { (void)priority; }
+
   // ---- kernel ----
   // Attributes after known_block_size on the gpu.func (", name = value", or "").
   virtual std::string kernelAttributes(const std::string &block) const { return ""; }

@@ -115,7 +115,11 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
                                                  : "cp.async, ") +
                                      std::to_string(s.stages) + " buffers per tile"
                                : "register prefetch (tile i + 1 loaded at the top of "
-                                 "iteration i, stored at its end), 1 buffer") +
+                                 "iteration i, stored at its end), " +
+                                     (s.stages > 1 ? std::to_string(s.stages) +
+                                                         " buffers per tile (tile i + 1 into "
+                                                         "the next)"
+                                                   : std::string("1 buffer"))) +
            (s.swizzle ? ", swizzled" : "") + "\n";
     if (s.specialized)
       out += "    prefetch distance: the producer warpgroup's, up to " +
@@ -134,6 +138,10 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
     if (s.wgmma)
       out += "    wgmma groups in flight across iterations: " + std::to_string(s.mmaInFlight) +
              "\n";
+    if (s.interleave)
+      out += "    MFMA interleaving: s_setprio 1 from the tile's LDS reads to the end of the body, "
+             "the next tile's global loads behind them, sched.group.barrier pipeline over " +
+             std::to_string(s.kSteps) + (s.kSteps == 1 ? " K step\n" : " K steps\n");
   });
   return out.empty() ? "  no loops\n" : out;
 }

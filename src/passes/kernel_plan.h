@@ -92,8 +92,9 @@ struct LoopSchedule {
   const ir::Op *loop = nullptr;
   std::vector<const ir::Op *> staged; // the promoted reads of its body, in body order
   // cp.async: `stages` buffers per tile, later tiles copied while the current one is read;
-  // otherwise one buffer and a register prefetch (tile i + 1 loaded at the top of iteration i,
-  // stored at its end).
+  // otherwise a register prefetch (tile i + 1 loaded at the top of iteration i, stored at its
+  // end) into one buffer (`stages` 1) or, on AMD, into the other of two (`stages` 2: tile i is
+  // read from buffer IV & 1).
   bool async = false;
   // How an async schedule copies its tiles: cp.async (16 bytes per thread, completed by the
   // copy-group waits that barrier insertion places), or TMA (sm_90a wgmma loops whose tiles
@@ -115,6 +116,18 @@ struct LoopSchedule {
   // one "empty" barrier per buffer that the consumer warps arrive on once the products that
   // read it retired; no workgroup barrier in the loop.
   bool specialized = false;
+  // AMD MFMA loops with the register prefetch (schedule.cpp): the wave's priority raised
+  // (s_setprio 1) from this tile's first LDS read to the end of the body, and at the end of
+  // the body a pipeline of llvm.amdgcn.sched.group.barrier groups that interleaves the MFMAs
+  // with the memory instructions of that region (src/codegen/emitter/iterate.cpp; AmdLowering::
+  // interleaveMatrixOps):
+  // step 0's LDS reads first, then per MFMA an even share of the later steps' LDS reads (over
+  // all but the last step's MFMAs) and one global load (from the first MFMA on, where the
+  // region has any), the LDS stores after the last MFMA. The prefetch's global loads stay at
+  // the top of the body, before the barrier (issued behind the LDS reads instead, docs/
+  // performance.md "AMD schedules", they cost the 128x128x64 GEMM 64 VGPRs and a workgroup).
+  bool interleave = false;
+  int kSteps = 1; // MMA K steps per tile
 };
 
 // The arena: its size, the alignment of its base, and whether the launch provides it

@@ -2,8 +2,9 @@
 // the work on them. The emitter's iterate.cpp emits what the LoopSchedule says.
 //
 // Two schedules. With cp.async (every staged copy can use it): S buffers per tile, later tiles
-// copied while the current one is read; otherwise one buffer and a register prefetch (load tile
-// i + 1 at the top of iteration i, store it at its end). Either way the barriers come from the
+// copied while the current one is read; otherwise a register prefetch (load tile i + 1 at the
+// top of iteration i, store it at its end) into one buffer, or on AMD into the other of two
+// buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
 // barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
 // copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <tuple>
 
 namespace wave {
@@ -85,6 +87,27 @@ std::pair<int, bool> pipelineDepth(PlanContext &c, const LoopSchedule &s) {
   return {1, false};
 }
 
+// AMD, register prefetch (no cp.async): tile i + 1 is loaded into registers at the top of
+// iteration i and stored at its end into the other of two buffers, so the store needs no
+// barrier behind this iteration's reads (the barrier before the next iteration's reads orders
+// both): one barrier per iteration instead of two. Taken when the arena with this loop's tiles
+// doubled still lets two workgroups share the CU's LDS: with one workgroup of a few waves
+// each SIMD would hold one wave, which a barrier stalls with nothing else to run (the
+// 128x128x64 GEMM tile: 65,536 bytes doubled, so it keeps one buffer and two workgroups).
+bool registerDoubleBuffer(PlanContext &c, const LoopSchedule &s) {
+  if (s.staged.empty() || s.wgmma || c.target.vendor != Vendor::AMD)
+    return false;
+  int64_t total = 0;
+  for (size_t i = 0; i < c.plan.tiles.size(); ++i) {
+    const SharedTile &al = c.plan.tiles[i];
+    bool mine = false;
+    for (const ir::Op *o : s.staged)
+      mine |= c.plan.promotions.at(o).alloc == static_cast<int>(i);
+    total += (al.bytes + 15) / 16 * 16 * (mine ? 2 : al.stages);
+  }
+  return total <= static_cast<int64_t>(c.target.ldsBytes) / 2;
+}
+
 } // namespace
 
 bool planLoop(PlanContext &c, const ir::Op &iterate) {
@@ -103,6 +126,8 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   std::tie(s.stages, s.swizzle) = pipelineDepth(c, s);
   if (s.stages == 1)
     s.async = false;
+  if (!s.async && registerDoubleBuffer(c, s))
+    s.stages = 2;
   for (const ir::Op *o : s.staged) {
     SharedTile &al = c.plan.tiles[c.plan.promotions.at(o).alloc];
     relayout(al, o->operands[0]->type.dtype, s.swizzle);
@@ -145,6 +170,34 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   if (tma)
     s.copy = LoopSchedule::Copy::Tma;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
+  // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
+  // reads feed MFMAs.
+  s.kSteps = static_cast<int>(kSteps);
+  s.interleave = !s.async && !s.staged.empty() && c.target.vendor == Vendor::AMD &&
+                 c.target.mmaFamily == MmaFamily::MFMA;
+  // Not where the accumulators alone take more than 128 registers per lane (the 256x256x64
+  // GEMM's 128x128 wave tiles: 256): the groups' order raises the pressure, which there
+  // spilled; LLVM's own order fits them.
+  bool feedsMma = false;
+  std::set<const ir::Op *> mmas;
+  for (const ir::Op *o : s.staged)
+    for (const ir::Op *u : o->results[0]->users)
+      if (u->kind == ir::OpKind::Mma && u->mma && u->dims.size() == 3) {
+        feedsMma = true;
+        mmas.insert(u);
+      }
+  auto clonesOf = [&](const ir::Dim &d) {
+    int64_t n = 1;
+    for (const auto &ex : c.dist.expansion)
+      if (ex.dim == d)
+        n = std::max<int64_t>(ex.count, 1);
+    return n;
+  };
+  int64_t accRegs = 0;
+  for (const ir::Op *m : mmas)
+    accRegs += clonesOf(m->dims[0]) * clonesOf(m->dims[1]) * m->mma->m * m->mma->n /
+               std::max(1u, m->mma->waveSize);
+  s.interleave = s.interleave && feedsMma && accRegs <= 128;
   c.plan.loops[&iterate] = s;
   return true;
 }

@@ -742,6 +742,40 @@ bool KernelChecker::groupAutoFits(const ir::Op &mma, const MmaKind &k) {
   return true;
 }
 
+// MFMA shape by tile (docs/internals.md "MFMA shape"): every mma of the kernel left to `auto`
+// takes the target's 32x32 kind (wideMfmaKind) instead of the 16x16 one when each wave's M and N
+// extents are multiples of 32 and its K tile a multiple of the wide kind's K. Both kinds hold a
+// wave tile's accumulator in the same registers (M x N / 64 per lane) and read the same operand
+// registers per instruction, so the wide kind does the tile in half the instructions. Kept at
+// 16x16: a dim that is one product's K and another's M or N (chained products: its step would
+// differ, `unsupported-mma-step`), a dim whose vector shape the kernel gives, unknown extents.
+void KernelChecker::chooseMfmaKinds(const std::vector<ir::Op *> &mmas) {
+  const TargetInfo &t = *S.target;
+  std::vector<const MmaKind *> wide;
+  for (const ir::Op *op : mmas) {
+    const MmaKind *w = wideMfmaKind(t, *op->mma);
+    if (!w)
+      return;
+    for (int i = 0; i < 3; ++i) {
+      const ir::Dim &d = op->dims[i];
+      for (const auto &[vd, _] : kernel->hardware.vectorShapes)
+        if (vd == d)
+          return;
+      for (const ir::Op *other : mmas)
+        for (int j = 0; j < 3; ++j)
+          if (other->dims[j] == d && (i == 2) != (j == 2))
+            return;
+      const int64_t e = i == 2 ? stagedExtent(*kernel, d) : waveExtent(*kernel, d);
+      const int64_t step = i == 0 ? w->m : i == 1 ? w->n : w->k;
+      if (e <= 0 || e % step != 0)
+        return;
+    }
+    wide.push_back(w);
+  }
+  for (size_t i = 0; i < mmas.size(); ++i)
+    mmas[i]->mma = wide[i];
+}
+
 void KernelChecker::chooseGroupKinds() {
   std::vector<ir::Op *> mmas;
   ir::walk(kernel->body, [&](const ir::Op &op) {
@@ -764,6 +798,8 @@ void KernelChecker::chooseGroupKinds() {
       for (size_t i = 0; i < mmas.size(); ++i)
         mmas[i]->mma = picked[i];
   }
+  if (t.mmaFamily == MmaFamily::MFMA && autoMmas.size() == mmas.size())
+    chooseMfmaKinds(mmas);
   // The first mma of the other sort than the kernel's first is the one reported.
   const ir::Op *group = nullptr, *single = nullptr, *later = nullptr;
   for (const ir::Op *op : mmas) {

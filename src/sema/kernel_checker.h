@@ -114,6 +114,8 @@ public:
   // After the body: `mma = auto` takes the target's warpgroup kinds when every mma of the
   // kernel was left to auto and fits one; a kernel mixing warpgroup and wave kinds is an error.
   void chooseGroupKinds();
+  // Within chooseGroupKinds, on MFMA targets: 32x32 instead of 16x16 where the tiles suit it.
+  void chooseMfmaKinds(const std::vector<ir::Op *> &mmas);
   std::vector<ir::Op *> autoMmas; // mma ops whose kind `auto` picked
   EV checkReduce(const ast::Call &c, ir::ReduceKind kind);
   EV checkMath(const ast::Call &c, ir::MathKind kind);

@@ -289,6 +289,19 @@ const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc,
   return nullptr;
 }
 
+const MmaKind *wideMfmaKind(const TargetInfo &t, const MmaKind &k) {
+  if (k.family != MmaFamily::MFMA || k.m != 16 || k.n != 16 || k.isVirtual || k.k % 2 != 0)
+    return nullptr;
+  for (const char *name : t.mmaKinds) {
+    const MmaKind *w = findMmaKind(t, name);
+    if (w && w->family == MmaFamily::MFMA && !w->isVirtual && w->m == 32 && w->n == 32 &&
+        w->k * 2 == k.k && w->acc == k.acc && w->inputs == k.inputs &&
+        w->waveSize == k.waveSize)
+      return w;
+  }
+  return nullptr;
+}
+
 std::string availableKinds(const TargetInfo &t) {
   std::string out;
   for (const char *k : t.mmaKinds)

@@ -105,6 +105,12 @@ std::vector<std::string> mmaKindNames();
 // accepts them (they need tiles and operands that suit them: sema decides).
 const MmaKind *pickMmaKind(const TargetInfo &t, ScalarType in, ScalarType acc,
                            const std::function<bool(const MmaKind &)> &groupFits = {});
+// MFMA only: the target's 32x32 kind that does the work of `k` (a 16x16 kind, as `mma = auto`
+// picks it) with the same operand and accumulator types and half its K, so the same operand
+// registers per lane per instruction (F32_16x16x16_F16 -> F32_32x32x8_F16, 16x16x32 fp8/i8 ->
+// 32x32x16, gfx90a's I32_16x16x16_I8 -> I32_32x32x8_I8); null when there is none. Sema's
+// chooseMfmaKinds decides by tile whether `auto` takes it (docs/internals.md "MFMA shape").
+const MmaKind *wideMfmaKind(const TargetInfo &t, const MmaKind &k);
 // Kind names available on the target, comma-separated, for messages.
 std::string availableKinds(const TargetInfo &t);
 

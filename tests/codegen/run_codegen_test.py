@@ -260,9 +260,10 @@ def test_gemm_gfx942_isa(a, tmp):
         check(re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{label}: no VGPR spills", meta)
         check(re.search(r"\.sgpr_spill_count:\s+0\b", meta), f"{label}: no SGPR spills", meta)
         # Two unpadded 64x32 f16 tiles: padded rows (64x(32+4)) conflict on the copy's stores,
-        # so the bank model takes the XOR layout (src/passes/lds_layout.cpp).
-        check(re.search(r"\.group_segment_fixed_size:\s+8192\b", meta),
-              f"{label}: LDS bytes = 2 * 64 * 32 * 2 = 8192", meta)
+        # so the bank model takes the XOR layout (src/passes/lds_layout.cpp); two buffers of
+        # each (the register prefetch into the next buffer, src/passes/schedule.cpp).
+        check(re.search(r"\.group_segment_fixed_size:\s+16384\b", meta),
+              f"{label}: LDS bytes = 2 buffers * 2 * 64 * 32 * 2 = 16384", meta)
         check("global_load_dwordx4" in asm, f"{label}: 128-bit cooperative global loads", asm)
         check(re.search(r"ds_write2?_b(64|128)", asm), f"{label}: wide LDS stores", asm)
         check(re.search(r"ds_read2?_b(64|128)", asm), f"{label}: 64/128-bit LDS reads", asm)
@@ -305,18 +306,63 @@ def test_gemm_gfx942_tiles(a, tmp):
               meta)
 
 
+def test_mfma_auto_shape(a, tmp):
+    # `mma = auto` on CDNA picks the MFMA shape by tile (sema's chooseMfmaKinds, docs/internals.md
+    # "MFMA shape"): tests/e2e/kernels/gemm_mfma_auto.wave's cases, whose results the e2e suite
+    # checks against the reference. 128x128x64 block, 64x64 wave tiles: 2 x 2 clones of 32x32 x
+    # 8 K steps = 32 v_mfma_f32_32x32x8 (16x16 would be 4 x 4 x 4 = 64); 32x32 blocks with 16x16
+    # wave tiles keep 16x16x16. An explicit kind is kept whatever the tile; chained products
+    # (attention: the keys are one product's N and the other's K) keep 16x16.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "gemm_mfma_auto.wave")
+    wide = ["-DBLOCK_M=128", "-DBLOCK_N=128", "-DBLOCK_K=64"]
+    small = ["-DBLOCK_M=32", "-DBLOCK_N=32"]
+    for t, w, n in (("gfx942", "v_mfma_f32_32x32x8_f16", "v_mfma_f32_16x16x16_f16"),
+                    ("gfx90a", "v_mfma_f32_32x32x8f16", "v_mfma_f32_16x16x16f16")):
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"] + wide).stdout.decode()
+        check(asm.count(w) == 32 and n not in asm,
+              f"{t} 64x64 wave tiles: 32 x {w}, no {n} (found {asm.count(w)} / {asm.count(n)})",
+              asm[:3000])
+        out = os.path.join(tmp, "auto.hsaco")
+        run([a.wavec, src, "--target=" + t, "-o", out] + wide)
+        meta = notes(a, out)
+        check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta) and
+              re.search(r"\.vgpr_spill_count:\s+0\b", meta), f"{t} 32x32 kind: no scratch/spills",
+              meta)
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"]).stdout.decode()
+        check(w in asm and n not in asm, f"{t} 32x32 wave tiles: {w}", asm[:3000])
+        asm = run([a.wavec, src, "--target=" + t, "--emit=asm"] + small).stdout.decode()
+        check(n in asm and w not in asm, f"{t} 16x16 wave tiles: {n}, no {w}", asm[:3000])
+    spec, _ = gemm_sources(a)  # mma = F32_16x16x16_F16 given: kept at 64x64 wave tiles
+    asm = run([a.wavec, spec, "--emit=asm"] + wide).stdout.decode()
+    check(asm.count("v_mfma_f32_16x16x16_f16") == 64 and "32x32x8" not in asm,
+          "explicit F32_16x16x16_F16 kept: 64 x v_mfma_f32_16x16x16_f16", asm[:3000])
+    att = os.path.join(a.source_dir, "samples", "attention", "attention.wave")
+    asm = run([a.wavec, att, "--target=gfx942", "--emit=asm"]).stdout.decode()
+    check("v_mfma_f32_16x16x16_f16" in asm and "32x32" not in asm,
+          "attention (chained products) keeps 16x16x16", asm[:3000])
+    # i8 on gfx942: I32_16x16x32_I8 -> I32_32x32x16_I8 (same operand registers per lane).
+    body = open(src).read().replace("f16]", "i8]").replace("global, f32]", "global, i32]")
+    body = body.replace("Register[M, N, f32](0.0)", "Register[M, N, i32](0)")
+    i8 = os.path.join(tmp, "auto_i8.wave")
+    open(i8, "w").write(body)
+    asm = run([a.wavec, i8, "--target=gfx942", "--emit=asm"] + wide).stdout.decode()
+    check("v_mfma_i32_32x32x16_i8" in asm and "v_mfma_i32_16x16x32_i8" not in asm,
+          "gfx942 i8, 64x64 wave tiles: v_mfma_i32_32x32x16_i8", asm[:3000])
+
+
 def test_gemm_int8_fp8(a, tmp):
     # The gfx942-only kinds (fp8 FNUZ, I32_16x16x32_I8) and gfx90a's I32_16x16x16_I8, through
     # shared memory: fp8/i8 tiles of 64 x 32 bytes on gfx942 (8-byte operand reads: the XOR
     # layout of src/passes/lds_layout.cpp), 64 x (32 + 8) on gfx90a (4-byte reads, where the bank
-    # model finds the XOR layout no better than the padding).
+    # model finds the XOR layout no better than the padding); two buffers of each tile (the
+    # register prefetch into the next buffer, src/passes/schedule.cpp).
     spec, _ = gemm_sources(a)
     text = open(spec).read()
     for t, elem, kind, acc, pattern, lds in (
-            ("gfx942", "f8e4m3fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_fp8_fp8", 4096),
-            ("gfx942", "f8e5m2fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_bf8_bf8", 4096),
-            ("gfx942", "i8", "I32_16x16x32_I8", "i32", r"v_mfma_i32_16x16x32_i8", 4096),
-            ("gfx90a", "i8", "I32_16x16x16_I8", "i32", r"v_mfma_i32_16x16x16i8", 5120)):
+            ("gfx942", "f8e4m3fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_fp8_fp8", 8192),
+            ("gfx942", "f8e5m2fnuz", "F32_16x16x32_F8", "f32", r"v_mfma_f32_16x16x32_bf8_bf8", 8192),
+            ("gfx942", "i8", "I32_16x16x32_I8", "i32", r"v_mfma_i32_16x16x32_i8", 8192),
+            ("gfx90a", "i8", "I32_16x16x16_I8", "i32", r"v_mfma_i32_16x16x16i8", 10240)):
         src = os.path.join(tmp, f"{elem}_{t}.wave")
         body = text.replace("f16]", elem + "]").replace("mma = F32_16x16x16_F16", "mma = " + kind)
         body = body.replace("c: Memory[M, N, global, f32]", f"c: Memory[M, N, global, {acc}]")
@@ -527,25 +573,96 @@ def test_gemm_other_targets(a, tmp):
 
 
 def test_gemm_barriers(a, tmp):
-    # The analysis places two barriers per iteration of the single-buffered loop (before the
-    # overwrite of the tile read in the previous iteration, and between the store and the
-    # reads); --debug-no-barriers leaves them out.
+    # The register-prefetched GEMM loop (src/passes/schedule.cpp). With two LDS buffers (the
+    # sample's 64x64x32 tiles, 16 KiB: four workgroups' worth of the CU's LDS) the barrier
+    # analysis places one barrier per iteration, before the reads of this iteration's buffer:
+    # tile i + 1 goes into the other buffer right behind the MMAs, with no barrier between.
+    # With one buffer (128x128x64: two buffers would leave the CU one workgroup) two: before the
+    # reads, and after the MMAs before the store over the tile just read. --debug-no-barriers
+    # leaves them out.
     spec, _ = gemm_sources(a)
+
+    def loop_body(text):
+        loop = text[text.index("scf.for"):]
+        return loop[:re.search(r"scf\.yield [^\n]*: vector<4xf32>", loop).start()]
+
     text = run([a.wavec, spec, "--emit=mlir"]).stdout.decode()
-    loop = text[text.index("scf.for"):]
-    body = loop[:re.search(r"scf\.yield [^\n]*: vector<4xf32>", loop).start()]
-    check(body.count("gpu.barrier") == 2, "two barriers in the loop body", body[:3000])
+    body = loop_body(text)
+    check(body.count("gpu.barrier") == 1, "double buffer: one barrier in the loop body", body[:3000])
     first = body.index("gpu.barrier")
+    check(body.find("ptr<3> -> vector<4xf16>") > first, "the barrier precedes the LDS reads", body)
+    last_mfma = body.rfind("rocdl.mfma")
+    check(body.find("vector<4xf16>, !llvm.ptr<3>", last_mfma) > last_mfma and
+          body.count("gpu.barrier", last_mfma) == 0,
+          "the next tile's LDS stores follow the MMAs with no barrier between", body)
+    check(text[:text.index("scf.for")].count("gpu.barrier") == 0, "no barrier before the loop", text)
+    text = run([a.wavec, spec, "--emit=mlir", "-DBLOCK_M=128", "-DBLOCK_N=128",
+                "-DBLOCK_K=64"]).stdout.decode()
+    body = loop_body(text)
+    check(body.count("gpu.barrier") == 2, "single buffer (128x128x64): two barriers", body[:3000])
+    first, last = body.index("gpu.barrier"), body.rindex("gpu.barrier")
     check(body.find("ptr<3> -> vector<4xf16>") > first, "the first barrier precedes the LDS reads",
           body)
-    last = body.rindex("gpu.barrier")
-    # (stores of 8-byte units: the tile's XOR layout, src/passes/lds_layout.cpp)
     check(body.find("vector<4xf16>, !llvm.ptr<3>", last) > last and
           body.rfind("rocdl.mfma", 0, last) > 0,
           "the second barrier sits after the MMAs and before the LDS stores", body)
-    check(text[:text.index("scf.for")].count("gpu.barrier") == 0, "no barrier before the loop", text)
     off = run([a.wavec, spec, "--emit=mlir", "--debug-no-barriers"]).stdout.decode()
     check("gpu.barrier" not in off, "--debug-no-barriers removes them", off[:2000])
+
+
+def loop_sequence(asm):
+    # The first loop of the kernel (.LBB0_1 up to its backward branch), one letter per
+    # instruction class: M v_mfma, R ds_read, W ds_write, G global/buffer load, B s_barrier,
+    # P / p s_setprio 1 / 0.
+    lines = [l.strip() for l in asm.split("\n")]
+    i = lines.index(".LBB0_1:")
+    j = i
+    while not lines[j].startswith("s_cbranch"):
+        j += 1
+    out = ""
+    for l in lines[i:j]:
+        for prefix, letter in (("v_mfma", "M"), ("ds_read", "R"), ("ds_write", "W"),
+                               ("global_load", "G"), ("buffer_load", "G"), ("s_barrier", "B"),
+                               ("s_setprio 1", "P"), ("s_setprio 0", "p")):
+            if l.startswith(prefix):
+                out += letter
+    return out
+
+
+def test_gemm_mfma_interleave(a, tmp):
+    # The AMD GEMM loop's schedule (LoopSchedule::interleave, src/passes/schedule.cpp; emitted by
+    # emitter/iterate.cpp and codegen/amd/amd_lowering.cpp): s_setprio 1 after the next tile's
+    # global loads (at the top of the body, before the barrier) and before this tile's LDS
+    # reads, s_setprio 0 after the LDS stores; sched.group.barrier groups interleave the MFMAs
+    # with the LDS reads and put the stores after the last MFMA. Static sizes: no masked loads.
+    spec, portable = gemm_sources(a)
+    static = ["-DM=4096", "-DN=4096", "-DK=4096"]
+    for t, tile, mfma, bars in (("gfx942", [], 8, 1), ("gfx90a", [], 8, 1),
+                                ("gfx942", ["-DBLOCK_M=128", "-DBLOCK_N=128", "-DBLOCK_K=64"],
+                                 64, 2)):
+        label = f"{t} {'128x128x64' if tile else '64x64x32'}"
+        seq = loop_sequence(run([a.wavec, spec, "--emit=asm", "--target=" + t] + tile + static)
+                            .stdout.decode())
+        ok = "P" in seq and "p" in seq
+        body = seq[seq.index("P"):seq.rindex("p") + 1] if ok else ""
+        check(ok and seq.count("M") == mfma and body.count("M") == mfma and
+              seq.index("P") > seq.rindex("G"),
+              f"{label}: global loads, s_setprio 1, {mfma} v_mfma, s_setprio 0", seq)
+        check(seq.count("B") == bars, f"{label}: {bars} s_barrier per iteration", seq)
+        inner = body[body.index("M"):body.rindex("M")]
+        check("R" in inner, f"{label}: LDS reads between the MFMAs", seq)
+        last = body.rindex("M")
+        check(body.count("W") > 0 and body.index("W") > last,
+              f"{label}: every LDS store after the last MFMA", seq)
+    # The groups in the MLIR (MFMA 0x8, DS read 0x100, DS write 0x200), on MFMA targets only.
+    mlir = run([a.wavec, spec, "--emit=mlir"] + static).stdout.decode()
+    calls = re.findall(r'llvm\.call_intrinsic "llvm\.amdgcn\.sched\.group\.barrier"', mlir)
+    check(len(calls) >= 8 + 2 and "rocdl.s.setprio 1" in mlir and "rocdl.s.setprio 0" in mlir,
+          f"gfx942 MLIR: {len(calls)} sched.group.barrier calls, s.setprio 1 and 0", mlir[:3000])
+    for t in ("gfx1100", "sm_90"):
+        text = run([a.wavec, portable, "--emit=mlir", "--target=" + t]).stdout.decode()
+        check("sched.group.barrier" not in text and "setprio" not in text,
+              f"{t}: no MFMA scheduling hints", text[:2000])
 
 
 def test_shared_atomics_isa(a, tmp):

@@ -1,6 +1,8 @@
 // AMD's target lowering (amd_lowering.h).
 #include "codegen/amd/amd_lowering.h"
 
+#include <algorithm>
+
 namespace wave::codegen {
 
 // MLIR 19's ROCDL conversion turns bf16 into i16, so on AMD bf16 values are moved as i16
@@ -118,6 +120,66 @@ void AmdLowering::bufferStore(const std::string &value, const std::string &rsrc,
                               const std::string &type) {
   line("rocdl.raw.buffer.store " + value + ", " + rsrc + ", " + voff + ", " + zero + ", " + zero +
        " : " + type);
+}
+
+// MLIR 19's ROCDL dialect has sched.barrier and s.setprio but no sched.group.barrier: the
+// intrinsic is called directly (its operands are immediates: constants).
+void AmdLowering::schedGroupBarrier(unsigned mask, int size, int syncId) {
+  std::string args;
+  for (int64_t v : {static_cast<int64_t>(mask), static_cast<int64_t>(size),
+                    static_cast<int64_t>(syncId)}) {
+    std::string c = fresh();
+    line(c + " = llvm.mlir.constant(" + std::to_string(v) + " : i32) : i32");
+    args += (args.empty() ? "" : ", ") + c;
+  }
+  line("llvm.call_intrinsic \"llvm.amdgcn.sched.group.barrier\"(" + args +
+       ") : (i32, i32, i32) -> ()");
+}
+
+// The pipeline over one block of a loop body (LoopSchedule::interleave,
+// src/codegen/emitter/iterate.cpp):
+// its instructions counted by class, then step 0's LDS reads (0x100), per MFMA (0x8) an even
+// share of the other LDS reads (over all MFMAs but the last K step's) and one global load
+// (0x20, from the first MFMA on, where the block has any: the GEMM's prefetch loads precede
+// it), then the LDS stores (0x200). Counts of MLIR operations: LLVM may merge LDS accesses
+// (ds_read2), so a group may stay short; the groups only order what they get.
+void AmdLowering::interleaveMatrixOps(const std::vector<std::string> &block, int kSteps) {
+  int mfma = 0, dsRead = 0, dsWrite = 0, vmemRead = 0;
+  for (const std::string &t : block) {
+    const bool lds = t.find("!llvm.ptr<3>") != std::string::npos;
+    if (t.find("rocdl.mfma") != std::string::npos)
+      ++mfma;
+    else if (t.find("llvm.load ") != std::string::npos)
+      ++(lds ? dsRead : vmemRead);
+    else if (t.find("rocdl.raw.buffer.load") != std::string::npos)
+      ++vmemRead;
+    else if (t.find("llvm.store ") != std::string::npos && lds)
+      ++dsWrite;
+  }
+  if (mfma == 0)
+    return;
+  constexpr unsigned kMfma = 0x8, kVmemRead = 0x20, kDsRead = 0x100, kDsWrite = 0x200;
+  const int steps = std::max(kSteps, 1);
+  const int first = (dsRead + steps - 1) / steps;
+  const int spreadReads = std::max(1, mfma - mfma / steps);
+  auto share = [](int total, int slots, int j) {
+    return j >= slots ? 0 : total * (j + 1) / slots - total * j / slots;
+  };
+  if (first > 0)
+    schedGroupBarrier(kDsRead, first, 0);
+  for (int j = 0; j < mfma; ++j) {
+    schedGroupBarrier(kMfma, 1, 0);
+    if (int r = share(dsRead - first, spreadReads, j))
+      schedGroupBarrier(kDsRead, r, 0);
+    if (j < vmemRead)
+      schedGroupBarrier(kVmemRead, 1, 0);
+  }
+  if (dsWrite > 0)
+    schedGroupBarrier(kDsWrite, dsWrite, 0);
+}
+
+void AmdLowering::setPriority(int priority) {
+  line("rocdl.s.setprio " + std::to_string(priority));
 }
 
 } // namespace wave::codegen

@@ -21,8 +21,11 @@ public:
                   const std::string &zero, const std::string &type) override;
   void bufferStore(const std::string &value, const std::string &rsrc, const std::string &voff,
                    const std::string &zero, const std::string &type) override;
+  void interleaveMatrixOps(const std::vector<std::string> &block, int kSteps) override;
+  void setPriority(int priority) override;
 
 private:
+  void schedGroupBarrier(unsigned mask, int size, int syncId);
   std::string mfma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,
                    const std::string &c);
   std::string wmma(const MmaKind &k, ScalarType in, const std::string &a, const std::string &b,

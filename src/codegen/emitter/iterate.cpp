@@ -122,7 +122,7 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
   for (int t = 0; t < s.sched.prefetch; ++t) {
     subs_[s.ivSym] = max(min(IndexExpr(t), s.li.tripCount - 1), IndexExpr(0)); // no trips: tile 0, masked
     stageIndex_ = IndexExpr(t);
-    stageTag_ = async ? t : -1;
+    stageTag_ = s.sched.stages > 1 ? t : -1;
     for (const ir::Op *o : s.staged) {
       if (async)
         cpAsyncCopy(promotions_.at(o));
@@ -172,6 +172,7 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
   for (size_t i = 0; i < s.staged.size(); ++i)
     for (const auto &[key, ssa] : s.stepZero[i].clones)
       s.stepZeroArgs[i][key] = iterArg(ssa, vecType(s.stepZero[i].dtype, s.stepZero[i].elems));
+  // (The register prefetch's two buffers take IV & 1 instead, loopBufferIndices.)
   s.stage = s.sched.async ? iterArg(constIndex(0), "index") : "";
   std::string head = "scf.for " + s.iv + " = " + constIndex(0) + " to " + s.trips + " step " +
                      constIndex(1);
@@ -212,7 +213,19 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
 void KernelEmitter::loopBufferIndices(LoopState &s) {
   const int stages = s.sched.stages, wgKeep = s.sched.mmaInFlight;
   const bool async = s.sched.async;
-  if (async) {
+  if (stages > 1 && !async) {
+    // The register prefetch into two buffers: tile i in buffer IV & 1, i + 1 in the other.
+    // No loop-carried index: where LLVM unrolls the loop by two, IV & 1 is known in each half
+    // and the buffer offsets become the LDS instructions' immediate offsets.
+    s.stage = binop("andi", s.iv, constIndex(1));
+    s.stageNext = binop("xori", s.stage, constIndex(1));
+    for (const auto &[sym, ssa] : {std::pair<std::string, std::string>{s.stSym, s.stage},
+                                   {s.stNextSym, s.stageNext},
+                                   {s.stPrevSym, s.stageNext}}) {
+      symbols_[sym] = ssa;
+      facts_.setRange(sym, 0, 1);
+    }
+  } else if (stages > 1) { // cp.async
     std::string inc = binop("addi", s.stage, constIndex(1)), wrap = fresh(), zero = fresh();
     line(wrap + " = arith.cmpi eq, " + inc + ", " + constIndex(stages) + " : index");
     s.stageNext = fresh();
@@ -340,11 +353,17 @@ bool KernelEmitter::loopBody(LoopState &s) {
       emitMid();
   };
   const ir::Op *lastStaged = staged.empty() ? nullptr : staged.back();
+  const bool interleave = s.sched.interleave && !async;
+  size_t groupFrom = items_.size();
   bool ok = true;
   for (const auto &o : body.ops) {
     if (o->kind == ir::OpKind::Yield) {
       s.yield = o.get();
       break;
+    }
+    if (interleave && o.get() == staged.front()) { // the MFMA region opens (schedule.cpp)
+      lower_->setPriority(1);
+      groupFrom = items_.size();
     }
     // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
     // waits for this iteration's tile, before its first read (tensor_copy.cpp).
@@ -355,7 +374,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
       tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
     }
     // Reads of a multi-buffered tile use this iteration's buffer.
-    if (async && staged_.count(o.get())) {
+    if (stages > 1 && staged_.count(o.get())) {
       stageIndex_ = IndexExpr::symbol(stSym);
       stageTag_ = 0;
     }
@@ -397,8 +416,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
     loopRelease(s);
   for (const ir::Op *o : staged)
     staged_.erase(o);
-  for (size_t i = 0; i < s.prefetched.size(); ++i)
-    coopStore(promotions_.at(staged[i]), s.prefetched[i]);
+  loopStores(s, groupFrom, interleave);
   return true;
 }
 
@@ -425,6 +443,32 @@ void KernelEmitter::loopRelease(LoopState &s) {
   indent_ = saved;
   exprCache_ = cache;
   line("}");
+}
+
+// The end of the body: the register prefetch's store of tile i + 1 (into the next buffer with
+// two, else this one) and, with LoopSchedule::interleave, the target's scheduling hints over
+// the lines of the body's own block since `from` (those at its indentation: nested regions
+// are other blocks, which LLVM schedules apart), then the priority back to normal.
+void KernelEmitter::loopStores(LoopState &s, size_t from, bool interleave) {
+  if (s.sched.stages > 1 && !s.prefetched.empty()) {
+    stageIndex_ = IndexExpr::symbol(s.stNextSym);
+    stageTag_ = 1;
+  }
+  for (size_t i = 0; i < s.prefetched.size(); ++i)
+    coopStore(promotions_.at(s.staged[i]), s.prefetched[i]);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+  if (!interleave)
+    return;
+  std::vector<std::string> block;
+  for (size_t i = from; i < items_.size(); ++i) {
+    const std::string &t = items_[i].text;
+    if (t.size() > indent_.size() && t.compare(0, indent_.size(), indent_) == 0 &&
+        t[indent_.size()] != ' ')
+      block.push_back(t);
+  }
+  lower_->interleaveMatrixOps(block, s.sched.kSteps);
+  lower_->setPriority(0);
 }
 
 // The yield (each carried value in its loop layout, the next tile's K step 0, the next buffer

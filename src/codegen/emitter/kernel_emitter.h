@@ -399,6 +399,7 @@ private:
   bool loopBody(LoopState &s);
   void loopRelease(LoopState &s); // warp-specialized: the consumers release a buffer
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
+  void loopStores(LoopState &s, size_t from, bool interleave);
   // The carried-shapes pass (carried_shapes.cpp): shapes of values without emitting them.
   using ShapeMap = std::map<const ir::Value *, RegVal>;
   const RegVal *shapeIn(const ShapeMap &shapes, const ir::Value *v) const;
