@@ -124,12 +124,12 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     RegVal v;
     v.dtype = op.results[0]->type.dtype;
     std::string ty = mlirType(v.dtype);
-    if (ty.empty() || (opaque(v.dtype) && !isFp8(v.dtype)))
+    if (ty.empty())
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
-    if (isFp8(v.dtype)) { // its byte, rounded as a run-time cast from f64 rounds (folded)
+    if (opaque(v.dtype)) { // its bits, rounded as a run-time cast from f64 rounds (folded)
       std::string d = fresh();
       line(d + " = arith.constant " + floatLiteral(op.fvalue, ScalarType::F64) + " : f64");
-      v.clones[""] = floatToFp8(d, ScalarType::F64, v.dtype, 1);
+      v.clones[""] = floatToNarrow(d, ScalarType::F64, v.dtype, 1);
       values_[op.results[0]] = std::move(v);
       return true;
     }

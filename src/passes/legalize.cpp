@@ -98,17 +98,6 @@ struct Legalizer {
   }
   void note(const std::string &s) { log << "    " << s << "\n"; }
 
-  // Element types that only move (elementwise.cpp, emitElementwise; mlir_emitter.cpp, Constant).
-  // fp8 values are computed on in f32 (elementwise.cpp, fp8Clone).
-  bool arithmeticType(const ir::Op &op, ScalarType ty, const std::string &what) {
-    if (isOpaqueFloat(ty, t) && !isFp8(ty)) {
-      refuse(&op, op.loc, DiagId::UnsupportedBf16Arithmetic, {what, t.name},
-             what + " on " + tn(ty) + " on " + t.name);
-      return false;
-    }
-    return true;
-  }
-
   void params() {
     log << "  parameters:\n";
     for (const auto &p : k.params) {
@@ -519,9 +508,9 @@ struct Legalizer {
   }
 
   void reduce(const ir::Op &op) {
-    // reduce.cpp, combinerFor: no combiner for opaque types, i1 or index.
+    // reduce.cpp, combinerFor: no combiner for i1 or index (opaque floats combine in f32).
     const ScalarType ty = op.operands[0]->type.dtype;
-    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index) {
+    if (ty == ScalarType::I1 || ty == ScalarType::Index) {
       refuse(&op, op.loc, DiagId::UnsupportedReductionType, {tn(ty), t.name},
              std::string("a reduction of ") + tn(ty));
       return;
@@ -565,7 +554,7 @@ struct Legalizer {
   void cumsum(const ir::Op &op) {
     const ScalarType ty = op.operands[0]->type.dtype;
     const std::string dim = op.dims[0].str();
-    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index) {
+    if (ty == ScalarType::I1 || ty == ScalarType::Index) {
       refuse(&op, op.loc, DiagId::UnsupportedScan,
              {"a cumsum of " + tn(ty) + " values on " + t.name}, "a cumsum of " + tn(ty));
       return;
@@ -636,12 +625,8 @@ struct Legalizer {
 
   void elementwise(const ir::Op &op) {
     // elementwise.cpp, emitElementwise and elementwiseClone.
+    // Opaque floats (fp8, bf16 on AMD) are computed on in f32 (elementwise.cpp, narrowClone).
     const std::string what = opName(op);
-    if (!arithmeticType(op, op.results[0]->type.dtype, what))
-      return;
-    for (const ir::Value *o : op.operands)
-      if (!arithmeticType(op, o->type.dtype, what))
-        return;
     const ScalarType in = op.operands.back()->type.dtype;
     if (op.kind == ir::OpKind::Binary && isFloat(in) &&
         (op.binary == ir::BinaryKind::And || op.binary == ir::BinaryKind::Or ||
@@ -691,9 +676,7 @@ struct Legalizer {
       }
       break;
     case ir::OpKind::Constant: {
-      const ScalarType ty = op.results[0]->type.dtype;
-      if (arithmeticType(op, ty, "a constant"))
-        note(std::string("constant of ") + tn(ty));
+      note(std::string("constant of ") + tn(op.results[0]->type.dtype));
       break;
     }
     case ir::OpKind::Unary:

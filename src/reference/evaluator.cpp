@@ -769,9 +769,10 @@ bool Evaluator::reduceOp(const ir::Op &op, const std::vector<TensorPtr> &in, Ten
   const ir::ReduceKind kind = op.reduce;
   forEach(*out, views, [&](size_t e, const int64_t *s, const int64_t *) {
     if (fl) {
+      // The identity of max/min is the type's smallest/largest value (docs/language.md section 11).
       double acc = kind == ir::ReduceKind::Sum   ? 0.0
-                   : kind == ir::ReduceKind::Max ? -std::numeric_limits<double>::infinity()
-                                                 : std::numeric_limits<double>::infinity();
+                   : kind == ir::ReduceKind::Max ? -largestFloat(t)
+                                                 : largestFloat(t);
       if (hasInit)
         acc = init[s[1]].f;
       for (int64_t k = 0; k < nr; ++k) {

@@ -127,6 +127,12 @@ double decodeSmall(const FloatFormat &f, uint64_t bits) {
 
 unsigned elementBytes(ScalarType t) { return t == ScalarType::I1 ? 1 : (bitWidth(t) + 7) / 8; }
 
+double largestFloat(ScalarType t) {
+  const FloatFormat *f = smallFormat(t);
+  return f && f->special != FloatFormat::IEEE ? f->maxFinite()
+                                              : std::numeric_limits<double>::infinity();
+}
+
 double roundToFloat(ScalarType t, double v) {
   if (t == ScalarType::F64)
     return v;

@@ -45,6 +45,9 @@ unsigned elementBytes(ScalarType t);
 // `v` rounded to float type `t` (round to nearest even; overflow to inf, or NaN for the f8
 // types without an infinity).
 double roundToFloat(ScalarType t, double v);
+// The largest value of float type `t`: infinity, or the largest finite value of an fp8 kind
+// without infinities (the identity of max and min over `t`, negated for max).
+double largestFloat(ScalarType t);
 // `v` wrapped to the width of integer type `t` (sign-extended for signed types, i1: low bit).
 int64_t wrapToInt(ScalarType t, int64_t v);
 // The storage encoding of a float value in type `t` and back.

@@ -24,19 +24,14 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   out.dtype = res->type.dtype;
   if (mlirType(out.dtype).empty())
     return unsupported(std::string("element type ") + scalarTypeName(out.dtype), op.loc);
-  // fp8 values are bytes, computed on in f32 (fp8Clone); bf16 on AMD has no arithmetic.
-  auto noArithmetic = [&](ScalarType t) { return opaque(t) && !isFp8(t); };
-  if (noArithmetic(out.dtype))
-    return unsupported(std::string("arithmetic on ") + scalarTypeName(out.dtype) + " values on " +
-                           target_.name,
-                       op.loc);
+  // Opaque floats (fp8 bytes, bf16 as i16 on AMD) are computed on in f32 (narrowClone).
   // The result takes the layout of the operand with the most dims (then the most elements per
   // lane); the other laid-out operands are converted to it, deferred ones computed in it.
   std::vector<const RegVal *> ins;
   bool deferred = false;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
-    if (mlirType(v.dtype).empty() || noArithmetic(v.dtype))
+    if (mlirType(v.dtype).empty())
       return unsupported(std::string("element type ") + scalarTypeName(v.dtype), op.loc);
     ins.push_back(&v);
     deferred |= v.deferred != nullptr;
@@ -501,10 +496,9 @@ std::string KernelEmitter::elementwiseClone(const ir::Op &op, const std::vector<
   const std::string rty = vecType(outT, e), ity = vecType(inT, e);
   const bool fl = isFloat(inT);
   if (op.kind != ir::OpKind::Select &&
-      (isFp8(outT) ||
-       std::any_of(op.operands.begin(), op.operands.end(),
-                   [](const ir::Value *v) { return isFp8(v->type.dtype); })))
-    return fp8Clone(op, x, e);
+      (opaque(outT) || std::any_of(op.operands.begin(), op.operands.end(),
+                                   [&](const ir::Value *v) { return opaque(v->type.dtype); })))
+    return narrowClone(op, x, e);
   std::string r = fresh();
   auto un = [&](const std::string &o) { line(r + " = " + o + " " + x[0] + " : " + ity); };
   auto splatConst = [&](const std::string &lit, const std::string &ty) {
@@ -746,45 +740,133 @@ std::string KernelEmitter::floatToFp8(const std::string &x, ScalarType from, Sca
   return r;
 }
 
-std::string KernelEmitter::fp8Clone(const ir::Op &op, const std::vector<std::string> &x,
-                                    int64_t e) {
+std::string KernelEmitter::narrowToF32(const std::string &x, ScalarType t, int64_t e) {
+  return isFp8(t) ? fp8ToF32(x, t, e) : bf16ToF32(x, e);
+}
+
+std::string KernelEmitter::floatToNarrow(const std::string &x, ScalarType from, ScalarType t,
+                                         int64_t e) {
+  return isFp8(t) ? floatToFp8(x, from, t, e) : floatToBf16(x, from, e);
+}
+
+std::string KernelEmitter::bf16ToF32(const std::string &x, int64_t e) {
+  const std::string i32 = vecType(ScalarType::I32, e);
+  std::string w = fresh(), k = fresh(), s = fresh(), r = fresh();
+  line(w + " = arith.extui " + x + " : " + vecType(ScalarType::I16, e) + " to " + i32);
+  line(k + " = arith.constant " + (e == 1 ? "16" : "dense<16>") + " : " + i32);
+  line(s + " = arith.shli " + w + ", " + k + " : " + i32);
+  line(r + " = arith.bitcast " + s + " : " + i32 + " to " + vecType(ScalarType::F32, e));
+  return r;
+}
+
+std::string KernelEmitter::floatToBf16(const std::string &x, ScalarType from, int64_t e) {
+  const ScalarType F32 = ScalarType::F32;
+  const std::string f32 = vecType(F32, e), i1 = vecType(ScalarType::I1, e);
+  auto iconst = [&](int64_t v, ScalarType it) {
+    std::string r = fresh();
+    const std::string lit = intLiteral(v, it);
+    line(r + " = arith.constant " + (e == 1 ? lit : "dense<" + lit + ">") + " : " +
+         vecType(it, e));
+    return r;
+  };
+  auto iop = [&](const char *name, const std::string &a, const std::string &b, ScalarType it) {
+    std::string r = fresh();
+    line(r + " = " + name + " " + a + ", " + b + " : " + vecType(it, e));
+    return r;
+  };
+  auto sel = [&](const std::string &p, const std::string &a, const std::string &b,
+                 const std::string &ty) {
+    std::string r = fresh();
+    line(r + " = arith.select " + p + ", " + a + ", " + b + " : " + i1 + ", " + ty);
+    return r;
+  };
+  std::string v = x;
+  if (from == ScalarType::F64) {
+    // f64 to f32 rounded to odd (toward zero, the last bit set when inexact): f32 keeps more
+    // than bf16's mantissa plus two bits, so rounding that to bf16 is the one correct rounding.
+    const ScalarType I64 = ScalarType::I64, I32 = ScalarType::I32;
+    const std::string f64 = vecType(ScalarType::F64, e), i64 = vecType(I64, e),
+                      i32 = vecType(I32, e);
+    std::string t = fresh(), back = fresh(), xb = fresh(), bb = fresh(), tb = fresh();
+    line(t + " = arith.truncf " + x + " : " + f64 + " to " + f32);
+    line(back + " = arith.extf " + t + " : " + f32 + " to " + f64);
+    line(xb + " = arith.bitcast " + x + " : " + f64 + " to " + i64);
+    line(bb + " = arith.bitcast " + back + " : " + f64 + " to " + i64);
+    line(tb + " = arith.bitcast " + t + " : " + f32 + " to " + i32);
+    const std::string absMask = iconst(0x7FFFFFFFFFFFFFFFLL, I64);
+    const std::string xm = iop("arith.andi", xb, absMask, I64),
+                      bm = iop("arith.andi", bb, absMask, I64);
+    std::string away = fresh(), exact = fresh(), nan = fresh();
+    line(away + " = arith.cmpi ugt, " + bm + ", " + xm + " : " + i64);
+    line(exact + " = arith.cmpi eq, " + bm + ", " + xm + " : " + i64);
+    line(nan + " = arith.cmpf uno, " + x + ", " + x + " : " + f64);
+    std::string toward = sel(away, iop("arith.subi", tb, iconst(1, I32), I32), tb, i32);
+    std::string odd = iop("arith.ori", toward, iconst(1, I32), I32);
+    std::string keep = fresh();
+    line(keep + " = arith.ori " + exact + ", " + nan + " : " + i1);
+    std::string bits = sel(keep, tb, odd, i32);
+    v = fresh();
+    line(v + " = arith.bitcast " + bits + " : " + i32 + " to " + f32);
+  }
+  // f32 to bf16: to nearest even on the bits (a carry into the exponent rounds up to the next
+  // binade or to infinity); NaN stays a quiet NaN of its sign.
+  const ScalarType I32 = ScalarType::I32;
+  const std::string i32 = vecType(I32, e);
+  std::string b = fresh(), nan = fresh();
+  line(b + " = arith.bitcast " + v + " : " + f32 + " to " + i32);
+  line(nan + " = arith.cmpf uno, " + v + ", " + v + " : " + f32);
+  const std::string sixteen = iconst(16, I32);
+  std::string lsb = iop("arith.andi", iop("arith.shrui", b, sixteen, I32), iconst(1, I32), I32);
+  std::string rounded = iop("arith.shrui",
+                            iop("arith.addi", iop("arith.addi", b, iconst(0x7FFF, I32), I32), lsb, I32),
+                            sixteen, I32);
+  std::string quiet = iop("arith.ori", iop("arith.shrui", b, sixteen, I32), iconst(0x40, I32), I32);
+  std::string bits = sel(nan, quiet, rounded, i32);
+  std::string r = fresh();
+  line(r + " = arith.trunci " + bits + " : " + i32 + " to " + vecType(ScalarType::I16, e));
+  return r;
+}
+
+std::string KernelEmitter::narrowClone(const ir::Op &op, const std::vector<std::string> &x,
+                                       int64_t e) {
   const ScalarType outT = op.results[0]->type.dtype;
   const ScalarType F32 = ScalarType::F32;
   // `v` (e elements of f32) as outT.
   auto result = [&](const std::string &v) {
-    return isFp8(outT) ? floatToFp8(v, F32, outT, e) : castValue(v, F32, outT, e);
+    return opaque(outT) ? floatToNarrow(v, F32, outT, e) : castValue(v, F32, outT, e);
   };
   if (op.kind == ir::OpKind::Cast) {
     const ScalarType in = op.operands[0]->type.dtype;
-    if (isFp8(in))
-      return result(fp8ToF32(x[0], in, e));
+    if (opaque(in))
+      return result(narrowToF32(x[0], in, e));
     if (in == ScalarType::F32 || in == ScalarType::F64)
-      return floatToFp8(x[0], in, outT, e);
+      return floatToNarrow(x[0], in, outT, e);
     if (isFloat(in)) // f16, bf16: exact in f32
-      return floatToFp8(castValue(x[0], in, F32, e), F32, outT, e);
-    return floatToFp8(castValue(x[0], in, ScalarType::F64, e), ScalarType::F64, outT, e);
+      return floatToNarrow(castValue(x[0], in, F32, e), F32, outT, e);
+    return floatToNarrow(castValue(x[0], in, ScalarType::F64, e), ScalarType::F64, outT, e);
   }
   std::vector<std::string> w;
   for (size_t i = 0; i < x.size(); ++i) {
     const ScalarType t = op.operands[i]->type.dtype;
-    w.push_back(isFp8(t) ? fp8ToF32(x[i], t, e) : x[i]);
+    w.push_back(opaque(t) ? narrowToF32(x[i], t, e) : x[i]);
   }
   std::string r = fresh();
   const std::string fty = vecType(F32, e);
   if (op.kind == ir::OpKind::Unary && op.unary == ir::UnaryKind::Neg) {
     line(r + " = arith.negf " + w[0] + " : " + fty);
   } else if (op.kind == ir::OpKind::Binary && op.binary == ir::BinaryKind::FloorDiv) {
-    // floor of the quotient rounded to the fp8 type (as the reference evaluator's `//`).
+    // floor of the quotient rounded to the operand type (as the reference evaluator's `//`).
     const ScalarType t = op.operands[0]->type.dtype;
     std::string q = fresh();
     line(q + " = arith.divf " + w[0] + ", " + w[1] + " : " + fty);
-    lower_->mathIntrinsic(r, "floor", fp8ToF32(floatToFp8(q, F32, t, e), t, e), F32, e);
+    lower_->mathIntrinsic(r, "floor", narrowToF32(floatToNarrow(q, F32, t, e), t, e), F32, e);
   } else if (op.kind == ir::OpKind::Binary) {
     r = binaryClone(op, w, F32, e, r);
   } else if (op.kind == ir::OpKind::Math) {
     r = mathClone(op, w, F32, e, r);
   } else {
-    unsupported(std::string(opKindName(op.kind)) + " on fp8 values", op.loc);
+    unsupported(std::string(opKindName(op.kind)) + " on " + scalarTypeName(outT) + " values",
+                op.loc);
     return "%error";
   }
   if (r == "%error")

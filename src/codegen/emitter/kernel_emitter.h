@@ -286,16 +286,24 @@ private:
   // elements each; `inT` is the element type of the last operand.
   std::string elementwiseClone(const ir::Op &op, const std::vector<std::string> &x,
                                ScalarType inT, int64_t e);
-  // elementwiseClone of an op reading or producing fp8 values (not a select, which moves their
-  // bytes): operands widened to f32, the op computed there, the result rounded back.
-  std::string fp8Clone(const ir::Op &op, const std::vector<std::string> &x, int64_t e);
-  // A cast of `x` (`e` elements of `from`) to `to`, neither of them fp8.
+  // elementwiseClone of an op reading or producing opaque floats (fp8 as bytes, bf16 as i16 on
+  // AMD; not a select, which moves their bits): operands widened to f32, the op computed there,
+  // the result rounded back.
+  std::string narrowClone(const ir::Op &op, const std::vector<std::string> &x, int64_t e);
+  // A cast of `x` (`e` elements of `from`) to `to`, neither of them opaque.
   std::string castValue(const std::string &x, ScalarType from, ScalarType to, int64_t e);
   // fp8 conversions in integer arithmetic (exact, every target, elementwise.cpp): the bytes `x`
   // of fp8 type `t` as f32; an f32 or f64 value `x` rounded to fp8 type `t` as its bytes
   // (docs/language.md section 11: to nearest even, overflow to inf or NaN).
   std::string fp8ToF32(const std::string &x, ScalarType t, int64_t e);
   std::string floatToFp8(const std::string &x, ScalarType from, ScalarType t, int64_t e);
+  // The same for bf16 held as i16 (AMD targets): widening is a shift; rounding from f32 is to
+  // nearest even on the bits, from f64 through f32 rounded to odd (one rounding in all).
+  std::string bf16ToF32(const std::string &x, int64_t e);
+  std::string floatToBf16(const std::string &x, ScalarType from, int64_t e);
+  // Either pair, by the opaque type `t` (fp8, or bf16 where it is i16).
+  std::string narrowToF32(const std::string &x, ScalarType t, int64_t e);
+  std::string floatToNarrow(const std::string &x, ScalarType from, ScalarType t, int64_t e);
   // elementwiseClone's binary and math ops (into the clone's result `r`; elementwise.cpp).
   std::string binaryClone(const ir::Op &op, const std::vector<std::string> &x, ScalarType inT,
                           int64_t e, const std::string &r);

@@ -25,8 +25,27 @@ std::optional<KernelEmitter::Combiner> KernelEmitter::combinerFor(ir::ReduceKind
   Combiner c;
   c.t = t;
   c.ety = mlirType(t);
-  if (c.ety.empty() || opaque(t) || t == ScalarType::I1 || t == ScalarType::Index)
+  if (c.ety.empty() || t == ScalarType::I1 || t == ScalarType::Index)
     return std::nullopt;
+  if (opaque(t)) {
+    // fp8 bytes and bf16 as i16 (AMD): combine() widens both to f32, combines there and rounds
+    // back, so each step rounds to the element type as native arithmetic would. The identity
+    // is the type's bits of 0, -inf and +inf, or of the largest finite value where the type
+    // has no infinity (max(x, -448) is x for every f8e4m3fn x).
+    auto [negHuge, posHuge] = [&]() -> std::pair<int64_t, int64_t> {
+      switch (t) {
+      case ScalarType::BF16: return {int16_t(0xFF80), 0x7F80};
+      case ScalarType::F8E5M2: return {int8_t(0xFC), 0x7C};
+      case ScalarType::F8E4M3FN: return {int8_t(0xFE), 0x7E};
+      default: return {int8_t(0xFF), 0x7F}; // the fnuz kinds
+      }
+    }();
+    const char *fop[] = {"arith.addf", "arith.maximumf", "arith.minimumf"};
+    const int k3 = k == ir::ReduceKind::Sum ? 0 : k == ir::ReduceKind::Max ? 1 : 2;
+    c.op = fop[k3];
+    c.identity = std::to_string(k3 == 0 ? 0 : k3 == 1 ? negHuge : posHuge);
+    return c; // no vkind: opaque rows are combined element by element
+  }
   const bool fl = isFloat(t), sg = isSigned(t);
   const unsigned w = bitWidth(t);
   auto intLimit = [&](bool maxLimit) -> std::string {
@@ -59,6 +78,12 @@ std::optional<KernelEmitter::Combiner> KernelEmitter::combinerFor(ir::ReduceKind
 
 std::string KernelEmitter::combine(const Combiner &c, const std::string &a, const std::string &b,
                                    int64_t e) {
+  if (opaque(c.t)) {
+    const ScalarType F32 = ScalarType::F32;
+    std::string wa = narrowToF32(a, c.t, e), wb = narrowToF32(b, c.t, e), r = fresh();
+    line(r + " = " + c.op + " " + wa + ", " + wb + " : " + vecType(F32, e));
+    return floatToNarrow(r, F32, c.t, e);
+  }
   std::string r = fresh();
   line(r + " = " + c.op + " " + a + ", " + b + " : " + vecType(c.t, e));
   return r;
@@ -352,7 +377,7 @@ KernelEmitter::reduceInLanes(const RegVal &x, const std::string &dim, const Comb
     };
     if (e == 1) {
       elems.push_back(acc);
-    } else if (eo == 1) {
+    } else if (eo == 1 && !c.vkind.empty()) {
       std::string r = fresh();
       line(r + " = vector.reduction <" + c.vkind + ">, " + acc + " : " + vecType(t, e) +
            " into " + c.ety);

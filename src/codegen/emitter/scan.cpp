@@ -753,7 +753,7 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
     return refuse("of a value not held along it in registers");
   const ScalarType t = x.dtype;
   auto cmb = combinerFor(ir::ReduceKind::Max, t);
-  if (!cmb)
+  if (!cmb || opaque(t)) // its ranking compares the elements themselves
     return refuse(std::string("of ") + scalarTypeName(t) + " values");
   ScanPlan p;
   if (!planScan(op, x, p))
