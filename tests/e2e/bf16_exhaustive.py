@@ -17,9 +17,11 @@ import math
 import os
 import random
 import struct
-import subprocess
 import sys
 import tempfile
+
+from exhaustive_io import (f32_bits as bits32, f64_bits as bits64, from_f32_bits as from32,
+                           from_f64_bits as from64, read_npy, run_kernels, to_i32)
 
 NAN = float("nan")
 MAXF = (2 - 2.0 ** -7) * 2.0 ** 127  # the largest finite bf16
@@ -50,39 +52,6 @@ def round_bf16(x):
     return mag | (0x8000 if neg else 0)
 
 
-def bits32(x):
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def from32(b):
-    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
-
-
-def bits64(x):
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
-def from64(b):
-    return struct.unpack("<d", struct.pack("<Q", b & 0xFFFFFFFFFFFFFFFF))[0]
-
-
-def npy(path, descr, fmt, values):
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, len(values))
-    header += " " * (63 - (len(header) + 10) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
-        f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
-
-
-def read_npy(path):
-    data = open(path, "rb").read()
-    hlen = struct.unpack("<H", data[8:10])[0]
-    descr = data[10:10 + hlen].decode("latin1").split("'descr': '")[1].split("'")[0]
-    fmt = {"<u2": "H", "<f4": "f", "<i4": "i"}[descr]
-    body = data[10 + hlen:]
-    return list(struct.unpack("<%d%s" % (len(body) // struct.calcsize(fmt), fmt), body))
-
-
 KERNEL = """symbol N;
 kernel bf16_convert(codes: Memory[N, global, bf16], f: Memory[N, global, f32],
     d: Memory[N, global, f64], i: Memory[N, global, i32], dec: Memory[N, global, f32],
@@ -111,14 +80,6 @@ kernel bf16_pairs(pa: Memory[P, global, bf16], pb: Memory[P, global, bf16],
   write(select(a < b, 1, 0), less);
 }
 """
-
-
-def to_i32(v):
-    if math.isnan(v):
-        return 0
-    if math.isinf(v):
-        return 2**31 - 1 if v > 0 else -2**31
-    return max(-2**31, min(2**31 - 1, math.trunc(v)))
 
 
 def probes():
@@ -156,24 +117,12 @@ def main():
     pick = special + [rng.randrange(65536) for _ in range(640 - len(special))]
     pa = [x for x in pick for _ in pick]
     pb = [y for _ in pick for y in pick]
-    inputs = {"codes": ("<u2", "H", codes), "f": ("<f4", "f", fvals), "d": ("<f8", "d", dvals),
-              "i": ("<i4", "i", ivals), "pa": ("<u2", "H", pa), "pb": ("<u2", "H", pb)}
-    dev = ["--reference"] if device == "reference" else ["--device", device]
-    out = os.path.join(tmp, "out")
-    for kernel, names in (("bf16_convert", ["codes", "f", "d", "i"]), ("bf16_pairs", ["pa", "pb"])):
-        args = []
-        for name in names:
-            descr, fmt, vals = inputs[name]
-            path = os.path.join(tmp, name + ".npy")
-            npy(path, descr, fmt, vals)
-            args += ["--input", "%s=%s" % (name, path)]
-        cmd = [wave_run, src, "--kernel", kernel] + dev + args + ["--output-dir", out]
-        print("$ " + " ".join(cmd), flush=True)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        print(p.stdout, end="")
-        if p.returncode != 0:
-            print("FAIL: wave-run exited %d" % p.returncode)
-            return 1
+    inputs = {"codes": ("<u2", codes), "f": ("<f4", fvals), "d": ("<f8", dvals),
+              "i": ("<i4", ivals), "pa": ("<u2", pa), "pb": ("<u2", pb)}
+    out = run_kernels(wave_run, device, src, [("bf16_convert", ["codes", "f", "d", "i"]),
+                                              ("bf16_pairs", ["pa", "pb"])], inputs, tmp)
+    if out is None:
+        return 1
     got = {k: read_npy(os.path.join(out, k + ".npy")) for k in
            ["dec", "toi", "neg", "fromf", "fromd", "fromi", "sum", "dif", "prod", "quot", "less"]}
     bad = {}

@@ -18,10 +18,12 @@ import functools
 import math
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 from fractions import Fraction
+
+from exhaustive_io import (f32, f32_bits, f64_bits, from_f32_bits, from_f64_bits, read_npy,
+                           run_kernels, to_i32)
 
 # name: (exponent bits, mantissa bits, bias, special)
 KINDS = {
@@ -101,26 +103,6 @@ def round_to(kind, x):
     return code
 
 
-def f32(x):
-    return struct.unpack("<f", struct.pack("<f", x))[0]
-
-
-def f32_bits(x):
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
-def from_f32_bits(b):
-    return struct.unpack("<f", struct.pack("<I", b & 0xFFFFFFFF))[0]
-
-
-def from_f64_bits(b):
-    return struct.unpack("<d", struct.pack("<Q", b & 0xFFFFFFFFFFFFFFFF))[0]
-
-
-def f64_bits(x):
-    return struct.unpack("<Q", struct.pack("<d", x))[0]
-
-
 def probes(kind):
     """Values around every rounding boundary of `kind`, both signs, as f64 (f32 ones first)."""
     vals = sorted(finite_codes(kind))
@@ -137,26 +119,6 @@ def probes(kind):
             out.append(s * p)
     out += [0.0, -0.0, NAN]
     return out
-
-
-def npy(path, descr, fmt, values):
-    shape = "(%d,)" % len(values)
-    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, shape)
-    header += " " * (63 - (len(header) + 10) % 64) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
-        f.write(b"".join(struct.pack("<" + fmt, v) for v in values))
-
-
-def read_npy(path):
-    data = open(path, "rb").read()
-    hlen = struct.unpack("<H", data[8:10])[0]
-    header = data[10:10 + hlen].decode("latin1")
-    body = data[10 + hlen:]
-    descr = header.split("'descr': '")[1].split("'")[0]
-    fmt = {"|u1": "B", "<u1": "B", "<f4": "f", "<i4": "i"}[descr]
-    n = len(body) // struct.calcsize(fmt)
-    return list(struct.unpack("<%d%s" % (n, fmt), body))
 
 
 KERNEL = """symbol N;
@@ -190,14 +152,6 @@ kernel fp8_pairs(pa: Memory[P, global, {k}], pb: Memory[P, global, {k}],
   write(select(a < b, 1, 0), less);
 }}
 """
-
-
-def to_i32(v):
-    if math.isnan(v):
-        return 0
-    if math.isinf(v):
-        return 2**31 - 1 if v > 0 else -2**31
-    return max(-2**31, min(2**31 - 1, math.trunc(v)))
 
 
 def main():
@@ -241,26 +195,12 @@ def main():
         hvals = pad(hvals[:n], 0.25)
         pa = [x for x in range(256) for _ in range(256)]
         pb = [y for _ in range(256) for y in range(256)]
-        inputs = {"codes": ("|u1", "B", codes), "f": ("<f4", "f", fvals), "d": ("<f8", "d", dvals),
-                  "h": ("<f2", "e", hvals), "i": ("<i4", "i", ivals), "pa": ("|u1", "B", pa),
-                  "pb": ("|u1", "B", pb)}
-        dev = ["--reference"] if device == "reference" else ["--device", device]
-        for kernel, names_in in (("fp8_convert", ["codes", "f", "d", "h", "i"]),
-                                 ("fp8_pairs", ["pa", "pb"])):
-            args = []
-            for name in names_in:
-                descr, fmt, vals = inputs[name]
-                path = os.path.join(tmp, name + ".npy")
-                npy(path, descr, fmt, vals)
-                args += ["--input", "%s=%s" % (name, path)]
-            out = os.path.join(tmp, "out")
-            cmd = [wave_run, src, "--kernel", kernel] + dev + args + ["--output-dir", out]
-            print("$ " + " ".join(cmd), flush=True)
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            print(p.stdout, end="")
-            if p.returncode != 0:
-                print("FAIL: wave-run exited %d" % p.returncode)
-                return 1
+        inputs = {"codes": ("|u1", codes), "f": ("<f4", fvals), "d": ("<f8", dvals),
+                  "h": ("<f2", hvals), "i": ("<i4", ivals), "pa": ("|u1", pa), "pb": ("|u1", pb)}
+        out = run_kernels(wave_run, device, src, [("fp8_convert", ["codes", "f", "d", "h", "i"]),
+                                                  ("fp8_pairs", ["pa", "pb"])], inputs, tmp)
+        if out is None:
+            return 1
         got = {k: read_npy(os.path.join(out, k + ".npy")) for k in
                ["dec", "other", "toi", "fromf", "fromd", "fromh", "fromi", "neg", "sum", "dif",
                 "prod", "quot", "less"]}
