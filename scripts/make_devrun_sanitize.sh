@@ -24,6 +24,10 @@ entries=(
   "attention_d64|attention|attention.wave:-DD=64|sm_90|-DATTENTION_D=64|attention_main.c|2 100 77"
   "attention_wgmma_d128|attention|attention_wgmma.wave=attention:-DD=128 -DBLOCK_M=128 -DBLOCK_K2=64|sm_90a|-DATTENTION_D=128|attention_main.c|2 100 77"
   "saxpy|cmake|saxpy.wave:-DBLOCK=256|sm_90||main.c|"
+  "gemm_epilogue_sm90|gemm_epilogue|gemm_epilogue.wave|sm_90||gemm_epilogue_main.c|250 130 190"
+  "gemm_epilogue_sm90a|gemm_epilogue|gemm_epilogue.wave|sm_90a||gemm_epilogue_main.c|250 130 190"
+  "histogram|histogram|histogram.wave|sm_90||histogram_main.c|7 100003"
+  "moe_routing|moe_routing|moe_routing.wave|sm_90||moe_routing_main.c|1000 60"
   # A planted bug that racecheck must report: the GEMM without its barriers.
   "seeded_gemm_no_barriers|gemm|gemm_portable.wave=gemm:--debug-no-barriers|sm_90||gemm_main.c|250 130 190"
 )
