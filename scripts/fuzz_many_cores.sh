@@ -6,6 +6,8 @@
 # processes of LIBFUZZER_RUNS_EACH executions (seeds SEEDBASE+1...), stopped after SECONDS. Run from the repository root:
 #   bash OUTDIR/run.sh START MAX_PROGRAMS SECONDS LIBFUZZER_PROCS LIBFUZZER_RUNS_EACH [SEEDBASE]
 # Summaries go to stdout; logs, findings and crashing inputs to $OUT (default /tmp/out).
+# FUZZ_SEED (default 2028) and FUZZ_ARGS (more wave-fuzz options, e.g. "--dtypes bf16") change
+# the programs.
 set -u
 START=${1:-0}; MAXP=${2:-100000}; SECS=${3:-500}; LFP=${4:-0}; LFR=${5:-0}; SEEDBASE=${6:-2026}
 D=$(cd "$(dirname "$0")" && pwd); R=$(pwd)
@@ -36,7 +38,8 @@ grep -q -i "pass\|match\|ok" $OUT/smoke.log || { echo "smoke test failed: not fu
 # is rebuilt here, so no retries; findings are minimized later from their seed and index.
 export TMPDIR=/dev/shm WAVE_FUZZ_RETRIES=0
 timeout $((SECS + 150)) python3 "$R/tools/wave-fuzz/wave_fuzz.py" --wave-run $W/bin/wave-run \
-   --seed 2028 --start $START --count $MAXP --jobs $JOBS --stop-after $SECS --timeout 90 --minimize 0 -v \
+   --seed ${FUZZ_SEED:-2028} --start $START --count $MAXP --jobs $JOBS --stop-after $SECS --timeout 90 \
+   --minimize 0 -v ${FUZZ_ARGS:-} \
    > $OUT/slice-$START.log 2>&1
 echo "wave-fuzz exit $?"
 grep -h -E '^programs|stopped after|: (mismatch|crash|tool-error)' $OUT/slice-$START.log | head -40

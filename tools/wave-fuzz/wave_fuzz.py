@@ -21,7 +21,7 @@ persists, and written to --out as a .wave file in the format of tests/e2e/kernel
 (`# TARGETS:`, `# RUN-<CASE>:`), with its inputs and a run script.
 
 usage: wave_fuzz.py --wave-run PATH --seed S --count N [--targets T...] [--families F...]
-                    [--out DIR] [--jobs J] [--timeout SEC]
+                    [--dtypes bf16] [--out DIR] [--jobs J] [--timeout SEC]
 Exit status: 0 when no program mismatched or crashed, 1 otherwise, 2 on a bad command line.
 docs/reliability.md describes the tool, its families and the long run.
 """
@@ -56,13 +56,17 @@ WAVE_SIZE = {"gfx942": 64, "gfx90a": 64, "gfx1100": 32, "sm_80": 32, "sm_90": 32
 ALL_FAMILIES = ["copy", "elementwise", "broadcast", "transpose", "reduce", "mapping", "gemm",
                 "if"]
 
-NP_DTYPE = {"f32": np.float32, "f16": np.float16, "i32": np.int32}
-SENTINEL = {"f32": -12344.0, "f16": -12344.0, "i32": 0x5A5A5A5A}
-EPS = {"f32": 2.0 ** -24, "f16": 2.0 ** -11}
+# bf16 tensors are stored as their bits (uint16) in the .npy files, as wave-run reads them.
+NP_DTYPE = {"f32": np.float32, "f16": np.float16, "i32": np.int32, "bf16": np.uint16}
+SENTINEL = {"f32": -12344.0, "f16": -12344.0, "i32": 0x5A5A5A5A, "bf16": -12352.0}
+EPS = {"f32": 2.0 ** -24, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 # Math built-ins on a device may be approximations: a relative error allowed per call.
-FN_EPS = {"f32": 2.0 ** -19, "f16": 2.0 ** -10}
-ATOL = {"f32": 1e-6, "f16": 2.0 ** -14, "i32": 0}
-FLOATS = ("f32", "f16")
+FN_EPS = {"f32": 2.0 ** -19, "f16": 2.0 ** -10, "bf16": 2.0 ** -7}
+ATOL = {"f32": 1e-6, "f16": 2.0 ** -14, "i32": 0, "bf16": 2.0 ** -120}
+FLOATS = ("f32", "f16", "bf16")
+# Element types beyond f32, f16 and i32 that programs may use (--dtypes): empty by default, so
+# that a seed and index give the same program as before the option existed.
+EXTRA_DTYPES = []
 FLOAT_LITS = [0.5, 2.0, 1.5, 0.25, 3.0, 1.0, 0.125, 10.0]
 INT_LITS = [1, 2, 3, 5, 7, 100]
 
@@ -309,8 +313,31 @@ class Val:
         self.frag = np.zeros(v.shape, bool) if frag is None else frag
 
 
+def bf16_bits(x):
+    """float64 values rounded to bf16 (to nearest even, one rounding: through f32 rounded to
+    odd), as uint16 bits."""
+    with np.errstate(all="ignore"):
+        x = np.asarray(x, np.float64)
+        f = x.astype(np.float32)
+        back = f.astype(np.float64)
+        b = f.reshape(-1).view(np.uint32).reshape(f.shape).astype(np.int64)
+        inexact = (back != x) & ~np.isnan(x)
+        b = np.where(inexact & (np.abs(back) > np.abs(x)), b - 1, b)
+        b = np.where(inexact, b | 1, b)
+        r = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) & 0xFFFF
+        return np.where(np.isnan(x), 0x7FC0, r).astype(np.uint16)
+
+
+def bf16_value(bits):
+    b = np.asarray(bits).astype(np.uint32)
+    w = (b << np.uint32(16)).astype(np.uint32).reshape(-1)
+    return w.view(np.float32).reshape(b.shape).astype(np.float64)
+
+
 def rnd(x, dt):
     with np.errstate(all="ignore"):
+        if dt == "bf16":
+            return bf16_value(bf16_bits(x))
         if dt == "f32":
             return np.asarray(x, np.float64).astype(np.float32).astype(np.float64)
         if dt == "f16":
@@ -710,7 +737,7 @@ def gen_layout_constraints(rng, p, dims, wave_size=64):
 
 
 def new_inputs_dtype(rng):
-    return rng.choice(["f32", "f32", "f16", "f16", "i32"])
+    return rng.choice(["f32", "f32", "f16", "f16", "i32"] + EXTRA_DTYPES * 2)
 
 
 class TreeGen:
@@ -775,7 +802,7 @@ class TreeGen:
                 return ("un", fn, a)
             if r < 0.8:
                 return self.select(dt, depth)
-            src = rng.choice([x for x in ("f32", "f16", "i32") if x != dt])
+            src = rng.choice([x for x in ["f32", "f16", "i32"] + EXTRA_DTYPES if x != dt])
             return ("cast", self.tree(src, depth - 1), dt)
         # i32
         if r < 0.5:
@@ -792,13 +819,13 @@ class TreeGen:
             return ("un", rng.choice(["abs", "neg"]), self.tree(dt, depth - 1))
         if r < 0.75:
             return self.select(dt, depth)
-        src = rng.choice(["f32", "f16"])
+        src = rng.choice(["f32", "f16"] + EXTRA_DTYPES)
         x = self.tree(src, depth - 1)
         return ("cast", ("bin", "*", x, ("lit", rng.choice([10.0, 100.0]))), dt)
 
     def select(self, dt, depth):
         rng = self.rng
-        ct = rng.choice(["f32", "f16", "i32"])
+        ct = rng.choice(["f32", "f16", "i32"] + EXTRA_DTYPES)
         a = self.tree(ct, depth - 1)
         b = ("lit", rng.choice(FLOAT_LITS if ct in FLOATS else INT_LITS)) \
             if rng.random() < 0.5 else self.tree(ct, depth - 1)
@@ -870,7 +897,7 @@ def gen_reduce(rng):
         if rng.random() < 0.3:
             p.static.add(d)
     cap_sizes(rng, p)
-    dt = rng.choice(["f32", "f32", "f16", "i32"])
+    dt = rng.choice(["f32", "f32", "f16", "i32"] + EXTRA_DTYPES)
     p.tensors = [Tensor("x", names, dt)]
     kind = rng.choice(["sum", "sum", "max", "min"])
     tg = TreeGen(rng, p, names, None)
@@ -948,7 +975,7 @@ def gen_mapping(rng):
     p = Prog("mapping")
     kind = rng.choice(["shift_read", "shift_write", "transpose_read", "stride_read"])
     two = rng.random() < 0.7
-    dt = rng.choice(["f32", "f16", "i32"])
+    dt = rng.choice(["f32", "f16", "i32"] + EXTRA_DTYPES)
     reg = ["M", "N"] if two else ["N"]
     mem = ["M", "K"] if two else ["K"]
     for d in reg + ["K"]:
@@ -1014,8 +1041,9 @@ def gen_gemm(rng):
             p.static.add(d)
     sp = rng.choice(["global", "shared"])
     bkn = rng.random() < 0.2
-    p.tensors = [Tensor("a", ["M", "K"], "f16", sp),
-                 Tensor("b", ["K", "N"] if bkn else ["N", "K"], "f16", sp)]
+    idt = rng.choice(["f16"] + EXTRA_DTYPES) if EXTRA_DTYPES else "f16"
+    p.tensors = [Tensor("a", ["M", "K"], idt, sp),
+                 Tensor("b", ["K", "N"] if bkn else ["N", "K"], idt, sp)]
     odt = rng.choice(["f32", "f32", "f16"])
     p.tensors.append(Tensor("c", ["M", "N"], odt, out=True))
     epi = ("var", "result")
@@ -1119,7 +1147,10 @@ def make_inputs(p):
     data = {}
     for t in p.tensors:
         shape = [p.dims[d] for d in t.dims]
-        if t.out:
+        if t.dtype == "bf16":
+            v = np.full(shape, SENTINEL[t.dtype]) if t.out else rs.uniform(-1, 1, shape)
+            data[t.name] = bf16_bits(v)
+        elif t.out:
             data[t.name] = np.full(shape, SENTINEL[t.dtype], NP_DTYPE[t.dtype])
         elif t.dtype in FLOATS:
             data[t.name] = rs.uniform(-1, 1, shape).astype(NP_DTYPE[t.dtype])
@@ -1207,9 +1238,15 @@ def write_case(p, d):
     return data, args
 
 
+def values(a, dtype):
+    """The values of a tensor as stored in its .npy file (bf16: its bits)."""
+    if dtype == "bf16":
+        return bf16_value(a)
+    return a.astype(np.float64 if dtype in FLOATS else np.int64)
+
+
 def load_out(path, t):
-    a = np.load(path)
-    return a.astype(np.float64 if t.dtype in FLOATS else np.int64)
+    return values(np.load(path), t.dtype)
 
 
 def compare(p, expected, got_dir):
@@ -1281,7 +1318,7 @@ def run_program(runner, p, targets, workdir, index=0):
             res.detail.append(f"wavec --check refused: {ids[:3] or out[-300:]}")
             res.signature = ("invalid",) + tuple(sorted(set(ids))[:2])
             return res
-        expected = Oracle(p, data).run()
+        expected = Oracle(p, {t.name: values(data[t.name], t.dtype) for t in p.tensors}).run()
         sides = [("reference", ["--reference", "--target=gfx942"])] + \
                 [(t, [f"--device=emu:{t}"]) for t in targets]
         crashes, refusals = [], []
@@ -1399,7 +1436,7 @@ def candidates(p):
     # Replace a subexpression by a read (cast when needed) of an input of its dims.
     for si, st, path, sub, (dt, dims) in written_subexprs(p):
         for t in p.tensors:
-            if t.out or t.dims != dims or dt not in ("f32", "f16", "i32"):
+            if t.out or t.dims != dims or dt not in ["f32", "f16", "i32"] + EXTRA_DTYPES:
                 continue
             r = ("read", t.name, None, None)
             new = r if t.dtype == dt else ("cast", r, dt)
@@ -1566,6 +1603,9 @@ def main(argv=None):
     ap.add_argument("--start", type=int, default=0, help="first program index")
     ap.add_argument("--targets", nargs="+", default=ALL_TARGETS)
     ap.add_argument("--families", nargs="+", default=ALL_FAMILIES)
+    ap.add_argument("--dtypes", nargs="*", default=[], choices=["bf16"],
+                    help="element types programs may use besides f32, f16 and i32 (a seed and "
+                    "index name another program with them)")
     ap.add_argument("--out", default=None, help="directory for minimized findings")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per wave-run call")
@@ -1579,6 +1619,7 @@ def main(argv=None):
     ap.add_argument("--print", dest="print_index", type=int, default=None,
                     help="print program INDEX of the seed and its run line, run nothing")
     a = ap.parse_args(argv)
+    EXTRA_DTYPES[:] = a.dtypes
     for t in a.targets:
         if t not in ALL_TARGETS:
             ap.error(f"unknown target {t} (emulated targets: {' '.join(ALL_TARGETS)})")
@@ -1681,12 +1722,14 @@ def main(argv=None):
                     q, qr = minimize(runner, r.prog, r, a.targets, workdir, a.minimize_budget)
                     name = f"fuzz_s{a.seed}_p{r.index}_{r.prog.family}"
                     d = save_finding(a.out, name, q, qr, a.targets,
-                                     f"--seed {a.seed} program {r.index}")
+                                     f"--seed {a.seed} program {r.index}" +
+                                     "".join(f" --dtypes {x}" for x in a.dtypes))
                     findings.append(d)
                     print(f"  -> {d}/{name}.wave", flush=True)
         span = (f"{a.start}..{results[-1].index}" if results else "none")
         print(f"\nwave-fuzz seed {a.seed}, programs {span}, targets "
-              f"{' '.join(a.targets)}, {time.time() - t0:.0f} s")
+              f"{' '.join(a.targets)}"
+              + "".join(f", dtypes +{x}" for x in a.dtypes) + f", {time.time() - t0:.0f} s")
         for f_, c in sorted(fam.items()):
             print(f"  {f_:12s} " + ", ".join(f"{k} {v}" for k, v in sorted(c.items())))
         print("  signatures:")

@@ -536,6 +536,8 @@ std::string KernelEmitter::castValue(const std::string &x, ScalarType inT, Scala
   std::string opName;
   if (mlirType(inT) == mlirType(to))
     return x;
+  if (fl && isFloat(to) && wi == wo) // f16 <-> bf16: exactly to f32, then one rounding
+    return castValue(castValue(x, inT, ScalarType::F32, e), ScalarType::F32, to, e);
   if (fl && isFloat(to))
     opName = wo > wi ? "arith.extf" : "arith.truncf";
   else if (fl)
