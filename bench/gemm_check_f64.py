@@ -19,7 +19,10 @@ import torch
 from wave_bench import open_runtime
 
 SHAPES = [(4096, 4096, 4096), (4095, 4097, 4000), (1, 1, 264), (129, 67, 520), (300, 77, 264),
-          (1, 257, 4000), (257, 1, 328), (128, 256, 264)]
+          (1, 257, 4000), (257, 1, 328), (128, 256, 264),
+          # persistent tiles: more tiles than SMs with a K trip count that is not a multiple of
+          # the ring's 4 buffers (the phases go on across tiles), and a partial group
+          (2000, 3000, 264), (1000, 5000, 328), (3000, 1000, 1032)]
 
 
 def main():

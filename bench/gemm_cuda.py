@@ -11,7 +11,9 @@ NaN; C = A·Bᵀ (f32) by the variant, checked against torch in f32 (TF32 off) b
 batches of back-to-back launches, each batch between synchronizations) and printed as TFLOP/s. --quick times a few launches only (for a profiler run). --rounds R (default
 1) times torch and every variant R times in turn, interleaved, and reports per variant the
 median time and the median of the per-round ratios (cuBLAS's speed drifts with the card's
-clocks and temperature between runs; interleaving compares like with like).
+clocks and temperature between runs; interleaving compares like with like). With a bf16
+variant, torch.matmul is timed in bf16 too (same data rounded to bf16, in the same rounds), and
+the bf16 variants' ratios are against it.
 """
 import ctypes
 import statistics
@@ -81,6 +83,8 @@ def main():
 
         tsync = torch.cuda.synchronize
         torch_fn = lambda: torch.matmul(a16, b16.t())  # noqa: E731
+        torch_bf = lambda: torch.matmul(abf, bbf.t())  # noqa: E731
+        any_bf = any(dtype == torch.bfloat16 for _, _, dtype in variants)
         timed = []  # (name, launch, sync, rel text, good)
         for name, lib, dtype in variants:
             a, b, ref = (a16, b16, ref16) if dtype == torch.float16 else (abf, bbf, refbf)
@@ -104,21 +108,32 @@ def main():
             ok &= good
             timed.append((name, launch, wsync, f"{rel:.2e}{'' if nan == 0 else f' NaN {nan}'}",
                           good))
-        t_torch, t_var = [], {name: [] for name, *_ in timed}
+        t_torch, t_tbf, t_var = [], [], {name: [] for name, *_ in timed}
         for _ in range(rounds):
             t_torch.append(bench(torch_fn, tsync))
+            if any_bf:
+                t_tbf.append(bench(torch_bf, tsync))
             for name, launch, wsync, _, _ in timed:
                 t_var[name].append(bench(launch, wsync))
         tt = statistics.median(t_torch)
         rows.append((f"{M}x{N}x{K}", "torch.matmul", tt, flop / tt / 1e12, "", ""))
+        if any_bf:
+            tb = statistics.median(t_tbf)
+            rows.append((f"{M}x{N}x{K}", "torch.matmul bf16", tb, flop / tb / 1e12, "",
+                         f"{statistics.median(x / y for x, y in zip(t_torch, t_tbf)):.2f}x"))
+        bf_names = {name for name, _, dtype in variants if dtype == torch.bfloat16}
         for name, _, _, rel, good in timed:
             t = statistics.median(t_var[name])
-            ratio = statistics.median(x / y for x, y in zip(t_torch, t_var[name]))
+            base = t_tbf if name in bf_names else t_torch
+            ratio = statistics.median(x / y for x, y in zip(base, t_var[name]))
             rows.append((f"{M}x{N}x{K}", name, t, flop / t / 1e12, rel,
                          f"{ratio:.2f}x" + ("" if good else " WRONG")))
         if rounds > 1:
             per = ", ".join(f"{flop / x / 1e12:.0f}" for x in t_torch)
             print(f"{M}x{N}x{K}: torch.matmul per round: {per} TFLOP/s")
+            if any_bf:
+                per = ", ".join(f"{flop / x / 1e12:.0f}" for x in t_tbf)
+                print(f"{M}x{N}x{K}: torch.matmul bf16 per round: {per} TFLOP/s")
             for name, *_ in timed:
                 per = ", ".join(f"{flop / x / 1e12:.0f}" for x in t_var[name])
                 print(f"{M}x{N}x{K}: {name} per round: {per} TFLOP/s")

@@ -55,6 +55,10 @@ struct KernelResources {
   // Threads the launch adds after the distribution's block along axis 0 (a warp-specialized
   // kernel's producer warpgroup, KernelPlan::specialization); 0: none.
   int64_t producerThreads = 0;
+  // Persistent tiles (WarpSpecialization::perSM): the launch runs at most this many workgroups
+  // per SM (grid axis 0 clamped to it times the SM count), each walking the grid's tiles; 0:
+  // one tile per workgroup.
+  int64_t persistentPerSM = 0;
 };
 
 struct CodegenOptions {

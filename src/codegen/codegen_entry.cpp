@@ -14,12 +14,12 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
               EmuImageResult *emu) {
   std::map<std::string, int64_t> dynamicShared;
   std::map<std::string, std::vector<TensorMapArg>> tensorMaps;
-  std::map<std::string, int64_t> producerThreads;
+  std::map<std::string, int64_t> producerThreads, persistentPerSM;
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::string> mlir = emitMlir(kernels, target, diags, options.insertBarriers,
                                              &dynamicShared, &options.dumpPasses,
                                              options.passDumps, &tensorMaps,
-                                             &producerThreads);
+                                             &producerThreads, &persistentPerSM);
   if (options.timings)
     options.timings->push_back(
         {"plan and emit", std::chrono::duration<double, std::milli>(
@@ -36,6 +36,8 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
         r.tensorMaps = it->second;
       if (auto it = producerThreads.find(r.name); it != producerThreads.end())
         r.producerThreads = it->second;
+      if (auto it = persistentPerSM.find(r.name); it != persistentPerSM.end())
+        r.persistentPerSM = it->second;
     }
   return true;
 }

@@ -181,15 +181,16 @@ struct Geometry {
   std::vector<TensorMapArg> maps; // TMA tensor maps after the ABI's arguments
   std::vector<std::string> targets;
   uint32_t producers = 0; // a warp-specialized kernel's producer threads after the block
+  uint32_t perSM = 0;     // persistent tiles: workgroups per SM (the grid clamped at launch)
   uint32_t block0() const { return dist->block[0] + producers; }
   std::string key() const {
     std::string m;
     for (const TensorMapArg &t : maps)
       m += fmt::format(" {}:{}:{}:{}:{}", t.param, static_cast<int>(t.dtype), t.boxRows,
                        t.boxCols, t.swizzleBytes);
-    return fmt::format("{} {} {} {} {} {} {} {}{}", block0(), dist->block[1],
+    return fmt::format("{} {} {} {} {} {} {} {}{} p{}", block0(), dist->block[1],
                        dist->block[2], dist->grid[0].str(), dist->grid[1].str(),
-                       dist->grid[2].str(), dynamicShared, sharedBytes, m);
+                       dist->grid[2].str(), dynamicShared, sharedBytes, m, perSM);
   }
   std::string targetList() const {
     std::string t;
@@ -215,6 +216,8 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
       x.maps = hk.tensorMaps[obj.variant];
     if (obj.variant < hk.producerThreads.size() && !emu)
       x.producers = hk.producerThreads[obj.variant];
+    if (obj.variant < hk.persistentPerSM.size() && !emu)
+      x.perSM = hk.persistentPerSM[obj.variant];
     size_t g = 0;
     while (g < geometries.size() && geometries[g].key() != x.key())
       ++g;
@@ -446,6 +449,8 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     out += fmt::format("  const uint32_t block[3] = {{{}, {}, {}}};\n", geometries[0].block0(),
                        g0->block[1], g0->block[2]);
     out += fmt::format("  const uint32_t shared = {};\n", geometries[0].dynamicShared);
+    if (geometries[0].perSM > 0)
+      out += fmt::format("  const uint32_t persistent = {};\n", geometries[0].perSM);
   } else {
     // The geometry follows the code object the runtime picks for the device.
     out += select;
@@ -457,16 +462,22 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
     for (size_t g : geometryOf)
       table += (table.empty() ? "" : ", ") + std::to_string(g);
     out += fmt::format("  static const unsigned char geometry[] = {{{}}};\n", table);
-    out += "  int64_t grid0, grid1, grid2;\n  uint32_t block[3], shared;\n"
-           "  switch (geometry[object]) {\n";
+    bool anyPersistent = false;
+    for (const Geometry &g : geometries)
+      anyPersistent |= g.perSM > 0;
+    out += std::string("  int64_t grid0, grid1, grid2;\n  uint32_t block[3], shared") +
+           (anyPersistent ? ", persistent = 0" : "") + ";\n  switch (geometry[object]) {\n";
     for (size_t g = 0; g < geometries.size(); ++g) {
       const Distribution *x = geometries[g].dist;
       out += g + 1 == geometries.size() ? "  default:\n" : fmt::format("  case {}:\n", g);
       out += gridOf(x, "    ");
       out += fmt::format("    block[0] = {};\n    block[1] = {};\n    block[2] = {};\n"
-                         "    shared = {};\n    break;\n",
+                         "    shared = {};\n",
                          geometries[g].block0(), x->block[1], x->block[2],
                          geometries[g].dynamicShared);
+      if (geometries[g].perSM > 0)
+        out += fmt::format("    persistent = {};\n", geometries[g].perSM);
+      out += "    break;\n";
     }
     out += "  }\n";
     out += "  if (grid0 == 0 || grid1 == 0 || grid2 == 0)\n    return WAVE_SUCCESS; /* nothing to do */\n";
@@ -475,6 +486,20 @@ void emitLaunch(std::string &out, const HostKernel &hk, const KernelAbi &abi,
                      "grid1 > UINT32_MAX || grid2 > UINT32_MAX)\n    return wave_fail("
                      "WAVE_ERROR_INVALID_ARGUMENT, \"{}_launch: grid [%lld, %lld, %lld] is out "
                      "of range\", (long long)grid0, (long long)grid1, (long long)grid2);\n", n);
+  bool persistent = false;
+  for (const Geometry &g : geometries)
+    persistent |= g.perSM > 0;
+  if (persistent)
+    // Persistent tiles (KernelPlan::specialization): at most `persistent` workgroups per SM,
+    // each walking the grid's tiles; the kernel takes the tile count from the sizes.
+    out += "  if (persistent > 0) { /* persistent tiles: a workgroup per SM walks the tiles */\n"
+           "    wave_device_info_t info;\n"
+           "    st = wave_device_info(device, &info);\n"
+           "    if (st != WAVE_SUCCESS)\n      return st;\n"
+           "    const uint64_t tiles = (uint64_t)grid0 * (uint64_t)grid1 * (uint64_t)grid2;\n"
+           "    const uint64_t most = (uint64_t)info.multiprocessor_count * persistent;\n"
+           "    grid0 = (int64_t)(most > 0 && tiles > most ? most : tiles);\n"
+           "    grid1 = 1;\n    grid2 = 1;\n  }\n";
   size_t maxMaps = 0;
   for (const Geometry &g : geometries)
     maxMaps = std::max(maxMaps, g.maps.size());

@@ -45,6 +45,10 @@ struct HostKernel {
   // distribution's block along axis 0 (a warp-specialized kernel's producer warpgroup); empty
   // = none.
   std::vector<uint32_t> producerThreads = {};
+  // Per compiled target (parallel to `variants`), the workgroups per SM of a kernel with
+  // persistent tiles: the launch clamps grid axis 0 to that times the device's SM count
+  // (wave_device_info) and axes 1 and 2 to 1; empty or 0 = the grid as it is.
+  std::vector<uint32_t> persistentPerSM = {};
 };
 
 struct HostApiOptions {

@@ -321,6 +321,80 @@ void KernelEmitter::remapWorkgroups() {
   symbols_["$WG1"] = "%wg_ry";
 }
 
+// The ids of output tile `lin` (an index SSA value, 0 .. tiles - 1) in the raster order of
+// remapWorkgroups (the launch order's linear id is y * grid0 + x), bound to $WG0 and $WG1.
+void KernelEmitter::tileIds(const std::string &lin) {
+  const std::string gx = lowerIndex(d_.grid[0]);
+  const int64_t g = plan_.raster.group;
+  if (g <= 0) {
+    symbols_["$WG0"] = binop("remui", lin, gx);
+    symbols_["$WG1"] = binop("divui", lin, gx);
+    return;
+  }
+  const std::string gy = lowerIndex(d_.grid[1]);
+  const std::string span = binop("muli", constIndex(g), gy);
+  const std::string first = binop("muli", binop("divui", lin, span), constIndex(g));
+  const std::string size = binop("minui", binop("subi", gx, first), constIndex(g));
+  const std::string in = binop("remui", lin, span);
+  symbols_["$WG0"] = binop("addi", first, binop("remui", in, size));
+  symbols_["$WG1"] = binop("divui", in, size);
+}
+
+std::pair<const LoopSchedule *, const LoopInfo *> KernelEmitter::specializedLoop() const {
+  const LoopSchedule *s = nullptr;
+  for (const auto &[op, ls] : plan_.loops)
+    if (ls.specialized)
+      s = &ls;
+  const LoopInfo *li = nullptr;
+  if (s)
+    for (const auto &l : d_.loops)
+      if (l.dim == s->loop->dims[0])
+        li = &l;
+  return {s, li};
+}
+
+void KernelEmitter::persistentCount() {
+  persistTiles_ = lowerIndex(d_.grid[0] * d_.grid[1]);
+  head_ << "      %pt_stride = gpu.grid_dim x\n";
+  persistStride_ = "%pt_stride";
+}
+
+void KernelEmitter::persistentOpen(bool marked) {
+  PersistSaved saved{symbols_.at("$WG0"), symbols_.at("$WG1"), indent_, exprCache_};
+  persistSaved_.push_back(saved);
+  const std::string tile = "%ptile" + std::to_string(next_++);
+  {
+    SyncItem savedSync = lds_;
+    if (marked)
+      lds_ = {SyncItem::LoopBegin, -1};
+    line("scf.for " + tile + " = " + symbols_.at("$WG0") + " to " + persistTiles_ + " step " +
+         persistStride_ + " {");
+    lds_ = savedSync;
+  }
+  indent_ += "  ";
+  exprCache_.clear(); // entries over $WG0/$WG1 name the ids of before
+  const LoopInfo *li = specializedLoop().second;
+  const std::string done =
+      binop("divui", binop("subi", tile, saved.wg0), persistStride_); // this one's tiles so far
+  persistBase_ = binop("muli", done, li ? lowerIndex(li->tripCount) : constIndex(0));
+  tileIds(tile);
+}
+
+void KernelEmitter::persistentClose(bool marked) {
+  const PersistSaved saved = persistSaved_.back();
+  persistSaved_.pop_back();
+  indent_ = saved.indent;
+  exprCache_ = saved.cache;
+  symbols_["$WG0"] = saved.wg0;
+  symbols_["$WG1"] = saved.wg1;
+  persistBase_.clear();
+  SyncItem savedSync = lds_;
+  if (marked)
+    lds_ = {SyncItem::LoopEnd, -1};
+  line("}");
+  lds_ = savedSync;
+}
+
 bool KernelEmitter::emit(std::ostream &os) {
   // Signature: memory pointers and scalars in parameter order, then dynamic symbols as i64.
   std::string sig;
@@ -366,15 +440,23 @@ bool KernelEmitter::emit(std::ostream &os) {
   PlanContext plan{k_, d_, target_, facts_, *this, plan_};
   if (!planKernel(plan, [&](const char *pass) { dumpPlan({pass}); }))
     return false;
-  remapWorkgroups();
+  const bool persistent = plan_.specialization.perSM > 0;
+  if (!persistent) // persistent tiles take their ids in the raster order per tile (tileIds)
+    remapWorkgroups();
   tensorMapArguments(arg);
   planScratchTiles();
   lower_->barrierThreads = 0;
+  if (persistent)
+    persistentCount();
   if (plan_.specialization.producerThreads > 0 && !warpSpecializedProducer())
     return false;
+  if (persistent)
+    persistentOpen(true);
   for (const auto &op : k_.body.ops)
     if (!emitOp(*op))
       return false;
+  if (persistent)
+    persistentClose(true);
   if (failed_)
     return false;
   if (dumps_ && dumps_->wants("carried-shapes"))
@@ -467,7 +549,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const std::vector<std::string> *dumpPasses,
                                     std::vector<std::pair<std::string, std::string>> *passDumps,
                                     std::map<std::string, std::vector<TensorMapArg>> *tensorMaps,
-                                    std::map<std::string, int64_t> *producerThreads) {
+                                    std::map<std::string, int64_t> *producerThreads,
+                                    std::map<std::string, int64_t> *persistentPerSM) {
   codegen::detail::PassDumps dumps;
   if (dumpPasses)
     dumps.wanted = *dumpPasses;
@@ -487,6 +570,8 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
         (*tensorMaps)[ck.kernel->name] = e.tensorMaps();
       if (producerThreads && e.producerThreads() > 0)
         (*producerThreads)[ck.kernel->name] = e.producerThreads();
+      if (persistentPerSM && e.persistentPerSM() > 0)
+        (*persistentPerSM)[ck.kernel->name] = e.persistentPerSM();
     }
   }
   os << "  }\n}\n";

@@ -27,7 +27,8 @@ namespace wave {
 // ldsOptInBytes), the bytes of dynamic shared memory its launches must request: its arena is
 // then an external, unsized array (`.extern .shared` in PTX). `producerThreads` receives, per
 // warp-specialized kernel, the threads its launch adds after the distribution's block (its
-// producer warpgroup: KernelPlan::specialization).
+// producer warpgroup: KernelPlan::specialization). `persistentPerSM` receives, per kernel with
+// persistent tiles (WarpSpecialization::perSM), the workgroups per SM its launch runs.
 std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                     const TargetInfo &target, DiagnosticEngine &diags,
                                     bool insertBarriers = true,
@@ -37,6 +38,7 @@ std::optional<std::string> emitMlir(const std::vector<CodegenKernel> &kernels,
                                         nullptr,
                                     std::map<std::string, std::vector<TensorMapArg>> *tensorMaps =
                                         nullptr,
-                                    std::map<std::string, int64_t> *producerThreads = nullptr);
+                                    std::map<std::string, int64_t> *producerThreads = nullptr,
+                                    std::map<std::string, int64_t> *persistentPerSM = nullptr);
 
 } // namespace wave

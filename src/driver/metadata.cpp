@@ -69,16 +69,20 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
     out += i ? ",\n    {\n" : "\n    {\n";
     out += "      \"name\": " + jsonString(k.name) + ",\n";
     out += fmt::format("      \"wave_size\": {},\n", d.waveSize);
-    int64_t producers = 0; // a warp-specialized kernel's producer warpgroup, after the block
+    int64_t producers = 0, perSM = 0; // a warp-specialized kernel's producer warpgroup
     for (const auto &candidate : resources)
-      if (candidate.name == k.name)
+      if (candidate.name == k.name) {
         producers = candidate.producerThreads;
+        perSM = candidate.persistentPerSM;
+      }
     out += fmt::format("      \"block\": [{}, {}, {}],\n", d.block[0] + producers, d.block[1],
                        d.block[2]);
     out += fmt::format("      \"waves_per_block\": [{}, {}, {}],\n", d.wavesPerBlock[0],
                        d.wavesPerBlock[1], d.wavesPerBlock[2]);
     out += "      \"grid\": " +
            stringArray({d.grid[0].str(), d.grid[1].str(), d.grid[2].str()}) + ",\n";
+    if (perSM > 0) // the launch runs min(tiles, perSM x SMs) workgroups along axis 0
+      out += fmt::format("      \"persistent_workgroups_per_sm\": {},\n", perSM);
     KernelResources r;
     for (const auto &candidate : resources)
       if (candidate.name == k.name)

@@ -168,7 +168,7 @@ std::string fileIdentity(const std::string &path) {
 // changes the output must be part of it.
 std::string cacheKey(const DriverOptions &opts, const std::string &target,
                      const std::string &source, CodegenOutput output, bool withEmu) {
-  std::string k = "wavec-cache-key 3\n";
+  std::string k = "wavec-cache-key 4\n";
   k += "version " WAVEC_VERSION "\n";
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -210,7 +210,8 @@ std::string resourcesText(const std::vector<KernelResources> &resources) {
       maps += (maps.empty() ? "" : ",") + std::to_string(m.param) + ":" +
               std::to_string(static_cast<int>(m.dtype)) + ":" + std::to_string(m.boxRows) +
               ":" + std::to_string(m.boxCols) + ":" + std::to_string(m.swizzleBytes);
-    out += (maps.empty() ? "-" : maps) + " " + std::to_string(r.producerThreads) + "\n";
+    out += (maps.empty() ? "-" : maps) + " " + std::to_string(r.producerThreads) + " " +
+           std::to_string(r.persistentPerSM) + "\n";
   }
   return out;
 }
@@ -224,7 +225,7 @@ bool parseResources(const std::string &text, std::vector<KernelResources> &out) 
     std::string loops, maps;
     if (!(fields >> r.name >> r.sharedBytes >> r.registers >> r.agprs >> r.sgprs >>
           r.scratchBytes >> r.spills >> r.dynamicSharedBytes >> loops >> maps >>
-          r.producerThreads))
+          r.producerThreads >> r.persistentPerSM))
       return false;
     if (maps != "-") {
       std::istringstream list(maps);
@@ -677,14 +678,16 @@ bool addHostApi(const DriverOptions &opts, const std::vector<TargetRun> &compile
       hk.variants.push_back(c.codegenKernels[k].dist);
       uint64_t dynamic = 0, shared = 0;
       std::vector<TensorMapArg> maps;
-      int64_t producers = 0;
+      int64_t producers = 0, perSM = 0;
       for (const KernelResources &r : c.resources)
         if (r.name == hk.kernel->name) {
           dynamic = static_cast<uint64_t>(r.dynamicSharedBytes);
           shared = static_cast<uint64_t>(std::max<int64_t>(r.sharedBytes, 0)) + dynamic;
           maps = r.tensorMaps;
           producers = r.producerThreads;
+          perSM = r.persistentPerSM;
         }
+      hk.persistentPerSM.push_back(static_cast<uint32_t>(perSM));
       hk.producerThreads.push_back(static_cast<uint32_t>(producers));
       hk.tensorMaps.push_back(maps);
       hk.dynamicShared.push_back(dynamic);

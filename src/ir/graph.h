@@ -178,6 +178,10 @@ struct HardwareConstraint {
   // warp_specialize = 0 turns off the warp-specialized TMA pipeline the schedule pass would
   // choose (docs/language.md 12); 1 (the default) leaves the choice to the compiler.
   bool warpSpecialize = true;
+  // persistent = 1 asks for persistent tiles in a warp-specialized TMA GEMM (one workgroup per
+  // SM walking the output tiles, docs/language.md 12); 0 (the default: measured no faster on
+  // the H100, docs/performance.md) keeps one output tile per workgroup.
+  bool persistent = false;
   SourceRange loc;
 };
 

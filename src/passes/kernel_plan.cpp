@@ -226,7 +226,9 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
       out += "  workgroup order: groups of " + std::to_string(r.group) +
              " workgroups along grid axis 0, each down all of axis 1 (tiles " +
              std::to_string(r.tiles[0]) + " x " + std::to_string(r.tiles[1]) + ", " +
-             std::to_string(r.resident) + " resident), ids remapped at the kernel's start\n";
+             std::to_string(r.resident) + " resident), ids remapped " +
+             (plan.specialization.perSM > 0 ? "per output tile" : "at the kernel's start") +
+             "\n";
     const WarpSpecialization &w = plan.specialization;
     if (w.producerThreads > 0)
       out += "  warp-specialized: a producer warpgroup of " + std::to_string(w.producerThreads) +
@@ -237,6 +239,10 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
                                         ", consumers " + std::to_string(w.consumerRegisters)
                                   : std::string("not used")) +
              "\n";
+    if (w.perSM > 0)
+      out += "  persistent: " + std::to_string(w.perSM) +
+             " workgroup per SM walks the output tiles (grid clamped at launch to the SM count), "
+             "the next tile's copies overlapping this tile's epilogue\n";
     return out + printSchedule(kernel, plan);
   }
   return out + printSharedMemory(plan);

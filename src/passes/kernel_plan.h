@@ -160,6 +160,12 @@ struct RasterPlan {
 struct WarpSpecialization {
   int64_t producerThreads = 0;
   int producerRegisters = 0, consumerRegisters = 0;
+  // Persistent tiles (planWarpSpecialization): the launch runs at most `perSM` workgroups per
+  // multiprocessor (the stub clamps grid axis 0 to that times the device's SM count, axes 1
+  // and 2 to 1); each walks the output tiles t = block_id.x, t + grid_dim.x, ... of the grid
+  // the distribution gives (in the raster order), the producer running into the next tile's
+  // ring while the consumers store the last one. 0: one tile per workgroup.
+  int64_t perSM = 0;
 };
 struct KernelPlan {
   std::vector<SharedTile> tiles;
@@ -252,7 +258,9 @@ void planRaster(PlanContext &c);
 // schedule.cpp, after planRaster: warp specialization (KernelPlan::specialization,
 // LoopSchedule::specialized) of the kernel's one TMA loop, when it is a top-level op of the
 // kernel, the block is one axis of whole warpgroups with room for one more, and the kernel
-// does not turn it off (`hardware(..., warp_specialize = 0)`).
+// does not turn it off (`hardware(..., warp_specialize = 0)`). Then persistent tiles
+// (WarpSpecialization::perSM) where the kernel asks for them (`hardware(..., persistent = 1)`)
+// and the grid has no axis 2.
 void planWarpSpecialization(PlanContext &c);
 // The group of the raster order for workgroup tiles of `tile0` x `tile1` rows of the two
 // operands and `resident` workgroups running at once: the power of two from 2 to 64 that

@@ -295,6 +295,14 @@ void planWarpSpecialization(PlanContext &c) {
   w.consumerRegisters = up > atLaunch ? static_cast<int>(up) : 0;
   if (w.consumerRegisters == 0)
     w.producerRegisters = 0;
+  // Persistent tiles, where the kernel asks for them (`hardware(persistent = 1)`; not the
+  // default: on the H100 they measured within -5 % .. +3 % of one tile per workgroup,
+  // docs/performance.md): one workgroup per SM (setmaxnreg hands the consumers the register
+  // file a workgroup of these threads leaves, so a second would not fit), each walking the
+  // tiles of grid axes 0 and 1 in the raster order. The ring's phases continue across tiles.
+  auto grid2 = c.dist.grid[2].asInteger();
+  if (c.kernel.hardware.persistent && grid2 && *grid2 == 1)
+    w.perSM = 1;
   c.plan.specialization = w;
 }
 

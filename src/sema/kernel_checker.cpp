@@ -304,7 +304,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"waves_per_block", false},
                            {"mma", false},
                            {"vector_shapes", false},
-                           {"warp_specialize", false}});
+                           {"warp_specialize", false},
+                           {"persistent", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -362,15 +363,22 @@ void KernelChecker::checkHardware(const ast::Call &c) {
     else
       hardwareMmaFailed = true;
   }
-  if (const ast::Expr *ws = (*args)[4]) {
+  // Flags of the schedule's choices (docs/language.md 12): 0 or 1.
+  auto flag = [&](size_t at, const char *what, bool &out) {
+    const ast::Expr *e = (*args)[at];
+    if (!e)
+      return;
     IndexContext ctx = indexContext();
-    auto v = S.toIndex(*ws, ctx);
+    auto v = S.toIndex(*e, ctx);
     auto c = v ? v->asInteger() : std::nullopt;
     if (v && (!c || (*c != 0 && *c != 1)))
-      diags.report(DiagId::ExpectedIntConstant, ws->range, {"warp_specialize (0 or 1)", v->str()});
+      diags.report(DiagId::ExpectedIntConstant, e->range,
+                   {std::string(what) + " (0 or 1)", v->str()});
     if (c)
-      kernel->hardware.warpSpecialize = *c != 0;
-  }
+      out = *c != 0;
+  };
+  flag(4, "warp_specialize", kernel->hardware.warpSpecialize);
+  flag(5, "persistent", kernel->hardware.persistent);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

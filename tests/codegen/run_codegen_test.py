@@ -527,6 +527,89 @@ def test_gemm_wgmma_wspec(a, tmp):
           "warp_specialize = 2 is refused", p.stderr.decode())
 
 
+def test_gemm_wgmma_persist(a, tmp):
+    # Persistent tiles (hardware(persistent = 1)) of the warp-specialized TMA GEMM of
+    # test_gemm_wgmma_wspec: the producer's first thread and the consumers walk the output tiles
+    # (block_id.x, stepping by grid_dim.x: %nctaid.x), the ring's count going on across tiles;
+    # the consumers release the last K tile's buffer after the loop (one more arrive than the
+    # loop's). Still one bar.sync, setmaxnreg 40/232, no spills; the stub clamps the grid to the
+    # SM count (wave_device_info) and the metadata says so. The default (no constraint) and
+    # warp_specialize = 0 keep one tile per workgroup; persistent = 2 is refused.
+    _, portable = gemm_sources(a)
+    text = open(portable).read().replace("    assume(K > BLOCK_K * 4);",
+                                         "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);")
+    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
+    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    on = "    assume(K % 8 == 0);\n    hardware(persistent = 1);"
+    for ty in ("f16", "bf16"):
+        src = os.path.join(tmp, f"persist_{ty}.wave")
+        open(src, "w").write(text.replace("f16]", ty + "]").replace("    assume(K % 8 == 0);", on))
+        name = f"{ty} persistent"
+        ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+        for needle in (tma, "mbarrier.try_wait.parity.shared::cta.b64", "setmaxnreg.dec.sync."
+                       "aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;",
+                       f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty}",
+                       ".maxntid 384, 1, 1", "exit;", "%nctaid.x"):
+            check(needle in ptx, f"{name}: {needle}", ptx[:3000])
+        check(ptx.count("bar.sync") == 1 and ptx.index("bar.sync") < ptx.index("setmaxnreg.dec"),
+              f"{name}: one bar.sync, after the init, none in the tile or K loops", ptx[:6000])
+        check(ptx.count("mbarrier.arrive.shared::cta.b64") >= 2,
+              f"{name}: the loop's release and the last tile's after it", ptx[:6000])
+        last = ptx.rindex("mbarrier.arrive.shared::cta.b64")
+        check(ptx.rindex("wgmma.wait_group.sync.aligned 0;") < last < ptx.rindex("st.global"),
+              f"{name}: the last release after the final wgmma wait, before the stores",
+              ptx[-6000:])
+        if os.access(PTXAS, os.X_OK):
+            out = os.path.join(tmp, "ps.ptx")
+            open(out, "w").write(ptx)
+            p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "ps.cubin")])
+            info = p.stderr.decode()
+            check("0 bytes spill stores" in info and "warning" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+        sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                     os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
+        check("persistent: 1 workgroup per SM walks the output tiles" in sched and
+              "ids remapped per output tile" in sched, f"{name}: the schedule dump says so", sched)
+    header, stub = os.path.join(tmp, "p.h"), os.path.join(tmp, "p.c")
+    run([a.wavec, src, "--target=sm_90a", "-o", os.path.join(tmp, "p.ptx"), "--header", header,
+         "--stub", stub] + tiles)
+    c = open(stub).read()
+    for needle in ("const uint32_t persistent = 1;", "st = wave_device_info(device, &info);",
+                   "(uint64_t)info.multiprocessor_count * persistent;",
+                   "grid0 = (int64_t)(most > 0 && tiles > most ? most : tiles);",
+                   "const uint32_t block[3] = {384, 1, 1};"):
+        check(needle in c, f"the stub: {needle}", c[-3000:])
+    check(c.index("grid1 > UINT32_MAX") < c.index("wave_device_info(device") <
+          c.index("wave_launch(device"), "the stub clamps the checked grid before the launch",
+          c[-3000:])
+    meta = json.loads(run([a.wavec, src, "--target=sm_90a", "--emit=metadata"] +
+                          tiles).stdout.decode())
+    k = meta["kernels"][0]
+    check(k.get("persistent_workgroups_per_sm") == 1 and k["block"] == [384, 1, 1],
+          "metadata: persistent_workgroups_per_sm 1, block [384, 1, 1]", str(k))
+    # The default and warp_specialize = 0: one output tile per workgroup.
+    plain = os.path.join(tmp, "plain.wave")
+    open(plain, "w").write(text)
+    nows = os.path.join(tmp, "nows.wave")
+    open(nows, "w").write(text.replace("    assume(K % 8 == 0);", on.replace(
+        "persistent = 1", "warp_specialize = 0, persistent = 1")))
+    for src, what in ((plain, "the default"), (nows, "warp_specialize = 0")):
+        run([a.wavec, src, "--target=sm_90a", "-o", os.path.join(tmp, "q.ptx"), "--header",
+             header, "--stub", stub] + tiles)
+        c = open(stub).read()
+        check("persistent" not in c and "wave_device_info" not in c,
+              f"{what}: the stub launches the grid as it is", c[-3000:])
+        meta = json.loads(run([a.wavec, src, "--target=sm_90a", "--emit=metadata"] +
+                              tiles).stdout.decode())
+        check("persistent_workgroups_per_sm" not in meta["kernels"][0],
+              f"{what}: no persistent tiles in the metadata", str(meta))
+    bad = os.path.join(tmp, "bad.wave")
+    open(bad, "w").write(text.replace("    assume(K % 8 == 0);", on.replace("= 1", "= 2")))
+    p = run([a.wavec, bad, "--target=sm_90a", "--check"] + tiles, ok=False)
+    check(p.returncode != 0 and b"persistent (0 or 1)" in p.stderr and
+          b"expected-int-constant" in p.stderr, "persistent = 2 is refused", p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")

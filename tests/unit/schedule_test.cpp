@@ -163,6 +163,34 @@ TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
   }
 }
 
+// Persistent tiles (WarpSpecialization::perSM) only where asked for (`hardware(persistent =
+// 1)`: not the default, measured no faster on the H100) and where warp specialization applies.
+TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {
+  const std::string base(kWgmmaGemm);
+  const size_t at = base.find("    wave(N, 256);\n");
+  ASSERT_NE(at, std::string::npos);
+  auto with = [&](const char *hw) {
+    return std::string(base).replace(at, 17, std::string("    wave(N, 256);\n    ") + hw + "\n");
+  };
+  const std::string on = with("hardware(persistent = 1);");
+  const std::string off = with("hardware(persistent = 0);");
+  const std::string noSpec = with("hardware(warp_specialize = 0, persistent = 1);");
+  const struct {
+    const char *src;
+    bool tensor;
+    int64_t perSM;
+  } cases[] = {{kWgmmaGemm, true, 0},   {on.c_str(), true, 1}, {off.c_str(), true, 0},
+               {noSpec.c_str(), true, 0}, {on.c_str(), false, 0}};
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = c.tensor;
+    plan(p, c.src, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok);
+    EXPECT_EQ(p.plan.specialization.perSM, c.perSM) << c.src;
+  }
+}
+
 // The workgroup order's model: g x tile0 + ceil(132 / g) x tile1 operand rows, least at
 // g = 16 for 128 x 256 tiles (2048 + 9 x 256 = 4352; 8: 5376, 32: 5376), a tie of 8 and 16
 // for square tiles (3200) taken at 8, and 8 for 256 x 128 (4224).

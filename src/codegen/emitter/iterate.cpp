@@ -173,7 +173,13 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
     for (const auto &[key, ssa] : s.stepZero[i].clones)
       s.stepZeroArgs[i][key] = iterArg(ssa, vecType(s.stepZero[i].dtype, s.stepZero[i].elems));
   // (The register prefetch's two buffers take IV & 1 instead, loopBufferIndices.)
-  s.stage = s.sched.async ? iterArg(constIndex(0), "index") : "";
+  // Persistent tiles: the ring's count goes on from the tiles this workgroup consumed before.
+  const bool goesOn = s.specialized && !persistBase_.empty();
+  s.stage = s.sched.async ? iterArg(goesOn ? binop("remui", persistBase_,
+                                                   constIndex(s.sched.stages))
+                                           : constIndex(0),
+                                    "index")
+                          : "";
   std::string head = "scf.for " + s.iv + " = " + constIndex(0) + " to " + s.trips + " step " +
                      constIndex(1);
   if (!s.args.empty()) {
@@ -371,7 +377,9 @@ bool KernelEmitter::loopBody(LoopState &s) {
       if (!s.specialized)
         tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
                  IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
-      tmaWait(s.bars, symbols_.at(stSym), s.iv, stages);
+      tmaWait(s.bars, symbols_.at(stSym),
+              s.specialized && !persistBase_.empty() ? binop("addi", persistBase_, s.iv) : s.iv,
+              stages);
     }
     // Reads of a multi-buffered tile use this iteration's buffer.
     if (stages > 1 && staged_.count(o.get())) {
@@ -440,6 +448,27 @@ void KernelEmitter::loopRelease(LoopState &s) {
   auto cache = exprCache_;
   indent_ += "  ";
   lower_->barrierArrive(tmaBarrier(s.empty, symbols_.at(wgKeep > 0 ? s.stPrevSym : s.stSym)));
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+}
+
+// Persistent tiles: after the loop's last wait, lane 0 of every consumer warp releases the
+// buffer of the loop's last tile (ring tile persistBase_ + trips - 1), which no iteration
+// released, so the producer can refill it for the next output tile.
+void KernelEmitter::loopReleaseLast(LoopState &s) {
+  const std::string lane = binop("remui", lowerIndex(IndexExpr::symbol("$T0")), constIndex(32));
+  std::string lead = fresh(), any = fresh(), cond = fresh();
+  line(lead + " = arith.cmpi eq, " + lane + ", " + constIndex(0) + " : index");
+  line(any + " = arith.cmpi sgt, " + s.trips + ", " + constIndex(0) + " : index");
+  line(cond + " = arith.andi " + lead + ", " + any + " : i1");
+  line("scf.if " + cond + " {");
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  std::string last = binop("subi", binop("addi", persistBase_, s.trips), constIndex(1));
+  lower_->barrierArrive(
+      tmaBarrier(s.empty, binop("remui", last, constIndex(s.sched.stages))));
   indent_ = saved;
   exprCache_ = cache;
   line("}");
@@ -524,6 +553,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
       line(w);
   if (s.wgOpen) // the last tile's products, before anything reads the accumulators
     lower_->warpgroupWait(0);
+  if (s.specialized && !persistBase_.empty())
+    loopReleaseLast(s);
   size_t j = 0;
   for (size_t i = 0; i < carried.size(); ++i) {
     RegVal r = carried[i];

@@ -139,6 +139,7 @@ public:
   // The TMA tensor maps the kernel takes after its ABI arguments (kernel_abi.h).
   const std::vector<TensorMapArg> &tensorMaps() const { return tensorMaps_; }
   int64_t producerThreads() const { return plan_.specialization.producerThreads; }
+  int64_t persistentPerSM() const { return plan_.specialization.perSM; }
 
 private:
   // ---- diagnostics ----
@@ -406,6 +407,7 @@ private:
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
   void loopRelease(LoopState &s); // warp-specialized: the consumers release a buffer
+  void loopReleaseLast(LoopState &s); // persistent tiles: the loop's last tile's buffer
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
   void loopStores(LoopState &s, size_t from, bool interleave);
   // The carried-shapes pass (carried_shapes.cpp): shapes of values without emitting them.
@@ -423,6 +425,26 @@ private:
   void planScratchTiles();
   // Rebinds $WG0/$WG1 to the plan's workgroup order (KernelPlan::raster), if it has one.
   void remapWorkgroups();
+  // Persistent tiles (WarpSpecialization::perSM; mlir_emitter.cpp). persistentCount, at the
+  // kernel's top level: the output tiles (the distribution's grid axes 0 x 1) and the launch's
+  // grid_dim.x. persistentOpen: `scf.for` over tiles t = block_id.x, t + grid_dim.x, ... below
+  // the count, $WG0/$WG1 bound to tile t's ids in the raster order (tileIds), and
+  // persistBase_ = the ring's tiles this workgroup consumed before (its tiles so far times the
+  // specialized loop's trip count), from which the loop's buffers and phases continue;
+  // `marked` puts LoopBegin/LoopEnd items around it for the barrier analysis (the consumers).
+  // persistentClose ends it and restores the symbols.
+  void persistentCount();
+  void persistentOpen(bool marked);
+  void persistentClose(bool marked);
+  void tileIds(const std::string &lin);
+  // The warp-specialized loop's schedule and loop info (null when the plan has none).
+  std::pair<const LoopSchedule *, const LoopInfo *> specializedLoop() const;
+  std::string persistTiles_, persistStride_, persistBase_;
+  struct PersistSaved {
+    std::string wg0, wg1, indent;
+    std::map<std::string, std::string> cache;
+  };
+  std::vector<PersistSaved> persistSaved_;
   void scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, ShapeMap &shapes);
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
   void planScanScratch(const ir::Op &op, const RegVal &x);
@@ -517,6 +539,7 @@ private:
   // barriers of the specialized loop, and the producer warpgroup's branch (its first thread
   // copies every tile of the loop into the ring, then the warpgroup exits); the consumers go on.
   bool warpSpecializedProducer();
+  void producerCopies(const LoopSchedule &s, const LoopInfo &li);
   std::string wsFull_, wsEmpty_; // the specialized loop's barriers
   // Every thread: waits for tile `iv` (an index SSA value) in buffer `stage` (its barrier).
   void tmaWait(const std::string &bars, const std::string &stage, const std::string &iv,

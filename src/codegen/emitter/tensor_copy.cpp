@@ -185,16 +185,9 @@ void KernelEmitter::tmaCopies(const std::vector<const ir::Op *> &staged, const I
 // among themselves (TargetLowering::barrierThreads).
 bool KernelEmitter::warpSpecializedProducer() {
   const WarpSpecialization &w = plan_.specialization;
-  const LoopSchedule *s = nullptr;
-  for (const auto &[op, ls] : plan_.loops)
-    if (ls.specialized)
-      s = &ls;
+  const auto [s, li] = specializedLoop();
   if (!s)
     return unsupported("a warp-specialized kernel without its loop (a wavec bug)", k_.loc);
-  const LoopInfo *li = nullptr;
-  for (const auto &l : d_.loops)
-    if (l.dim == s->loop->dims[0])
-      li = &l;
   if (!li)
     return unsupported("a warp-specialized loop without its loop info (a wavec bug)", k_.loc);
   const int stages = s->stages;
@@ -230,18 +223,44 @@ bool KernelEmitter::warpSpecializedProducer() {
   line(isIssuer + " = arith.cmpi eq, " + tid + ", " + constIndex(consumers) + " : index");
   line("scf.if " + isIssuer + " {");
   indent_ += "  ";
-  const std::string trips = lowerIndex(li->tripCount);
+  const bool persistent = w.perSM > 0;
+  if (persistent) // every tile of this workgroup, the ring's count going on (persistBase_)
+    persistentOpen(false);
+  producerCopies(*s, *li);
+  if (persistent)
+    persistentClose(false);
+  indent_ = saved + "  ";
+  line("}");
+  lower_->exitThread();
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  if (w.consumerRegisters > 0)
+    lower_->setRegisterLimit(w.consumerRegisters, true);
+  lower_->barrierThreads = static_cast<int>(consumers);
+  return !failed_;
+}
+
+// The producer's copy loop over the tiles j of one output tile: ring tile g = base + j (base:
+// persistBase_, 0 without persistent tiles) into buffer g % S on full barrier g % S, once the
+// consumers released the buffer's previous tile g - S (empty barrier g % S, phase
+// (g / S - 1) % 2, for g >= S).
+void KernelEmitter::producerCopies(const LoopSchedule &s, const LoopInfo &li) {
+  const int stages = s.stages;
+  const std::string outer = indent_;
+  auto cache = exprCache_;
+  const std::string trips = lowerIndex(li.tripCount);
   const std::string j = "%wsj" + std::to_string(next_++);
   line("scf.for " + j + " = " + constIndex(0) + " to " + trips + " step " + constIndex(1) + " {");
   indent_ += "  ";
-  auto loopCache = exprCache_;
   symbols_["$WSJ"] = j;
-  const std::string round = binop("divui", j, constIndex(stages));
-  const std::string buf = binop("remui", j, constIndex(stages));
+  const std::string g = persistBase_.empty() ? j : binop("addi", persistBase_, j);
+  const std::string round = binop("divui", g, constIndex(stages));
+  const std::string buf = binop("remui", g, constIndex(stages));
   symbols_["$WSB"] = buf;
   facts_.setRange("$WSB", 0, stages - 1);
   std::string again = fresh();
-  line(again + " = arith.cmpi sge, " + j + ", " + constIndex(stages) + " : index");
+  line(again + " = arith.cmpi sge, " + g + ", " + constIndex(stages) + " : index");
   line("scf.if " + again + " {");
   {
     const std::string in = indent_;
@@ -255,23 +274,13 @@ bool KernelEmitter::warpSpecializedProducer() {
     exprCache_ = c2;
   }
   line("}");
-  tmaCopies(s->staged, IndexExpr::symbol("$WSJ"), "$IV_" + s->loop->dims[0].str(),
+  tmaCopies(s.staged, IndexExpr::symbol("$WSJ"), "$IV_" + s.loop->dims[0].str(),
             IndexExpr::symbol("$WSB"), wsFull_);
   symbols_.erase("$WSJ");
   symbols_.erase("$WSB");
-  exprCache_ = loopCache;
-  indent_ = saved + "    ";
-  line("}");
-  indent_ = saved + "  ";
-  line("}");
-  lower_->exitThread();
-  indent_ = saved;
   exprCache_ = cache;
+  indent_ = outer;
   line("}");
-  if (w.consumerRegisters > 0)
-    lower_->setRegisterLimit(w.consumerRegisters, true);
-  lower_->barrierThreads = static_cast<int>(consumers);
-  return !failed_;
 }
 
 void KernelEmitter::tmaWait(const std::string &bars, const std::string &stage,
