@@ -132,11 +132,16 @@ void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, S
         shapes[body.args[i]] = carried[i];
       scratchIn(body.ops, shapes);
     }
-    if (op.kind == ir::OpKind::If)
+    if (op.kind == ir::OpKind::If) {
+      ++ifDepth_;
       for (const auto &r : op.regions)
         scratchIn(r->ops, shapes);
+      --ifDepth_;
+    }
     if (!opShape(op, shapes))
       return;
+    if (ifDepth_ == 0) // a branch may not touch shared memory (control.cpp, emitIf)
+      planRelayouts(op, shapes);
   }
 }
 
