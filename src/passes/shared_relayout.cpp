@@ -347,6 +347,9 @@ private:
     if (!missing.empty())
       return fail("no lane of the workgroup holds the element at (" + missing +
                   ") from the origin of the tile");
+    // Loads of elements outside the tile read a written cell (and take 0): the box's first
+    // cell may be a hole no source element lands on.
+    p.writtenCell = std::find(written_.begin(), written_.end(), true) - written_.begin();
     return true;
   }
 };

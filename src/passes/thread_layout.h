@@ -117,6 +117,7 @@ struct SharedRelayout {
   std::vector<int64_t> extent;                   // per dim
   std::vector<sym::IndexExpr> srcLocal, dstLocal; // per dim: the place in the tile
   std::vector<bool> srcOverruns, dstOverruns;    // per dim: some element falls outside the tile
+  int64_t writtenCell = 0; // a cell some thread stores: where loads from outside the tile read
   // Thread-id bits (per axis) whose threads hold only copies of what a thread without them
   // holds: those threads do not store (one writer per element).
   int64_t owners[3] = {0, 0, 0};

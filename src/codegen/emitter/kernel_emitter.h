@@ -449,6 +449,8 @@ private:
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
   void planScanScratch(const ir::Op &op, const RegVal &x);
   void planAllocate(const ir::Op &op);
+  // Row-major strides of al.tile (innermost dim last, unpadded) and al.bytes for al.dtype.
+  static void rowMajorTile(SharedTile &al);
   void allocatesIn(const std::vector<std::unique_ptr<ir::Op>> &ops);
   int64_t scratchSlots(int64_t nc, int64_t eo) const;
   int64_t wavesPerWorkgroup() const {

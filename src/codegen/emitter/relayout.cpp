@@ -40,13 +40,7 @@ void KernelEmitter::planRelayoutTile(const ir::Op &op, const RegVal &from, const
   al.relayout = true;
   al.dtype = t;
   al.tile = p.extent;
-  al.strides.assign(p.extent.size(), IndexExpr(1));
-  int64_t n = 1;
-  for (size_t i = p.extent.size(); i-- > 0;) {
-    al.strides[i] = IndexExpr(n);
-    n *= p.extent[i];
-  }
-  al.bytes = n * static_cast<int64_t>(byteSize(t));
+  rowMajorTile(al);
   relayouts_[key] = {std::move(p), static_cast<int>(allocs_.size())};
   allocs_.push_back(al);
 }
@@ -210,12 +204,16 @@ bool KernelEmitter::relayoutShared(const RegVal &v, RegVal &out, const PlannedRe
       std::string off = place(p.dstLocal, p.dstOverruns, a, g, inside);
       if (!inside.empty()) {
         std::string c = fresh();
-        line(c + " = arith.select " + inside + ", " + off + ", " + constIndex(0) + " : index");
+        line(c + " = arith.select " + inside + ", " + off + ", " + constIndex(p.writtenCell) +
+             " : index");
         off = c;
       }
+      // Volatile: LLVM may not widen the load (VectorCombine turns a scalar load inserted into
+      // lane 0 of a vector into a vector load when the arena is dereferenceable there), which
+      // would read past the tile into bytes nobody wrote or another thread writes.
       std::string x = fresh();
-      line(x + " = llvm.load " + gep(off) + " {alignment = " + align + " : i64} : !llvm.ptr<3> -> " +
-           sty);
+      line(x + " = llvm.load volatile " + gep(off) + " {alignment = " + align +
+           " : i64} : !llvm.ptr<3> -> " + sty);
       if (st != t) {
         std::string n = fresh();
         line(n + " = arith.trunci " + x + " : i8 to i1");
