@@ -332,10 +332,11 @@ private:
     forThreads([&](const int64_t t[3]) {
       for (size_t c = 0; c < sides_[1].clones.size(); ++c)
         for (int64_t g = 0; g < sides_[1].elems; ++g) {
-          // Dead elements may fall outside the tile: their loads then take 0 (dstOverruns).
+          // Dead elements fall outside the tile (the box of the live ones lies inside the
+          // workgroup's tile): their loads read writtenCell and take 0 (dstOverruns).
           const int64_t x = cell(sides_[1], t, c, g, &p.dstOverruns);
           if (!live())
-            continue; // dead: whatever the tile has at its place
+            continue;
           if (x < 0 || !written_[x]) {
             for (size_t i = 0; i < n_; ++i)
               missing += (i ? ", " : "") + p.dims[i] + " + " + std::to_string(at_[i]);

@@ -108,8 +108,8 @@ bool sameLayout(const ThreadLayout &src, const ThreadLayout &dst, const sym::Fac
 // needs. The tile is the box of the live elements the destination holds (those inside the
 // workgroup's tile, LayoutMachine::workgroupTiles; relative to the source's first element: the
 // same for every workgroup), with the source's dims, row-major; the source must hold every one
-// of them, its elements outside the box are not stored, and dead destination elements load
-// whatever the tile holds at their place (0 outside it).
+// of them, its elements outside the box are not stored, and destination elements outside the
+// box (the dead ones: the box lies inside the workgroup's tile) load a stored cell and take 0.
 struct SharedRelayout {
   bool ok = false;
   std::string why;                               // !ok: the reason
