@@ -159,7 +159,7 @@ std::string printSharedMemory(const KernelPlan &plan) {
   for (size_t i = 0; i < plan.tiles.size(); ++i) {
     const SharedTile &t = plan.tiles[i];
     out += "  tile " + std::to_string(i) + " at " + std::to_string(t.offsetBytes) + ": " +
-           (t.scratch ? "reduction scratch of " : "") + opLabel(t.op) + ", " +
+           (t.relayout ? "layout move for " : t.scratch ? "reduction scratch of " : "") + opLabel(t.op) + ", " +
            std::to_string(t.stages) + " x " + std::to_string(t.bytes) + " bytes";
     if (m.reused) {
       std::string with;

@@ -102,4 +102,38 @@ RelayoutPlan planRelayout(const ThreadLayout &src, const ThreadLayout &dst,
 // does not depend on $g and is splat).
 bool sameLayout(const ThreadLayout &src, const ThreadLayout &dst, const sym::Facts &facts);
 
+// A move between layouts through a shared-memory tile, for when planRelayout finds elements
+// that no lane of the wave holds (docs/language.md section 13): every thread stores the
+// elements it holds at their place in a tile of the value, and after a barrier loads those it
+// needs. The tile is the box of the live elements the destination holds (those inside the
+// workgroup's tile, LayoutMachine::workgroupTiles; relative to the source's first element: the
+// same for every workgroup), with the source's dims, row-major; the source must hold every one
+// of them, its elements outside the box are not stored, and destination elements outside the
+// box (the dead ones: the box lies inside the workgroup's tile) load a stored cell and take 0.
+struct SharedRelayout {
+  bool ok = false;
+  std::string why;                               // !ok: the reason
+  std::vector<std::string> dims;                 // tile dims, outermost first
+  std::vector<int64_t> extent;                   // per dim
+  std::vector<sym::IndexExpr> srcLocal, dstLocal; // per dim: the place in the tile
+  std::vector<bool> srcOverruns, dstOverruns;    // per dim: some element falls outside the tile
+  int64_t writtenCell = 0; // a cell some thread stores: where loads from outside the tile read
+  // Thread-id bits (per axis) whose threads hold only copies of what a thread without them
+  // holds: those threads do not store (one writer per element).
+  int64_t owners[3] = {0, 0, 0};
+  // Source (clone, element) pairs that store nothing: outside the tile, or elements an earlier
+  // pair stores.
+  std::set<std::pair<CloneAssign, int64_t>> skip;
+  // Pairs that only some threads store: the box of thread ids (per axis, first and last
+  // included) whose threads do.
+  struct ThreadBox {
+    int64_t lo[3], hi[3];
+  };
+  std::map<std::pair<CloneAssign, int64_t>, ThreadBox> ranges;
+  int64_t elements() const;
+};
+
+SharedRelayout planSharedRelayout(const ThreadLayout &src, const ThreadLayout &dst,
+                                  const LayoutMachine &machine, const sym::Facts &facts);
+
 } // namespace wave

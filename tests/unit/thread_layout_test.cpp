@@ -217,6 +217,29 @@ TEST(ThreadLayout, ElementsOutsideTheWorkgroupTileAreDead) {
   EXPECT_NE(p.why.find("N = 1)"), std::string::npos) << p.why;
 }
 
+TEST(ThreadLayout, SharedMoveLoadsOutsideTheTileReadAStoredCell) {
+  // Two lanes hold (M, N) = (0, 1) and (1, 0) of a workgroup tile of 2 along N and want them
+  // swapped; their second elements lie in the next workgroup's tile (dead). The tile is the box
+  // (M 0..1, N 0..1), whose first cell (0, 0) nobody stores: the dead elements' loads (outside
+  // the box) read a stored cell instead.
+  const IndexExpr wg = IndexExpr::symbol("$WG0");
+  ThreadLayout src, dst;
+  src.index["M"] = T0;
+  src.index["N"] = 2 * wg + 1 - T0;
+  dst.index["M"] = 1 - T0;
+  dst.index["N"] = 2 * wg + T0 + 2 * G;
+  dst.elems = 2;
+  LayoutMachine m = machine(2);
+  m.workgroupTiles["N"] = {"$WG0", 2};
+  // (A shuffle could make this move; the shared-memory planner is asked directly.)
+  const SharedRelayout p = planSharedRelayout(src, dst, m, sym::Facts());
+  ASSERT_TRUE(p.ok) << p.why;
+  ASSERT_EQ(p.dims, (std::vector<std::string>{"M", "N"}));
+  EXPECT_EQ(p.extent, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(p.dstOverruns, (std::vector<bool>{false, true}));
+  EXPECT_EQ(p.writtenCell, 1); // (0, 1); cells 1 and 2 are stored, cell 0 is a hole
+}
+
 TEST(ThreadLayout, WarpgroupKindsMoveWithinTheirWarps) {
   // wgmma's accumulator (lanes numbered over the warpgroup of 128) to its A operand layout on
   // the same M x K coordinates: each warp holds its own 16 rows, so the move stays in the warp.

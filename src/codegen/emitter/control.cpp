@@ -89,7 +89,9 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
     const size_t mark = items_.size();
     indent_ = outer + "  ";
     exprCache_ = outerCache;
+    ++ifDepth_;
     bool ok = emitBranch(op, which, br[which].yielded);
+    --ifDepth_;
     indent_ = outer;
     for (size_t i = mark; ok && i < items_.size(); ++i)
       if (items_[i].sync.kind != SyncItem::Other)

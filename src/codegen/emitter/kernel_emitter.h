@@ -449,6 +449,8 @@ private:
   void planScratch(const ir::Op &op, const ShapeMap &shapes);
   void planScanScratch(const ir::Op &op, const RegVal &x);
   void planAllocate(const ir::Op &op);
+  // Row-major strides of al.tile (innermost dim last, unpadded) and al.bytes for al.dtype.
+  static void rowMajorTile(SharedTile &al);
   void allocatesIn(const std::vector<std::unique_ptr<ir::Op>> &ops);
   int64_t scratchSlots(int64_t nc, int64_t eo) const;
   int64_t wavesPerWorkgroup() const {
@@ -462,6 +464,20 @@ private:
                   int64_t slots);
   int plannedScratch(const std::map<const ir::Op *, int> &tiles, const ir::Op &op, ScalarType t,
                      int64_t slots, DiagId id);
+  // Moves between layouts through shared memory (relayout.cpp): planned before emission for
+  // the conversions elementwise ops and writes make that shuffles cannot, looked up by
+  // convertTo.
+  struct PlannedRelayout {
+    SharedRelayout plan;
+    int alloc = -1;
+  };
+  std::map<std::string, PlannedRelayout> relayouts_;
+  int ifDepth_ = 0; // inside the branches of an `if` (which may not touch shared memory)
+  std::string relayoutKey(const RegVal &from, const RegVal &to) const;
+  void planRelayoutTile(const ir::Op &op, const RegVal &from, const RegVal &to);
+  void planRelayouts(const ir::Op &op, const ShapeMap &shapes);
+  bool writeShape(const ir::Op &op, RegVal &out) const;
+  bool relayoutShared(const RegVal &v, RegVal &out, const PlannedRelayout &r);
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;

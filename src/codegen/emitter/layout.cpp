@@ -93,9 +93,14 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
     if (asIs)
       *asIs = true;
     return true;
-  case RelayoutPlan::Impossible:
+  case RelayoutPlan::Impossible: {
+    // Through shared memory when the plan made a tile for it (relayout.cpp).
+    auto r = ifDepth_ == 0 ? relayouts_.find(relayoutKey(v, out)) : relayouts_.end();
+    if (r != relayouts_.end())
+      return relayoutShared(v, out, r->second);
     return unsupported(DiagId::UnsupportedLayoutChange,
                        "moving a value between thread layouts: " + plan.why, loc);
+  }
   case RelayoutPlan::InLane:
     for (size_t c = 0; c < plan.dstClones.size(); ++c) {
       const auto &picks = plan.inLane[c];

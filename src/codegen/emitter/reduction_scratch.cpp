@@ -77,19 +77,24 @@ int KernelEmitter::plannedScratch(const std::map<const ir::Op *, int> &tiles, co
   return -1;
 }
 
+// Row-major strides and bytes of a tile (an `allocate`'s, a layout move's: relayout.cpp).
+void KernelEmitter::rowMajorTile(SharedTile &al) {
+  al.strides.assign(al.tile.size(), IndexExpr(1));
+  int64_t elems = 1;
+  for (size_t i = al.tile.size(); i-- > 0;) {
+    al.strides[i] = IndexExpr(elems);
+    elems *= al.tile[i];
+  }
+  al.bytes = elems * static_cast<int64_t>(byteSize(al.dtype));
+}
+
 // An `allocate`'s tile: one per workgroup, rows unpadded, in the allocation's own order of dims.
 void KernelEmitter::planAllocate(const ir::Op &op) {
   LdsAlloc al;
   al.op = &op;
   al.dtype = op.results[0]->type.dtype;
   al.tile = op.tile;
-  al.strides.assign(op.tile.size(), IndexExpr(1));
-  int64_t elems = 1;
-  for (size_t i = op.tile.size(); i-- > 0;) {
-    al.strides[i] = IndexExpr(elems);
-    elems *= op.tile[i];
-  }
-  al.bytes = elems * static_cast<int64_t>(byteSize(al.dtype));
+  rowMajorTile(al);
   allocated_.emplace(&op, static_cast<int>(allocs_.size()));
   allocs_.push_back(al);
 }
@@ -132,11 +137,16 @@ void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, S
         shapes[body.args[i]] = carried[i];
       scratchIn(body.ops, shapes);
     }
-    if (op.kind == ir::OpKind::If)
+    if (op.kind == ir::OpKind::If) {
+      ++ifDepth_;
       for (const auto &r : op.regions)
         scratchIn(r->ops, shapes);
+      --ifDepth_;
+    }
     if (!opShape(op, shapes))
       return;
+    if (ifDepth_ == 0) // a branch may not touch shared memory (control.cpp, emitIf)
+      planRelayouts(op, shapes);
   }
 }
 
