@@ -445,6 +445,17 @@ def test_gemm_wgmma_fp8(a, tmp):
           "an N-major fp8 B is refused (unsupported-wgmma-tile)", p.stderr.decode())
 
 
+def tma_gemm_setup(a):
+    """The portable GEMM with assume(K % 8 == 0) (TMA boxes), the 128 x 256 x 64 tiles of the
+    warp-specialized tests, and the TMA copy instruction they look for."""
+    _, portable = gemm_sources(a)
+    text = open(portable).read().replace("    assume(K > BLOCK_K * 4);",
+                                         "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);")
+    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
+    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    return text, tiles, tma
+
+
 def test_gemm_wgmma_wspec(a, tmp):
     # The TMA GEMM of test_gemm_wgmma with the schedule's default, warp specialization: a
     # producer warpgroup after the two consumer warpgroups (384 threads), every barrier
@@ -456,11 +467,7 @@ def test_gemm_wgmma_wspec(a, tmp):
     # products and release the buffer of the tile whose products retired. No bar.sync in the
     # loop, ptxas without spills; the stub launches 384 threads. f16 and bf16, and the fp8
     # sample (bench/gemm_fp8.wave) likewise.
-    _, portable = gemm_sources(a)
-    text = open(portable).read().replace("    assume(K > BLOCK_K * 4);",
-                                         "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);")
-    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
-    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    text, tiles, tma = tma_gemm_setup(a)
     for ty in ("f16", "bf16"):
         src = os.path.join(tmp, f"gemm_{ty}.wave")
         open(src, "w").write(text.replace("f16]", ty + "]"))
@@ -540,11 +547,7 @@ def test_gemm_wgmma_persist(a, tmp):
     # loop's). Still one bar.sync, setmaxnreg 40/232, no spills; the stub clamps the grid to the
     # SM count (wave_device_info) and the metadata says so. The default (no constraint) and
     # warp_specialize = 0 keep one tile per workgroup; persistent = 2 is refused.
-    _, portable = gemm_sources(a)
-    text = open(portable).read().replace("    assume(K > BLOCK_K * 4);",
-                                         "    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);")
-    tiles = ["-DBLOCK_M=128", "-DBLOCK_N=256", "-DBLOCK_K=64", "-DWAVE_M=64", "-DWAVE_N=256"]
-    tma = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    text, tiles, tma = tma_gemm_setup(a)
     on = "    assume(K % 8 == 0);\n    hardware(persistent = 1);"
     for ty in ("f16", "bf16"):
         src = os.path.join(tmp, f"persist_{ty}.wave")
