@@ -504,7 +504,7 @@ bool KernelEmitter::emit(std::ostream &os) {
                     std::to_string(d_.block[2]);
   os << "    gpu.func @" << k_.name << "(" << sig << ") kernel attributes {known_block_size = "
      << "array<i32: " << blk << ">";
-  os << lower_->kernelAttributes(blk);
+  os << lower_->kernelAttributes(blk, plan_.specialization.consumerRegisters > 0);
   os << "} {\n" << head_.str();
   std::vector<SyncItem> sync;
   for (const auto &it : items_)

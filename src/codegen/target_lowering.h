@@ -165,8 +165,12 @@ public:
   virtual void setPriority(int priority) { (void)priority; }
 
   // ---- kernel ----
-  // Attributes after known_block_size on the gpu.func (", name = value", or "").
-  virtual std::string kernelAttributes(const std::string &block) const { return ""; }
+  // Attributes after known_block_size on the gpu.func (", name = value", or ""). `movesRegisters`:
+  // the kernel hands registers between warpgroups (setmaxnreg, warp specialization).
+  virtual std::string kernelAttributes(const std::string &block, bool movesRegisters) const {
+    (void)block, (void)movesRegisters;
+    return "";
+  }
 
   // ---- shuffle ----
   // `res`'s lane's value of `x` (a 32-bit type `ty`) from the lane that `mode` (xor or idx) and

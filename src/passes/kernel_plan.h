@@ -129,6 +129,8 @@ struct LoopSchedule {
   // performance.md "AMD schedules", they cost the 128x128x64 GEMM 64 VGPRs and a workgroup).
   bool interleave = false;
   int kSteps = 1; // MMA K steps per tile
+  // Registers per lane that the accumulators of the MMAs reading the staged tiles take.
+  int64_t accRegisters = 0;
 };
 
 // The arena: its size, the alignment of its base, and whether the launch provides it

@@ -196,8 +196,9 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   int64_t accRegs = 0;
   for (const ir::Op *m : mmas)
     accRegs += clonesOf(m->dims[0]) * clonesOf(m->dims[1]) * m->mma->m * m->mma->n /
-               std::max(1u, m->mma->waveSize);
+               std::max(1u, m->mma->waveSize * m->mma->groupWaves);
   s.interleave = s.interleave && feedsMma && accRegs <= 128;
+  s.accRegisters = accRegs;
   c.plan.loops[&iterate] = s;
   return true;
 }
@@ -257,7 +258,7 @@ void planRaster(PlanContext &c) {
 // A producer warpgroup for the kernel's TMA loop (KernelPlan::specialization). The loop must be
 // a top-level op of the kernel (the producer runs it from the kernel's start, with the trip
 // count and tile origins of the workgroup), the only TMA loop, and the block one axis of whole
-// warpgroups with room for one more, and the loop's products stay in flight (one accumulator).
+// warpgroups with room for one more, and the loop's accumulators fit the consumers' registers.
 // Registers: the launch gives each thread the file over the
 // block's threads; setmaxnreg lowers the producer warpgroup to 40 and raises the consumers to
 // the most that then fits (at most 232, multiples of 8).
@@ -272,10 +273,7 @@ void planWarpSpecialization(PlanContext &c) {
       ++tmaLoops;
       only = &s;
     }
-  // Products kept in flight (a plain accumulation, wgmmaOverlaps): a loop that waits for its
-  // products at once (the two-level accumulation of bench/gemm_fp8.wave) holds a second
-  // accumulator, more than the consumers' 232 registers (it spills at 255 already).
-  if (tmaLoops != 1 || only->stages < 2 || only->mmaInFlight != 1)
+  if (tmaLoops != 1 || only->stages < 2)
     return;
   bool topLevel = false;
   for (const auto &o : c.kernel.body.ops)
@@ -285,7 +283,6 @@ void planWarpSpecialization(PlanContext &c) {
   if (!topLevel || c.dist.block[1] != 1 || c.dist.block[2] != 1 || consumers % 128 != 0 ||
       threads > 1024)
     return;
-  only->specialized = true;
   WarpSpecialization w;
   w.producerThreads = 128;
   const int64_t file = 65536;
@@ -295,6 +292,15 @@ void planWarpSpecialization(PlanContext &c) {
   w.consumerRegisters = up > atLaunch ? static_cast<int>(up) : 0;
   if (w.consumerRegisters == 0)
     w.producerRegisters = 0;
+  // A loop that waits for its products at once (mmaInFlight 0: the two-level accumulation of
+  // bench/gemm_fp8.wave, each tile's products summed from zero and added to a running sum)
+  // holds two accumulators; where they and the addressing do not fit the consumers' registers,
+  // the one-workgroup loop keeps LLVM's full 255 (128 x 256 fp8 tiles: 256 accumulator
+  // registers, which spilled 508 bytes specialized against 84 unspecialized).
+  const int64_t perLane = std::max<int64_t>(w.consumerRegisters, atLaunch);
+  if (only->mmaInFlight == 0 && 2 * only->accRegisters + 24 > perLane)
+    return;
+  only->specialized = true;
   // Persistent tiles, where the kernel asks for them (`hardware(persistent = 1)`; not the
   // default: on the H100 they measured within -5 % .. +3 % of one tile per workgroup,
   // docs/performance.md): one workgroup per SM (setmaxnreg hands the consumers the register

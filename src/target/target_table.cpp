@@ -128,12 +128,14 @@ const std::vector<MmaKind> kMmaKinds = {
         LaneLayout{N / 8, wgBRow, lmod16}, LaneLayout{N / 2, wgRow, wgCCol}, 4                 \
   }
     WGMMA("F32_64x256x16_F16", 256, kF16),
+    WGMMA("F32_64x192x16_F16", 192, kF16),
     WGMMA("F32_64x128x16_F16", 128, kF16),
     WGMMA("F32_64x64x16_F16", 64, kF16),
     WGMMA("F32_64x32x16_F16", 32, kF16),
     WGMMA("F32_64x16x16_F16", 16, kF16),
     WGMMA("F32_64x8x16_F16", 8, kF16),
     WGMMA("F32_64x256x16_BF16", 256, kBF16),
+    WGMMA("F32_64x192x16_BF16", 192, kBF16),
     WGMMA("F32_64x128x16_BF16", 128, kBF16),
     WGMMA("F32_64x64x16_BF16", 64, kBF16),
     WGMMA("F32_64x32x16_BF16", 32, kBF16),
@@ -146,12 +148,14 @@ const std::vector<MmaKind> kMmaKinds = {
         LaneLayout{N / 4, wgB8Row, wgB8Col}, LaneLayout{N / 2, wgRow, wgCCol}, 4               \
   }
     WGMMA8("F32_64x256x32_E4M3", 256, kE4M3),
+    WGMMA8("F32_64x192x32_E4M3", 192, kE4M3),
     WGMMA8("F32_64x128x32_E4M3", 128, kE4M3),
     WGMMA8("F32_64x64x32_E4M3", 64, kE4M3),
     WGMMA8("F32_64x32x32_E4M3", 32, kE4M3),
     WGMMA8("F32_64x16x32_E4M3", 16, kE4M3),
     WGMMA8("F32_64x8x32_E4M3", 8, kE4M3),
     WGMMA8("F32_64x256x32_E5M2", 256, kE5M2),
+    WGMMA8("F32_64x192x32_E5M2", 192, kE5M2),
     WGMMA8("F32_64x128x32_E5M2", 128, kE5M2),
     WGMMA8("F32_64x64x32_E5M2", 64, kE5M2),
     WGMMA8("F32_64x32x32_E5M2", 32, kE5M2),
@@ -173,11 +177,12 @@ std::vector<const char *> concat(std::vector<const char *> a, std::vector<const 
 const std::vector<const char *> kSync = {"F32_16x8x16_F16", "F32_16x8x16_BF16", "F32_16x8x8_F16"};
 // Largest N first: `mma = auto` takes the first that divides the wave's N tile.
 const std::vector<const char *> kWgmma = {
-    "F32_64x256x16_F16",  "F32_64x128x16_F16",  "F32_64x64x16_F16",  "F32_64x32x16_F16",
-    "F32_64x16x16_F16",   "F32_64x8x16_F16",    "F32_64x256x16_BF16", "F32_64x128x16_BF16",
-    "F32_64x64x16_BF16",  "F32_64x32x16_BF16",  "F32_64x16x16_BF16",  "F32_64x8x16_BF16",
-    "F32_64x256x32_E4M3", "F32_64x128x32_E4M3", "F32_64x64x32_E4M3", "F32_64x32x32_E4M3",
-    "F32_64x16x32_E4M3",  "F32_64x8x32_E4M3",   "F32_64x256x32_E5M2", "F32_64x128x32_E5M2",
+    "F32_64x256x16_F16",  "F32_64x192x16_F16",  "F32_64x128x16_F16",  "F32_64x64x16_F16",
+    "F32_64x32x16_F16",   "F32_64x16x16_F16",   "F32_64x8x16_F16",    "F32_64x256x16_BF16",
+    "F32_64x192x16_BF16", "F32_64x128x16_BF16", "F32_64x64x16_BF16",  "F32_64x32x16_BF16",
+    "F32_64x16x16_BF16",  "F32_64x8x16_BF16",   "F32_64x256x32_E4M3", "F32_64x192x32_E4M3",
+    "F32_64x128x32_E4M3", "F32_64x64x32_E4M3",  "F32_64x32x32_E4M3",  "F32_64x16x32_E4M3",
+    "F32_64x8x32_E4M3",   "F32_64x256x32_E5M2", "F32_64x192x32_E5M2", "F32_64x128x32_E5M2",
     "F32_64x64x32_E5M2",  "F32_64x32x32_E5M2",  "F32_64x16x32_E5M2",  "F32_64x8x32_E5M2"};
 
 // HIP: grid * block < 2^32 per axis; CUDA: x < 2^31, y and z <= 65535 (docs/hardware.md 1.8).

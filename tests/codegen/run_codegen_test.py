@@ -412,8 +412,11 @@ def test_fp8_arith(a, tmp):
 def test_gemm_wgmma_fp8(a, tmp):
     # bench/gemm_fp8.wave on sm_90a: wgmma m64nNk32 on e4m3 (and, with the element type
     # replaced, e5m2) with A and B from TMA-loaded shared memory; the two-level accumulation
-    # in 128 x 128 tiles and the whole-K accumulation in 128 x 256 tiles pass ptxas without
-    # spills (scripts/make_devrun_gemm_fp8.sh builds them for the H100).
+    # in 128 x 192 (the file's tiles) and 128 x 128 tiles and the whole-K accumulation in
+    # 128 x 256 tiles pass ptxas without spills (scripts/make_devrun_gemm_fp8.sh builds them
+    # for the H100). The two-level loop is warp-specialized where both of its accumulators fit
+    # the consumers' 232 registers (128 x 192: 2 x 96), each tile's products waited for before
+    # they are added and the buffer released; not in 128 x 256 tiles (2 x 128).
     src = os.path.join(a.source_dir, "bench", "gemm_fp8.wave")
     text = open(src).read()
     fast = os.path.join(tmp, "fast.wave")
@@ -421,8 +424,10 @@ def test_gemm_wgmma_fp8(a, tmp):
                                        "yield mma(read(a), read(b), acc);"))
     e5 = os.path.join(tmp, "e5m2.wave")
     open(e5, "w").write(text.replace("f8e4m3fn", "f8e5m2"))
-    for f, flags, shape, ty in ((src, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e4m3"),
-                                (fast, [], "m64n256k32", "e4m3"),
+    wide = ["-DBLOCK_N=256", "-DWAVE_N=256"]
+    for f, flags, shape, ty in ((src, [], "m64n192k32", "e4m3"),
+                                (src, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e4m3"),
+                                (fast, wide, "m64n256k32", "e4m3"),
                                 (e5, ["-DBLOCK_N=128", "-DWAVE_N=128"], "m64n128k32", "e5m2")):
         out = os.path.join(tmp, "g.ptx")
         run([a.wavec, f, "--target=sm_90a", "-o", out] + flags)
@@ -431,11 +436,35 @@ def test_gemm_wgmma_fp8(a, tmp):
         check(f"wgmma.mma_async.sync.aligned.{shape}.f32.{ty}.{ty}" in ptx,
               f"{label}: wgmma {shape} {ty}", ptx[:2000])
         check("cp.async.bulk.tensor.2d" in ptx, f"{label}: TMA loads", ptx[:2000])
+        check(all(n in ptx for n in ("setmaxnreg.inc.sync.aligned.u32 232;", ".maxntid 384, 1, 1",
+                                     ".minnctapersm 1")),
+              f"{label}: warp-specialized", ptx[:2000])
+        if f == src:  # two-level: the release follows the wait for all of the tile's products
+            check(ptx.index("wgmma.wait_group.sync.aligned 0;") <
+                  ptx.index("mbarrier.arrive.shared::cta.b64"),
+                  f"{label}: the buffer released after its products retired", ptx[:6000])
         if not os.access(PTXAS, os.X_OK):
             continue
         p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "g.cubin")])
-        check("0 bytes spill stores" in p.stderr.decode(), f"{label}: ptxas, no spills",
-              p.stderr.decode())
+        info = p.stderr.decode()
+        check("0 bytes spill stores" in info and "C7508" not in info,
+              f"{label}: ptxas, no spills, setmaxnreg kept", info)
+    # Persistent tiles: each iteration of the two-level loop released its own buffer, the last
+    # one included, so no release follows the loop (a second arrival on the last tile's empty
+    # barrier put the ring a phase ahead: the producer overwrote a buffer still being read).
+    per = os.path.join(tmp, "persist.wave")
+    open(per, "w").write(text.replace("    assume(K % 16 == 0);",
+                                      "    assume(K % 16 == 0);\n    hardware(persistent = 1);"))
+    ptx = run([a.wavec, per, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check("%nctaid.x" in ptx and ptx.count("mbarrier.arrive.shared::cta.b64") == 1,
+          "two-level persistent: one release per tile, in the loop", ptx[:6000])
+    # 128 x 256 two-level tiles stay one workgroup of 256 threads (no setmaxnreg).
+    out = os.path.join(tmp, "w.ptx")
+    run([a.wavec, src, "--target=sm_90a", "-o", out] + wide)
+    ptx = open(out).read()
+    check("setmaxnreg" not in ptx and ".maxntid 256, 1, 1" in ptx,
+          "two-level 128 x 256: not warp-specialized (its accumulators need 256 registers)",
+          ptx[:2000])
     # fp8 operands stay K-major: an N-major fp8 B has no wgmma form.
     nmaj = os.path.join(tmp, "nmajor.wave")
     open(nmaj, "w").write(text.replace("b: Memory[N, K, shared, f8e4m3fn]",
@@ -476,7 +505,8 @@ def test_gemm_wgmma_wspec(a, tmp):
         for needle in (tma, "mbarrier.try_wait.parity.shared::cta.b64", "setmaxnreg.dec.sync."
                        "aligned.u32 40;", "setmaxnreg.inc.sync.aligned.u32 232;",
                        f"wgmma.mma_async.sync.aligned.m64n256k16.f32.{ty}.{ty}",
-                       ".maxntid 384, 1, 1", "exit;", "mbarrier.arrive.shared::cta.b64"):
+                       ".maxntid 384, 1, 1", ".minnctapersm 1", "exit;",
+                       "mbarrier.arrive.shared::cta.b64"):
             check(needle in ptx, f"{name}: {needle}", ptx[:3000])
         # (LLVM peels the producer loop's first round, which waits on no empty barrier.)
         check(ptx.count(tma) >= 2 and ptx.count(tma) % 2 == 0,
@@ -500,8 +530,11 @@ def test_gemm_wgmma_wspec(a, tmp):
             open(out, "w").write(ptx)
             p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "ws.cubin")])
             info = p.stderr.decode()
-            check("0 bytes spill stores" in info and "warning" not in info,
-                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+            # C7508: ptxas dropped the setmaxnreg (no workgroups-per-SM bound at entry).
+            check("0 bytes spill stores" in info and "warning" not in info and
+                  "C7508" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings, setmaxnreg "
+                  "kept", info)
         sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
                      os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
         check("warp-specialized: a producer warpgroup of 128 threads after the block's 256" in sched
@@ -572,8 +605,11 @@ def test_gemm_wgmma_persist(a, tmp):
             open(out, "w").write(ptx)
             p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "ps.cubin")])
             info = p.stderr.decode()
-            check("0 bytes spill stores" in info and "warning" not in info,
-                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+            # C7508: ptxas dropped the setmaxnreg (no workgroups-per-SM bound at entry).
+            check("0 bytes spill stores" in info and "warning" not in info and
+                  "C7508" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings, setmaxnreg "
+                  "kept", info)
         sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
                      os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
         check("persistent: 1 workgroup per SM walks the output tiles" in sched and
@@ -892,8 +928,11 @@ def test_gemm_wgmma(a, tmp):
             open(out, "w").write(ptx)
             p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "w.cubin")])
             info = p.stderr.decode()
-            check("0 bytes spill stores" in info and "warning" not in info,
-                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+            # C7508: ptxas dropped the setmaxnreg (no workgroups-per-SM bound at entry).
+            check("0 bytes spill stores" in info and "warning" not in info and
+                  "C7508" not in info,
+                  f"{name}: ptxas -arch=sm_90a accepts it, no spills, no warnings, setmaxnreg "
+                  "kept", info)
     # 32-deep K tiles (rows of 64 bytes, the 64-byte swizzle): not one 128-byte TMA box row,
     # so the wgmma loop keeps cp.async (one copy group in flight with one product group).
     k32 = [t if t != "-DBLOCK_K=64" else "-DBLOCK_K=32" for t in tiles]

@@ -553,7 +553,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
       line(w);
   if (s.wgOpen) // the last tile's products, before anything reads the accumulators
     lower_->warpgroupWait(0);
-  if (s.specialized && !persistBase_.empty())
+  // (A loop that waits for its products at once released every tile's buffer itself.)
+  if (s.specialized && !persistBase_.empty() && s.sched.mmaInFlight > 0)
     loopReleaseLast(s);
   size_t j = 0;
   for (size_t i = 0; i < carried.size(); ++i) {

@@ -41,8 +41,13 @@ public:
   void warpgroupWait(int keep) override;
   std::string matrixLoad(const std::string &ptr, unsigned regs, bool trans,
                          const std::string &structType) override;
-  std::string kernelAttributes(const std::string &block) const override {
-    return ", nvvm.maxntid = array<i32: " + block + ">";
+  // ptxas honours setmaxnreg only where it knows the register count at entry, which takes
+  // both the block size and the workgroups per SM (.maxntid and .minnctapersm); without the
+  // latter it drops the instructions (its note C7508) and allocates every thread the entry
+  // count (168 for 384 threads), so the consumers' wider register budget went unused.
+  std::string kernelAttributes(const std::string &block, bool movesRegisters) const override {
+    return ", nvvm.maxntid = array<i32: " + block + ">" +
+           (movesRegisters ? ", nvvm.minctasm = 1 : i32" : "");
   }
 };
 
