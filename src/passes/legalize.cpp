@@ -306,7 +306,8 @@ struct Legalizer {
     return true;
   }
 
-  // atomic.cpp, emitAtomic: global tensors of 32- or 64-bit integers, f32 or f64, unmapped.
+  // atomic.cpp, emitAtomic: global tensors of 32- or 64-bit integers, f32 or f64 (and
+  // atomic_add of f16 and bf16), unmapped.
   void atomic(const ir::Op &op) {
     const char *name = op.kind == ir::OpKind::AtomicAdd   ? "atomic_add"
                        : op.kind == ir::OpKind::AtomicMin ? "atomic_min"
@@ -331,13 +332,20 @@ struct Legalizer {
       return;
     }
     // Shared-memory atomics: 32-bit elements (every target has them on its shared memory).
+    // Global f16 and bf16 atomic_add: an `atomicrmw fadd` of the 16-bit type (the target's
+    // own instruction where it has one, a compare-exchange loop on the enclosing word where
+    // not: LLVM's atomic expansion).
     const bool wide = bitWidth(ty) == 32 || (!allocated && bitWidth(ty) == 64);
-    if (!wide || isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 ||
-        ty == ScalarType::Index || (isFloat(ty) && ty != ScalarType::F32 && ty != ScalarType::F64)) {
+    const bool half = !allocated && op.kind == ir::OpKind::AtomicAdd &&
+                      (ty == ScalarType::F16 || ty == ScalarType::BF16);
+    if (!half &&
+        (!wide || isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 ||
+         ty == ScalarType::Index || (isFloat(ty) && ty != ScalarType::F32 && ty != ScalarType::F64))) {
       refuse(&op, op.loc, DiagId::UnsupportedAtomicType,
              {std::string(name) + " on " + tn(ty) + " values" + (allocated ? " in shared memory" : ""),
               allocated ? "atomics on an allocated tile take 32-bit integers or f32"
-                        : "atomics take 32- or 64-bit integers, f32 or f64"},
+                        : "atomics take 32- or 64-bit integers, f32 or f64; atomic_add also "
+                          "f16 and bf16"},
              std::string("atomics on ") + tn(ty));
       return;
     }

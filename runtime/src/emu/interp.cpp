@@ -758,6 +758,12 @@ void Runner::run(Lane &L) {
       }
       // Workgroups may run on several host threads: global atomics are host atomics.
       auto cas = [&](uint64_t expected, uint64_t desired) -> uint64_t {
+        if (es == 2) {
+          uint16_t e = uint16_t(expected);
+          __atomic_compare_exchange_n(reinterpret_cast<uint16_t *>(mem), &e, uint16_t(desired),
+                                      false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+          return e;
+        }
         if (es == 4) {
           uint32_t e = uint32_t(expected);
           __atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(mem), &e, uint32_t(desired),

@@ -1,5 +1,6 @@
 // Atomics (`atomic_add`, `atomic_min`, `atomic_max`) on global memory and on `allocate`d
-// shared-memory tiles (32-bit elements there): one read-modify-write
+// shared-memory tiles (32-bit elements there; f16 and bf16 adds on global memory): one
+// read-modify-write
 // per element a thread holds in the access's layout (the layout a write of the value would
 // have: access.cpp, emitWrite), under an scf.if on the element's bounds, returning the old value
 // (0 for a masked-off element, which no output sees). docs/language.md section 15 has the rules.
@@ -17,6 +18,16 @@ std::string KernelEmitter::atomicElement(const ir::Op &op, ScalarType t, const s
                                          const std::string &ptrTy, const std::string &val) {
   const std::string ty = mlirType(t), r = fresh();
   const bool max = op.kind == ir::OpKind::AtomicMax;
+  if (op.kind == ir::OpKind::AtomicAdd && opaque(t)) {
+    // bf16 held as i16 (AMD): the add is an atomicrmw fadd on bf16 (LLVM's atomic expansion
+    // makes it a compare-exchange loop on the enclosing 32-bit word, the add in f32 rounded
+    // to bf16), the bits passed through bit casts.
+    const std::string x = fresh(), o = fresh();
+    line(x + " = llvm.bitcast " + val + " : " + ty + " to bf16");
+    line(o + " = llvm.atomicrmw fadd " + ptr + ", " + x + " monotonic : " + ptrTy + ", bf16");
+    line(r + " = llvm.bitcast " + o + " : bf16 to " + ty);
+    return r;
+  }
   if (op.kind == ir::OpKind::AtomicAdd || !isFloat(t)) {
     const std::string kind = op.kind == ir::OpKind::AtomicAdd ? (isFloat(t) ? "fadd" : "add")
                              : std::string(isSigned(t) ? "" : "u") + (max ? "max" : "min");
@@ -91,7 +102,10 @@ bool KernelEmitter::emitAtomic(const ir::Op &op) {
     return false;
   const std::vector<DimIndex> &regDims = acc.mapped ? acc.reg : acc.dims;
   const RegVal &value = values_.at(op.operands[0]);
-  if (value.dtype != t || opaque(t) || (bitWidth(t) != 32 && (shared || bitWidth(t) != 64)))
+  const bool half = !shared && op.kind == ir::OpKind::AtomicAdd &&
+                    (t == ScalarType::F16 || t == ScalarType::BF16);
+  if (value.dtype != t ||
+      (!half && (opaque(t) || (bitWidth(t) != 32 && (shared || bitWidth(t) != 64)))))
     return unsupported(std::string(opKindName(op.kind)) + " on " + scalarTypeName(t) + " values",
                        op.loc);
   RegVal v;
