@@ -53,6 +53,15 @@ for f in f32 f16c bf16 epi; do
       2> "$out/${form}_$f/schedule.txt"
   done
 done
+# The same f32 and f16-C sources without assume(N % 8 == 0) (`nomod_*`: main's bench form;
+# the stores from registers, scalar where a row may end unaligned), for epistage_align.sh.
+for f in f32 f16c; do
+  grep -v 'assume(N % 8 == 0);' "$tmp/$f.wave" > "$tmp/${f}_nomod.wave"
+  mkdir -p "$out/nomod_$f"
+  # shellcheck disable=SC2086
+  "$wavec" "$tmp/${f}_nomod.wave" --target=sm_90a $wg -o "$out/nomod_$f/gemm.cubin" \
+    --header "$out/nomod_$f/gemm.h" --stub "$out/nomod_$f/gemm.c"
+done
 grep -q 'epilogue:' "$out/new_f32/schedule.txt"
 ! grep -q 'epilogue:' "$out/old_f32/schedule.txt"
 cat > "$out/epistage_run.sh" <<'RUN'
@@ -125,4 +134,28 @@ timeout ${EPI_TIMEOUT:-200} python3 gemm_epilogue_cuda.py "$P/libwave_runtime.so
   ${ROUNDS:+--rounds $ROUNDS} 2>&1 | tee "$OUT/epi_bench.log" | tail -40
 RUN
 chmod +x "$out/epistage_run.sh"
+cat > "$out/epistage_align.sh" <<'RUN'
+#!/usr/bin/env bash
+# What assume(N % 8 == 0) alone is worth: the register-store form with and without it, and the
+# staged form, f32 and f16 C, in one process (ROUNDS interleaved rounds).
+set -u
+cd "$(dirname "$0")"
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu2.txt"
+[ -f libwave_runtime.so ] || g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp \
+  -Iruntime/include -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+for d in new_f32 old_f32 new_f16c old_f16c nomod_f32 nomod_f16c; do
+  cc -O2 -std=c99 -shared -fPIC -Iruntime/include -I$d $d/gemm.c -L. -Wl,-rpath,$PWD \
+    -lwave_runtime -o $d/libgemm.so 2>&1 | tail -3
+done
+P=$PWD
+timeout ${GEMM_TIMEOUT:-200} python3 gemm_cuda.py "$P/libwave_runtime.so" \
+  new_f32=$P/new_f32/libgemm.so@n8 old_f32=$P/old_f32/libgemm.so@n8 \
+  nomod_f32=$P/nomod_f32/libgemm.so \
+  new_f16c=$P/new_f16c/libgemm.so@f16c+n8 old_f16c=$P/old_f16c/libgemm.so@f16c+n8 \
+  nomod_f16c=$P/nomod_f16c/libgemm.so@f16c \
+  ${ROUNDS:+--rounds $ROUNDS} --shapes ${SHAPES:-4096,4096,4096 8192,8192,8192} \
+  2>&1 | tee "$OUT/align_bench.log" | tail -24
+RUN
+chmod +x "$out/epistage_align.sh"
 echo "prepared $out"
