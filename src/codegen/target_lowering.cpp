@@ -60,6 +60,11 @@ void TargetLowering::tensorCopy2d(const std::string &, const std::string &, cons
                                   const std::string &, const std::string &) {
   missing("tensor copies");
 }
+void TargetLowering::tensorStore2d(const std::string &, const std::string &, const std::string &,
+                                   const std::string &) {
+  missing("tensor stores");
+}
+void TargetLowering::tensorStoreWaitRead() { missing("tensor stores"); }
 void TargetLowering::barrierWait(const std::string &, const std::string &) {
   missing("transaction barriers");
 }

@@ -111,6 +111,13 @@ public:
   virtual void tensorCopy2d(const std::string &dst, const std::string &map,
                             const std::string &col, const std::string &row,
                             const std::string &bar);
+  // The box at (`col`, `row`) of the tensor whose map is at `map` written from shared memory at
+  // `src` (!llvm.ptr<3>, laid out as the map's box and swizzle); elements outside the tensor
+  // are not written. One bulk group per call (committed).
+  virtual void tensorStore2d(const std::string &src, const std::string &map,
+                             const std::string &col, const std::string &row);
+  // Waits until the shared memory of this thread's committed tensor stores has been read.
+  virtual void tensorStoreWaitRead();
   // Waits until the phase of `bar` of parity `parity` (an i32, 0 or 1) has completed.
   virtual void barrierWait(const std::string &bar, const std::string &parity);
   // One plain arrival at `bar` (a consumer releasing a buffer, warp specialization).

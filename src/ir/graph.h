@@ -182,6 +182,10 @@ struct HardwareConstraint {
   // SM walking the output tiles, docs/language.md 12); 0 (the default: measured no faster on
   // the H100, docs/performance.md) keeps one output tile per workgroup.
   bool persistent = false;
+  // stage_epilogue = 0 keeps a warp-specialized TMA GEMM's final write straight from registers;
+  // 1 (the default) lets the schedule pass stage it through shared memory and store it with TMA
+  // (docs/language.md 12).
+  bool stageEpilogue = true;
   SourceRange loc;
 };
 

@@ -209,6 +209,7 @@ bool planKernel(PlanContext &c, const std::function<void(const char *)> &after) 
       return false;
   planRaster(c);
   planWarpSpecialization(c);
+  planEpilogueStaging(c);
   after("schedule");
   return true;
 }
@@ -243,6 +244,12 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
       out += "  persistent: " + std::to_string(w.perSM) +
              " workgroup per SM walks the output tiles (grid clamped at launch to the SM count), "
              "the next tile's copies overlapping this tile's epilogue\n";
+    if (const EpilogueStaging &e = plan.epilogue; e.write)
+      out += "  epilogue: the write (line " + std::to_string(e.write->loc.begin.line) +
+             ") staged through shared memory (tile " + std::to_string(e.alloc) +
+             "'s ring buffers, " + std::to_string(e.rows) + " x " + std::to_string(e.cols) +
+             " in boxes of " + std::to_string(e.rows) + " x " + std::to_string(e.boxCols) +
+             ", 128-byte swizzle) and stored by TMA (cp.async.bulk.tensor to global)\n";
     return out + printSchedule(kernel, plan);
   }
   return out + printSharedMemory(plan);

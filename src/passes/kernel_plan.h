@@ -170,9 +170,23 @@ struct WarpSpecialization {
   // ring while the consumers store the last one. 0: one tile per workgroup.
   int64_t perSM = 0;
 };
+// The epilogue's store staged through shared memory (planEpilogueStaging, schedule.cpp): the
+// kernel's last op, a write of a [rows, cols] workgroup tile of a 2-D global tensor parameter,
+// goes after the warp-specialized TMA loop's last product into the ring's buffers of tile
+// `alloc` (free then: every copy was waited for, every product retired), in boxes of `rows` x
+// `boxCols` elements (rows of 128 bytes, the 128-byte swizzle, `rows` x 128 bytes apart), and
+// one thread stores the boxes with TMA (cp.async.bulk.tensor shared::cta -> global) through a
+// tensor map of the output (clipped at the tensor's edges by the hardware).
+struct EpilogueStaging {
+  const ir::Op *write = nullptr; // null: the write stores from registers
+  int alloc = -1;
+  int64_t rows = 0, cols = 0, boxCols = 0;
+  unsigned axis[2] = {0, 1}; // the workgroup axis of each tensor dim
+};
 struct KernelPlan {
   std::vector<SharedTile> tiles;
   WarpSpecialization specialization;
+  EpilogueStaging epilogue;
   std::map<const ir::Op *, Promotion> promotions;
   std::map<const ir::Op *, LoopSchedule> loops;
   RasterPlan raster;
@@ -265,6 +279,12 @@ void planRaster(PlanContext &c);
 // (WarpSpecialization::perSM) where the kernel asks for them (`hardware(..., persistent = 1)`)
 // and the grid has no axis 2.
 void planWarpSpecialization(PlanContext &c);
+// schedule.cpp, after planWarpSpecialization: EpilogueStaging of a warp-specialized kernel
+// without persistent tiles (whose producer fills the ring for the next tile during the
+// epilogue) whose last op writes a 2-D f16/bf16/f32 global tensor parameter tile by tile (both
+// dims workgroup-tiled, unmapped), rows a proven multiple of 16 bytes, the tile's bytes within
+// one ring tile's buffers, unless `hardware(..., stage_epilogue = 0)`.
+void planEpilogueStaging(PlanContext &c);
 // The group of the raster order for workgroup tiles of `tile0` x `tile1` rows of the two
 // operands and `resident` workgroups running at once: the power of two from 2 to 64 that
 // minimizes the operand rows those workgroups read, group x tile0 + ceil(resident / group) x

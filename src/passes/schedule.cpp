@@ -313,3 +313,73 @@ void planWarpSpecialization(PlanContext &c) {
 }
 
 } // namespace wave
+
+namespace wave {
+
+// The epilogue through shared memory (KernelPlan::epilogue). After the warp-specialized loop's
+// last product every buffer of its ring is free: the producer copied only tiles below the trip
+// count and the consumers waited for each of them, and the final wgmma wait retired every read
+// of the ring. The kernel's last op, when it writes one tile per workgroup of a 2-D global
+// tensor, then goes through one ring tile's buffers (the largest that holds it) and TMA stores.
+// Not with persistent tiles: the producer fills the ring for the next tile meanwhile.
+void planEpilogueStaging(PlanContext &c) {
+  c.plan.epilogue = EpilogueStaging{};
+  const WarpSpecialization &w = c.plan.specialization;
+  if (!c.kernel.hardware.stageEpilogue || w.producerThreads == 0 || w.perSM > 0 ||
+      c.kernel.body.ops.empty())
+    return;
+  const ir::Op &write = *c.kernel.body.ops.back();
+  if (write.kind != ir::OpKind::Write || write.mapping || write.operands.size() != 2)
+    return;
+  const ir::Value *mem = write.operands[1];
+  if (mem->paramIndex < 0 || !mem->type.isMemory() ||
+      mem->type.space != AddressSpace::Global || mem->type.shape.size() != 2)
+    return;
+  const ScalarType t = mem->type.dtype;
+  if (t != ScalarType::F16 && t != ScalarType::BF16 && t != ScalarType::F32)
+    return;
+  const int64_t bytes = bitWidth(t) / 8;
+  EpilogueStaging e;
+  int64_t tile[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    for (const auto &wg : c.kernel.workgroups)
+      if (wg.dim == mem->type.shape[i] && !tile[i]) {
+        tile[i] = wg.tile;
+        e.axis[i] = wg.axis;
+      }
+    if (!tile[i] || e.axis[i] > 1)
+      return;
+  }
+  if (e.axis[0] == e.axis[1])
+    return;
+  // Boxes of rows of 128 bytes (the 128-byte swizzle's row), at most 256 rows, each box at a
+  // multiple of 1024 bytes (the swizzle's atom) of its buffer.
+  e.rows = tile[0];
+  e.cols = tile[1];
+  e.boxCols = 128 / bytes;
+  if (e.rows > 256 || e.rows % 8 != 0 || e.cols % e.boxCols != 0 ||
+      !c.facts.provesExact(mem->type.shape[1].size, sym::IndexExpr(16 / bytes)))
+    return;
+  const int64_t need = e.rows * e.cols * bytes;
+  const LoopSchedule *loop = nullptr;
+  for (const auto &[op, s] : c.plan.loops)
+    if (s.specialized)
+      loop = &s;
+  if (!loop)
+    return;
+  int64_t best = 0;
+  for (const ir::Op *o : loop->staged) {
+    const SharedTile &st = c.plan.tiles[c.plan.promotions.at(o).alloc];
+    const int64_t room = st.bytes * st.stages;
+    if (st.xorBytes == 128 && st.align % 1024 == 0 && room >= need && (!best || room < best)) {
+      best = room;
+      e.alloc = c.plan.promotions.at(o).alloc;
+    }
+  }
+  if (e.alloc < 0)
+    return;
+  e.write = &write;
+  c.plan.epilogue = e;
+}
+
+} // namespace wave

@@ -654,6 +654,96 @@ def test_gemm_wgmma_persist(a, tmp):
           b"expected-int-constant" in p.stderr, "persistent = 2 is refused", p.stderr.decode())
 
 
+def test_gemm_wgmma_epilogue(a, tmp):
+    # The epilogue through shared memory (KernelPlan::epilogue) of the warp-specialized TMA GEMM
+    # of test_gemm_wgmma_wspec, where the output's rows are a proven multiple of 16 bytes
+    # (assume(N % 8 == 0)): after the final wgmma wait the consumers' barrier (bar.sync 1, 256),
+    # each lane's accumulator pairs into the ring's shared memory (st.shared, 64-bit for f32,
+    # 32-bit for f16 pairs), the async-proxy fence and the barrier again, then one thread's TMA
+    # stores (one per box of 128 rows x 128 bytes: 8 for f32, 4 for f16), committed and waited
+    # for (wait_group.read) before it exits; no st.global; ptxas without spills. The stub builds
+    # the output's tensor map after the operands'. The epilogue sample (bias + ReLU / GELU, f16
+    # out) likewise. hardware(stage_epilogue = 0), an unproven N, and persistent tiles keep the
+    # stores from registers; stage_epilogue = 2 is refused.
+    text, tiles, _ = tma_gemm_setup(a)
+    text = text.replace("    assume(K % 8 == 0);", "    assume(K % 8 == 0);\n    assume(N % 8 == 0);")
+    store = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+    f16c = text.replace("c: Memory[M, N, global, f32]", "c: Memory[M, N, global, f16]").replace(
+        "  write(result, c);", "  write(cast(result, f16), c);")
+    check("write(cast(result, f16), c)" in f16c, "the f16-output GEMM source", f16c)
+    for label, body, boxes, sts, box_cols in (("f32 C", text, 8, "st.shared.v2.f32", 32),
+                                              ("f16 C", f16c, 4, "st.shared.b32", 64)):
+        src = os.path.join(tmp, "epi_" + label[:3] + ".wave")
+        open(src, "w").write(body)
+        ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+        check(ptx.count(store) == boxes, f"{label}: {boxes} TMA stores", ptx[-4000:])
+        check(ptx.count(sts) == 64, f"{label}: 64 {sts} per thread (the 128 accumulators)",
+              ptx[-8000:])
+        check("st.global" not in ptx, f"{label}: no st.global", ptx[-4000:])
+        first = ptx.index(store)
+        fence = ptx.rindex("fence.proxy.async.shared::cta", 0, first)
+        check(ptx.rindex("wgmma.wait_group.sync.aligned 0;", 0, first) <
+              ptx.index("bar.sync 1, 256;", ptx.rindex("wgmma.wait_group.sync.aligned 0;")) <
+              ptx.index(sts) < fence < ptx.rindex("bar.sync 1, 256;", 0, first) < first,
+              f"{label}: wait, barrier, st.shared, proxy fence, barrier, TMA store", ptx[-8000:])
+        check(ptx.count("cp.async.bulk.commit_group;") == boxes and
+              ptx.index("cp.async.bulk.wait_group.read 0;") > ptx.rindex(store),
+              f"{label}: committed, waited for before the exit", ptx[-4000:])
+        if os.access(PTXAS, os.X_OK):
+            out = os.path.join(tmp, "ep.ptx")
+            open(out, "w").write(ptx)
+            p = run([PTXAS, "-arch=sm_90a", "-v", out, "-o", os.path.join(tmp, "ep.cubin")])
+            info = p.stderr.decode()
+            check("0 bytes spill stores" in info and "warning" not in info,
+                  f"{label}: ptxas -arch=sm_90a accepts it, no spills, no warnings", info)
+        sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                     os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
+        check("epilogue: the write (line" in sched and
+              f"128 x 256 in boxes of 128 x {box_cols}, 128-byte swizzle" in sched,
+              f"{label}: the schedule dump says so", sched)
+        header, stub = os.path.join(tmp, "e.h"), os.path.join(tmp, "e.c")
+        run([a.wavec, src, "--target=sm_90a", "-o", os.path.join(tmp, "e.ptx"), "--header",
+             header, "--stub", stub] + tiles)
+        c = open(stub).read()
+        maps = [l for l in c.splitlines() if "wave_tensor_map_2d(device" in l]
+        check(len(maps) == 3 and "(device, c, dtype" in maps[2] and
+              f"* {4 if label == 'f32 C' else 2}, 128, {box_cols}, 128, &map)" in maps[2],
+              f"{label}: the stub builds the output's tensor map (box 128 x {box_cols})",
+              "\n".join(maps))
+    # The epilogue sample: both kernels staged (4 f16 boxes each).
+    epi = open(os.path.join(a.source_dir, "samples", "gemm_epilogue", "gemm_epilogue.wave")).read()
+    epi = epi.replace("    wave(N, WAVE_N);", "    wave(N, WAVE_N);\n    assume(K > BLOCK_K * 4);\n"
+                      "    assume(K % 8 == 0);\n    assume(N % 8 == 0);")
+    check(epi.count("assume(N % 8 == 0)") == 2, "the epilogue sample with N % 8", epi)
+    esrc = os.path.join(tmp, "gemm_epilogue.wave")
+    open(esrc, "w").write(epi)
+    ptx = run([a.wavec, esrc, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+    check(ptx.count(store) == 8 and "st.global.b32" not in ptx and ptx.count("st.shared.b32") == 128,
+          "epilogue sample: 4 TMA stores and 64 st.shared.b32 per kernel, no 4-byte st.global",
+          ptx[-4000:])
+    # What keeps the stores from registers.
+    keep = [("hardware(stage_epilogue = 0)", text.replace(
+                "    assume(N % 8 == 0);", "    assume(N % 8 == 0);\n    hardware(stage_epilogue = 0);")),
+            ("N not proven a multiple of 8", text.replace("    assume(N % 8 == 0);\n", "")),
+            ("persistent tiles", text.replace(
+                "    assume(N % 8 == 0);", "    assume(N % 8 == 0);\n    hardware(persistent = 1);"))]
+    for what, body in keep:
+        src = os.path.join(tmp, "keep.wave")
+        open(src, "w").write(body)
+        ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + tiles).stdout.decode()
+        check(store not in ptx and "st.global" in ptx and "setmaxnreg" in ptx,
+              f"{what}: the stores from registers", ptx[-4000:])
+        sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                     os.path.join(tmp, "s.ptx")] + tiles).stderr.decode()
+        check("epilogue:" not in sched, f"{what}: no epilogue line in the schedule dump", sched)
+    bad = os.path.join(tmp, "bad.wave")
+    open(bad, "w").write(text.replace("    assume(N % 8 == 0);",
+                                      "    assume(N % 8 == 0);\n    hardware(stage_epilogue = 2);"))
+    p = run([a.wavec, bad, "--target=sm_90a", "--check"] + tiles, ok=False)
+    check(p.returncode != 0 and b"stage_epilogue (0 or 1)" in p.stderr and
+          b"expected-int-constant" in p.stderr, "stage_epilogue = 2 is refused", p.stderr.decode())
+
+
 def test_gemm_other_targets(a, tmp):
     _, portable = gemm_sources(a)
     batched = os.path.join(a.source_dir, "tests", "codegen", "inputs", "gemm_batched.wave")

@@ -191,6 +191,51 @@ TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {
   }
 }
 
+// The epilogue through shared memory (KernelPlan::epilogue): the f32 C write of the
+// warp-specialized GEMM (N = 1024: rows of 4096 bytes) goes through tile 1's ring (B: 4 x 32 KB
+// holds 128 x 256 f32) in boxes of 128 x 32; an f16 C write (64 KB) takes the smaller ring of A
+// (4 x 16 KB) in boxes of 128 x 64. Not with stage_epilogue = 0, persistent tiles, without warp
+// specialization, or with cp.async loops (no TMA: no producer).
+TEST(Plan, EpilogueStagedThroughTheRingOfAWarpSpecializedGemm) {
+  const std::string base(kWgmmaGemm);
+  const size_t at = base.find("    wave(N, 256);\n");
+  ASSERT_NE(at, std::string::npos);
+  auto with = [&](const char *hw) {
+    return std::string(base).replace(at, 17, std::string("    wave(N, 256);\n    ") + hw + "\n");
+  };
+  std::string f16 = base;
+  f16.replace(f16.find("c: Memory[M, N, global, f32]"), 28, "c: Memory[M, N, global, f16]");
+  f16.replace(f16.find("write(result, c);"), 17, "write(cast(result, f16), c);");
+  const std::string off = with("hardware(stage_epilogue = 0);");
+  const std::string persistent = with("hardware(persistent = 1);");
+  const std::string noSpec = with("hardware(warp_specialize = 0);");
+  const struct {
+    const char *src;
+    bool tensor;
+    int alloc;
+    int64_t boxCols;
+  } cases[] = {{kWgmmaGemm, true, 1, 32},  {f16.c_str(), true, 0, 64},
+               {off.c_str(), true, -1, 0}, {persistent.c_str(), true, -1, 0},
+               {noSpec.c_str(), true, -1, 0}, {kWgmmaGemm, false, -1, 0}};
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = c.tensor;
+    plan(p, c.src, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok);
+    const EpilogueStaging &e = p.plan.epilogue;
+    EXPECT_EQ(e.alloc, c.alloc) << c.src;
+    EXPECT_EQ(e.write != nullptr, c.alloc >= 0) << c.src;
+    if (c.alloc >= 0) {
+      EXPECT_EQ(e.rows, 128);
+      EXPECT_EQ(e.cols, 256);
+      EXPECT_EQ(e.boxCols, c.boxCols);
+      EXPECT_EQ(e.axis[0], 0u);
+      EXPECT_EQ(e.axis[1], 1u);
+    }
+  }
+}
+
 // The workgroup order's model: g x tile0 + ceil(132 / g) x tile1 operand rows, least at
 // g = 16 for 128 x 256 tiles (2048 + 9 x 256 = 4352; 8: 5376, 32: 5376), a tie of 8 and 16
 // for square tiles (3200) taken at 8, and 8 for 256 x 128 (4224).

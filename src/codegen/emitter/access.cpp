@@ -847,6 +847,8 @@ bool KernelEmitter::emitWrite(const ir::Op &op) {
     for (const auto &s : di.start.freeSymbols())
       if (s.rfind("$i_", 0) == 0)
         syms.insert(s);
+  if (&op == plan_.epilogue.write)
+    return stagedStore(op, acc, v, syms);
   BufferBatch batch(*this);
   std::optional<LdsScope> shared;
   std::string owner;

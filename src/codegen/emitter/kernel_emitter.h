@@ -561,6 +561,7 @@ private:
   void tmaWait(const std::string &bars, const std::string &stage, const std::string &iv,
                int stages);
   std::map<const ir::Op *, std::string> tensorMapArgs_; // staged read -> its map
+  std::string epilogueMap_; // the output's tensor-map parameter
   std::vector<TensorMapArg> tensorMaps_;                // in argument order
   std::vector<std::string> moduleGlobals_;              // lines before the kernel's gpu.func
   KernelPlan plan_;
@@ -625,6 +626,11 @@ private:
     int64_t xorUnit = 0;            // see LdsAlloc (bytes)
     int alloc = -1;                 // an access to an `allocate`d tile: its LdsAlloc
   };
+  // The epilogue through shared memory (KernelPlan::epilogue, tensor_copy.cpp): the write's
+  // value `v` (in the write's layout, clones over `syms`) stored into the ring's buffers in the
+  // TMA boxes' swizzled layout, then one consumer thread's TMA stores of the boxes.
+  bool stagedStore(const ir::Op &op, const Access &acc, const RegVal &v,
+                   const std::set<std::string> &syms);
   // `allocate` (access.cpp): each allocation's tile in allocs_ (planAllocate), and the origin of
   // the workgroup's tile that its first access found (passes/allocate_access.cpp); an access to
   // it addresses the tile at its index minus that origin (rebaseAllocated).

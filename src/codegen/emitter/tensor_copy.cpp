@@ -61,6 +61,123 @@ void KernelEmitter::tensorMapArguments(
       tensorMapArgs_[o] = arg("!llvm.ptr<1>");
     }
   });
+  if (const EpilogueStaging &e = plan_.epilogue; e.write) {
+    TensorMapArg m;
+    m.param = static_cast<unsigned>(e.write->operands[1]->paramIndex);
+    m.dtype = e.write->operands[1]->type.dtype;
+    m.boxRows = static_cast<uint32_t>(e.rows);
+    m.boxCols = static_cast<uint32_t>(e.boxCols);
+    m.swizzleBytes = 128;
+    tensorMaps_.push_back(m);
+    epilogueMap_ = arg("!llvm.ptr<1>");
+  }
+}
+
+// The epilogue through shared memory (docs/internals.md, "Epilogue through shared memory").
+// Element (r, c) of the workgroup's [rows, cols] output tile goes where the TMA box of columns
+// c / boxCols expects it: boxes `rows` x 128 bytes apart from the ring tile's first buffer, row
+// r of a box 128 bytes, 16-byte chunk k of the row at chunk k XOR (r % 8) (the 128-byte
+// swizzle; offsetOf's xorBytes/blockBytes layout). For the wgmma accumulator layout (each lane
+// two adjacent columns of a row, 8 rows x 4 lanes per warp and column step) one warp's store of
+// a column step covers 8 distinct chunks of 8 rows: 16-bit outputs hit every bank once, f32
+// outputs two lanes per bank pair (64-bit stores, half a warp per wavefront). The barrier
+// analysis puts the consumers' barrier before the first store (the ring's last reads by wgmma)
+// and the async-proxy fence and the barrier before the TMA stores (marked as async reads).
+bool KernelEmitter::stagedStore(const ir::Op &op, const Access &acc, const RegVal &v,
+                                const std::set<std::string> &syms) {
+  const EpilogueStaging &e = plan_.epilogue;
+  if (acc.mapped || acc.alloc >= 0 || acc.dims.size() != 2 || epilogueMap_.empty())
+    return unsupported("a staged epilogue write the plan did not expect (a wavec bug)", op.loc);
+  const int64_t bytes = byteSize(acc.dtype), tile[2] = {e.rows, e.cols};
+  Access st = acc;
+  st.base = ldsBase(e.alloc);
+  st.ptr = "!llvm.ptr<3>";
+  st.extra = IndexExpr(0);
+  st.swizzle = 0;
+  st.xorUnit = 0;
+  st.xorBytes = 128;
+  st.blockBytes = e.rows * 128;
+  st.mayBeEmpty = false;
+  st.iter.clear();
+  IndexExpr origin[2];
+  for (int i = 0; i < 2; ++i) {
+    origin[i] = IndexExpr::symbol("$WG" + std::to_string(e.axis[i])) * tile[i];
+    DimIndex &d = st.dims[i];
+    d.start = facts_.simplify(acc.dims[i].start - origin[i]);
+    d.masked = d.maskedBelow = false;
+    for (const auto &s : d.start.freeSymbols())
+      if (s.rfind("$WG", 0) == 0)
+        return unsupported("a staged epilogue write whose index is not the workgroup's tile "
+                           "(a wavec bug)",
+                           op.loc);
+    st.sizes[i] = IndexExpr(tile[i]);
+  }
+  const int64_t n = acc.elems;
+  const std::string ty = mlirType(acc.dtype), vty = vecType(acc.dtype, n);
+  {
+    LdsScope scope(*this, e.alloc, /*write=*/true);
+    lds_.exclusive = true;
+    for (const auto &a : clonesOver(syms)) {
+      const std::string value = operandAt(v, a, n);
+      // Runs of the lane's elements at consecutive columns of one row, inside one 16-byte chunk
+      // (a power-of-two run from a column the facts prove a multiple of its length): one store.
+      for (int64_t g0 = 0; g0 < n;) {
+        const IndexExpr r0 = dimIndex(st, 0, a, g0), c0 = dimIndex(st, 1, a, g0);
+        int64_t run = 1;
+        while (g0 + run < n && (run + 1) * bytes <= 16 &&
+               facts_.provesEqual(dimIndex(st, 0, a, g0 + run) - r0, IndexExpr(0)) &&
+               facts_.provesEqual(dimIndex(st, 1, a, g0 + run) - c0, IndexExpr(run)))
+          ++run;
+        int64_t p = 1;
+        while (p * 2 <= run && facts_.provesExact(c0, IndexExpr(p * 2)))
+          p *= 2;
+        std::string piece = value;
+        if (n > 1) {
+          piece = fresh();
+          if (p == 1) {
+            line(piece + " = vector.extract " + value + "[" + std::to_string(g0) + "] : " + ty +
+                 " from " + vty);
+          } else {
+            std::string mask;
+            for (int64_t j = 0; j < p; ++j)
+              mask += (j ? ", " : "") + std::to_string(g0 + j);
+            line(piece + " = vector.shuffle " + value + ", " + value + " [" + mask + "] : " + vty +
+                 ", " + vty);
+          }
+        }
+        std::string ptr = gep(st, linearOffset(st, a, g0));
+        line("llvm.store " + piece + ", " + ptr + " {alignment = " + std::to_string(p * bytes) +
+             " : i64} : " + vecType(acc.dtype, p) + ", !llvm.ptr<3>");
+        g0 += p;
+      }
+    }
+  }
+  // The TMA stores read the tile through the async proxy: a barrier (with the proxy fence)
+  // before them, placed outside the branch.
+  SyncItem r{SyncItem::Read, e.alloc};
+  r.asyncProxy = true;
+  mark(r);
+  const std::string first = firstThread();
+  line("scf.if " + first + " {");
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  indent_ += "  ";
+  std::string row = fresh();
+  line(row + " = arith.index_cast " + lowerIndex(origin[0]) + " : index to i32");
+  for (int64_t b = 0; b < e.cols / e.boxCols; ++b) {
+    std::string col = fresh(), off = fresh(), src = fresh();
+    line(col + " = arith.index_cast " + lowerIndex(facts_.simplify(origin[1] + b * e.boxCols)) +
+         " : index to i32");
+    line(off + " = llvm.mlir.constant(" + std::to_string(b * e.rows * 128) + " : i64) : i64");
+    line(src + " = llvm.getelementptr " + ldsBase(e.alloc) + "[" + off +
+         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
+    lower_->tensorStore2d(src, epilogueMap_, col, row);
+  }
+  lower_->tensorStoreWaitRead();
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  return !failed_;
 }
 
 std::string KernelEmitter::tmaBarriers(int stages) {

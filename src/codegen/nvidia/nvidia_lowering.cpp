@@ -155,6 +155,21 @@ void NvidiaLowering::tensorCopy2d(const std::string &dst, const std::string &map
        " : (i32, i64, i32, i32, i32) -> ()");
 }
 
+void NvidiaLowering::tensorStore2d(const std::string &src, const std::string &map,
+                                   const std::string &col, const std::string &row) {
+  const std::string d = sharedAddress(host_, src), m = fresh();
+  line(m + " = llvm.ptrtoint " + map + " : !llvm.ptr<1> to i64");
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"cp.async.bulk.tensor.2d.global."
+       "shared::cta.bulk_group [$0, {$1, $2}], [$3];\\0Acp.async.bulk.commit_group;\", "
+       "\"l,r,r,r,~{memory}\" " + m + ", " + col + ", " + row + ", " + d +
+       " : (i64, i32, i32, i32) -> ()");
+}
+
+void NvidiaLowering::tensorStoreWaitRead() {
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"cp.async.bulk.wait_group.read 0;\", "
+       "\"~{memory}\" : () -> ()");
+}
+
 // try_wait suspends for a while before it answers false; the loop asks again until the phase
 // has completed (the label is unique per instance).
 void NvidiaLowering::barrierWait(const std::string &bar, const std::string &parity) {

@@ -22,6 +22,9 @@ public:
   void barrierArriveExpect(const std::string &bar, int64_t bytes) override;
   void tensorCopy2d(const std::string &dst, const std::string &map, const std::string &col,
                     const std::string &row, const std::string &bar) override;
+  void tensorStore2d(const std::string &src, const std::string &map, const std::string &col,
+                     const std::string &row) override;
+  void tensorStoreWaitRead() override;
   void barrierWait(const std::string &bar, const std::string &parity) override;
   void barrierArrive(const std::string &bar) override;
   void setRegisterLimit(int regs, bool increase) override;
