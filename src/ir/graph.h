@@ -182,6 +182,10 @@ struct HardwareConstraint {
   // SM walking the output tiles, docs/language.md 12); 0 (the default: measured no faster on
   // the H100, docs/performance.md) keeps one output tile per workgroup.
   bool persistent = false;
+  // lds_dma = 1 asks for the AMD LDS-DMA copy of a register-prefetch loop's tiles where the
+  // target has it (docs/language.md 12); 0 (the default, docs/performance.md) keeps the copy
+  // through registers. Ignored on targets without LDS DMA.
+  bool ldsDma = false;
   SourceRange loc;
 };
 

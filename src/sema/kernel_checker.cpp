@@ -305,7 +305,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"mma", false},
                            {"vector_shapes", false},
                            {"warp_specialize", false},
-                           {"persistent", false}});
+                           {"persistent", false},
+                           {"lds_dma", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -379,6 +380,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   };
   flag(4, "warp_specialize", kernel->hardware.warpSpecialize);
   flag(5, "persistent", kernel->hardware.persistent);
+  flag(6, "lds_dma", kernel->hardware.ldsDma);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

@@ -30,6 +30,8 @@ struct FakeQueries : PlanQueries {
     return refuse(DiagId::CodegenUnsupported, "no access", read.loc);
   }
   bool asyncCopyable(const Promotion &) override { return async; }
+  int64_t dma = 0; // the answer to ldsDmaCopies
+  int64_t ldsDmaCopies(const Promotion &) override { return dma; }
   bool tensor = false; // the answer to tensorCopyable
   int tensorAsked = 0;
   bool tensorCopyable(const Promotion &) override {
