@@ -281,12 +281,44 @@ void KernelEmitter::ldsDmaCopy(const Promotion &p) {
   const int64_t b0 = d_.block[0], b1 = d_.block[1], wave = d_.waveSize;
   IndexExpr tid = IndexExpr::symbol("$T0") + IndexExpr::symbol("$T1") * b0 +
                   IndexExpr::symbol("$T2") * (b0 * b1);
+  // The wave's LDS base in this buffer (its first thread's dword), then dword c x threads on:
+  // one pointer per tile and constant offsets from it, so that the M0 values are a scalar add
+  // each rather than loop-invariant values LLVM would keep in SGPRs through the loop.
+  std::string i64 = fresh(), base = fresh();
+  line(i64 + " = arith.index_cast " +
+       lowerIndex(facts_.simplify(stageIndex_ * al.bytes + (tid - mod(tid, wave)) * 4)) +
+       " : index to i64");
+  line(base + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + i64 +
+       "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
   for (int64_t c = 0; c < p.dmaCopies; ++c) {
     Access g = dmaAccess(p, c);
     const int64_t bytes = byteSize(g.dtype), per = 4 / bytes;
     const IndexExpr origin = dmaOrigin(g, p);
-    std::string rsrc = bufferRsrc(g, origin, constI32(kDmaRecords));
-    std::string cond = inBounds(g, {}, per - 1);
+    // The outermost dim's bound through num_records, where no dim between it and the
+    // innermost is masked: the bytes from the descriptor's base (the tile's origin) to the
+    // tensor's end, so a row past the end is out of range while the innermost check (a select,
+    // below) keeps a dword past its row's end off the next row. A loop-invariant lane mask per
+    // copy and tile would otherwise stay in SGPRs through the loop (the 128x128x64 tile
+    // spilled them).
+    bool byRecords = g.dims.size() >= 2 && g.dims.front().masked;
+    for (size_t i = 1; i + 1 < g.dims.size(); ++i)
+      byRecords = byRecords && !g.dims[i].masked && !g.dims[i].maskedBelow;
+    std::string records = constI32(kDmaRecords);
+    Access checked = g;
+    if (byRecords) {
+      checked.dims.front().masked = false;
+      IndexExpr numel = 1;
+      for (const auto &sz : g.sizes)
+        numel = numel * sz;
+      const IndexExpr left = (numel - origin) * bytes;
+      std::string v = lowerIndex(facts_.simplify(left)), lo = fresh(), hi = fresh();
+      line(lo + " = arith.maxsi " + v + ", " + constIndex(0) + " : index");
+      line(hi + " = arith.minsi " + lo + ", " + constIndex(kDmaRecords) + " : index");
+      records = fresh();
+      line(records + " = arith.index_cast " + hi + " : index to i32");
+    }
+    std::string rsrc = bufferRsrc(g, origin, records);
+    std::string cond = inBounds(checked, {}, per - 1);
     std::string voff = fresh();
     line(voff + " = arith.index_cast " +
          lowerIndex(facts_.simplify((linearOffset(g, {}, 0) - origin) * bytes)) +
@@ -296,13 +328,13 @@ void KernelEmitter::ldsDmaCopy(const Promotion &p) {
       line(r + " = arith.select " + cond + ", " + voff + ", " + constI32(kDmaOob) + " : i32");
       voff = r;
     }
-    // The wave's LDS base: this buffer, then dword c x threads + (the wave's first thread).
-    IndexExpr ldsOff = stageIndex_ * al.bytes + (tid - mod(tid, wave) + c * threads) * 4;
-    std::string i64 = fresh(), dst = fresh();
-    line(i64 + " = arith.index_cast " + lowerIndex(facts_.simplify(ldsOff)) + " : index to i64");
     LdsScope scope(*this, p.alloc, /*write=*/true, stageTag_, /*async=*/true);
-    line(dst + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + i64 +
-         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
+    std::string dst = base;
+    if (c > 0) {
+      dst = fresh();
+      line(dst + " = llvm.getelementptr " + base + "[" + std::to_string(c * threads * 4) +
+           "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+    }
     lower_->ldsDmaLoad(rsrc, dst, voff, 4);
   }
 }
