@@ -137,7 +137,7 @@ struct LoopSchedule {
   // with Promotion::dmaCopies and an unpadded layout): the register prefetch's buffers and
   // barriers, but tile i + 1 is copied by `buffer_load_dword ... lds` right behind this
   // iteration's reads of tile i (no registers, no LDS stores), completed by s_waitcnt vmcnt(0)
-  // before the barrier that precedes the next reads (emitter/shared_memory.cpp, ldsDmaCopy).
+  // before the barrier that precedes the next reads (codegen/emitter/shared_memory.cpp, ldsDmaCopy).
   bool ldsDma = false;
 };
 

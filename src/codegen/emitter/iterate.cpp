@@ -408,19 +408,8 @@ bool KernelEmitter::loopBody(LoopState &s) {
       break;
     if (async && !pipe && !wgLoop && o.get() == lastStaged)
       copyAhead(stPrevSym, stages - 1); // tile i + S - 1, behind this iteration's reads
-    if (s.sched.ldsDma && o.get() == lastStaged) {
-      // LDS DMA: tile i + 1, behind this iteration's reads of tile i (LLVM makes a wave's LDS
-      // reads that follow a DMA wait for it: before them it would wait at once), into the
-      // other buffer, or into this one behind the barrier the analysis places.
-      subs_[ivSym] = IndexExpr::symbol(nextSym);
-      stageIndex_ = stages > 1 ? IndexExpr::symbol(stNextSym) : IndexExpr(0);
-      stageTag_ = stages > 1 ? 1 : -1;
-      for (const ir::Op *st : staged)
-        ldsDmaCopy(promotions_.at(st));
-      subs_.erase(ivSym);
-      stageIndex_ = IndexExpr(0);
-      stageTag_ = -1;
-    }
+    if (s.sched.ldsDma && o.get() == lastStaged)
+      loopDmaAhead(s);
   }
   afterKStep_ = savedHook;
   s.wgOpen = wgmmaInFlight_;
@@ -443,6 +432,21 @@ bool KernelEmitter::loopBody(LoopState &s) {
   return true;
 }
 
+
+// LDS DMA (LoopSchedule::ldsDma): tile i + 1, behind this iteration's reads of tile i (LLVM
+// makes a wave's LDS reads that follow a DMA wait for it: before them it would wait at once),
+// into the other buffer, or into this one behind the barrier the analysis places.
+void KernelEmitter::loopDmaAhead(LoopState &s) {
+  const int stages = s.sched.stages;
+  subs_[s.ivSym] = IndexExpr::symbol(s.nextSym);
+  stageIndex_ = stages > 1 ? IndexExpr::symbol(s.stNextSym) : IndexExpr(0);
+  stageTag_ = stages > 1 ? 1 : -1;
+  for (const ir::Op *st : s.staged)
+    ldsDmaCopy(promotions_.at(st));
+  subs_.erase(s.ivSym);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+}
 
 // Warp-specialized loops: the products of tile i - keep have retired (the wgmma wait behind
 // this iteration's commit), so lane 0 of every consumer warp releases its buffer to the
