@@ -184,6 +184,13 @@ enum class Op : uint16_t {
   AsyncCommit, // closes the thread's open group (cp.async.commit_group)
   AsyncWait,   // imm N: completes every committed group but the N most recent
                // (cp.async.wait_group N; wait_all is AsyncCommit + AsyncWait 0)
+  // AMD LDS DMA (llvm.amdgcn.raw.buffer.load.lds): the buffer load of imm bytes (1, 2 or 4)
+  // at descriptor a, voffset c, soffset dst, with Op::BufferLoad's descriptor rules and range
+  // check (aux bit 0 likewise), lands in shared memory at the wave-uniform base b plus
+  // imm * (the lane's index in its wave), asynchronously: the copy is its own group of
+  // Op::AsyncCopy's queue, in flight until a wait completes it (an AMD s_waitcnt with vmcnt N
+  // translates to AsyncWait N: every DMA of the thread but the N newest lands).
+  BufferLoadLds,
   Count
 };
 

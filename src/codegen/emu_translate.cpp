@@ -441,10 +441,24 @@ bool FunctionTranslator::callControl(const llvm::CallInst &call, const std::stri
   auto starts = [&](const char *p) { return name.rfind(p, 0) == 0; };
   auto arg = [&](unsigned i) { return call.getArgOperand(i); };
   auto dst = [&] { return slot(&call); };
+  // s_waitcnt on gfx9 (bufferRules_ 0): vmcnt = bits 3:0 and 15:14 of the immediate; a count
+  // below the field's maximum lands the thread's LDS DMAs but the vmcnt newest (the hardware
+  // counts other vector memory instructions too, so it waits at least as long). Other
+  // families' encodings are not decoded (no LDS DMA there): ignored, like lgkmcnt/expcnt.
+  if (name == "llvm.amdgcn.s.waitcnt") {
+    auto *imm = llvm::dyn_cast<llvm::ConstantInt>(arg(0));
+    if (imm && !bufferRules_) {
+      const uint64_t v = imm->getZExtValue();
+      const uint32_t vm = uint32_t((v & 0xf) | ((v >> 10) & 0x30));
+      if (vm < 63)
+        emit(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, vm);
+    }
+    return true;
+  }
   // No-ops for the emulator.
   static const char *ignored[] = {"llvm.assume", "llvm.lifetime.", "llvm.dbg.",
                                   "llvm.experimental.noalias.scope.decl", "llvm.invariant.",
-                                  "llvm.amdgcn.s.waitcnt", "llvm.amdgcn.s.setprio",
+                                  "llvm.amdgcn.s.setprio",
                                   "llvm.amdgcn.sched.", "llvm.amdgcn.wave.barrier",
                                   "llvm.nvvm.bar.warp.sync", "llvm.sideeffect",
                                   "llvm.amdgcn.s.sleep", "llvm.nvvm.membar."};
@@ -603,6 +617,25 @@ bool FunctionTranslator::callMemory(const llvm::CallInst &call, const std::strin
     return true;
   }
 
+  // AMD LDS DMA (Op::BufferLoadLds): (rsrc, LDS base, bytes, voffset, soffset, imm offset,
+  // aux). The instruction offset would move both addresses; wavec passes 0, the only value
+  // emulated.
+  if (name == "llvm.amdgcn.raw.buffer.load.lds") {
+    auto *rsrcType = llvm::dyn_cast<llvm::FixedVectorType>(arg(0)->getType());
+    auto *size = llvm::dyn_cast<llvm::ConstantInt>(arg(2));
+    auto *imm = llvm::dyn_cast<llvm::ConstantInt>(arg(5));
+    auto *cache = llvm::dyn_cast<llvm::ConstantInt>(arg(6));
+    const uint64_t bytes = size ? size->getZExtValue() : 0;
+    if (!rsrcType || rsrcType->getNumElements() != 4 ||
+        !rsrcType->getElementType()->isIntegerTy(32) ||
+        (bytes != 1 && bytes != 2 && bytes != 4) || !imm || !imm->isZero() || !cache ||
+        (cache->getZExtValue() & 8))
+      unsupported("the buffer access " + name +
+                  " with a size other than 1, 2 or 4, an instruction offset or swizzling");
+    emit(Op::BufferLoadLds, Type::I8, 1, slot(arg(4)), slot(arg(0)), slot(arg(1)), slot(arg(3)),
+         uint32_t(bytes), bufferRules_);
+    return true;
+  }
   // AMD raw buffer accesses through a <4 x i32> descriptor (the emulator models the raw,
   // range-checked kind: see Op::BufferLoad).
   if (starts("llvm.amdgcn.raw.buffer.load.") || starts("llvm.amdgcn.raw.buffer.store.")) {

@@ -51,6 +51,10 @@ void TargetLowering::asyncCopy(const std::string &, const std::string &, const s
   missing("asynchronous copies");
 }
 void TargetLowering::asyncCommit() { missing("asynchronous copies"); }
+void TargetLowering::ldsDmaLoad(const std::string &, const std::string &, const std::string &,
+                                int) {
+  missing("LDS DMA");
+}
 void TargetLowering::barrierInit(const std::string &, int) { missing("transaction barriers"); }
 void TargetLowering::barrierInitFence() { missing("transaction barriers"); }
 void TargetLowering::barrierArriveExpect(const std::string &, int64_t) {

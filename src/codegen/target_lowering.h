@@ -86,6 +86,11 @@ public:
   virtual void asyncCopy(const std::string &dst, const std::string &src, const std::string &bytes);
   // Closes the copies issued since the last commit into one group.
   virtual void asyncCommit();
+  // AMD LDS DMA (TargetInfo::ldsDma): lane l's `bytes` (1, 2 or 4) at voffset `voff` (i32) of
+  // the resource `rsrc` (vector<4xi32>; out of range: 0) written to LDS at `lds`
+  // (!llvm.ptr<3>, wave-uniform) + bytes x l, asynchronously; asyncWait completes it.
+  virtual void ldsDmaLoad(const std::string &rsrc, const std::string &lds,
+                          const std::string &voff, int bytes);
 
   // ---- wait and fence (lines without indentation, for the barrier placement's assembly) ----
   // Waits until at most `keep` copy groups are in flight; `name` is a free SSA name for the

@@ -186,6 +186,10 @@ struct HardwareConstraint {
   // 1 (the default) lets the schedule pass stage it through shared memory and store it with TMA
   // (docs/language.md 12).
   bool stageEpilogue = true;
+  // lds_dma = 1 asks for the AMD LDS-DMA copy of a register-prefetch loop's tiles where the
+  // target has it (docs/language.md 12); 0 (the default, docs/performance.md) keeps the copy
+  // through registers. Ignored on targets without LDS DMA.
+  bool ldsDma = false;
   SourceRange loc;
 };
 

@@ -37,6 +37,7 @@ bool planCooperativeCopy(PlanContext &c, Promotion &p) {
   p.lanes = lanes;
   p.copies = elems / (threads * lanes);
   p.async = c.queries.asyncCopyable(p);
+  p.dmaCopies = c.kernel.hardware.ldsDma && c.target.ldsDma ? c.queries.ldsDmaCopies(p) : 0;
   return true;
 }
 

@@ -114,6 +114,12 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
                                                    "per buffer), "
                                                  : "cp.async, ") +
                                      std::to_string(s.stages) + " buffers per tile"
+                           : s.ldsDma ? "LDS DMA (buffer_load_dword ... lds of tile i + 1 "
+                                        "behind the reads of tile i, s_waitcnt vmcnt(0) "
+                                        "before the next reads), " +
+                                            (s.stages > 1 ? std::to_string(s.stages) +
+                                                                " buffers per tile"
+                                                          : std::string("1 buffer"))
                                : "register prefetch (tile i + 1 loaded at the top of "
                                  "iteration i, stored at its end), " +
                                      (s.stages > 1 ? std::to_string(s.stages) +

@@ -86,6 +86,10 @@ struct Promotion {
   int64_t lanes = 1;
   int64_t copies = 1;
   bool async = false;
+  // The AMD LDS-DMA copy (LoopSchedule::ldsDma): dwords per thread of the tile in an unpadded
+  // layout, where each dword can be one lane of a `buffer_load_dword ... lds` (whole, in or out
+  // of bounds as a unit, within the buffer offset's range; PlanQueries::ldsDmaCopies); 0: not.
+  int64_t dmaCopies = 0;
 };
 
 // How a loop (an `iterate`) stages its promoted reads.
@@ -131,6 +135,12 @@ struct LoopSchedule {
   int kSteps = 1; // MMA K steps per tile
   // Registers per lane that the accumulators of the MMAs reading the staged tiles take.
   int64_t accRegisters = 0;
+  // AMD LDS DMA (`hardware(lds_dma = 1)` on a target with TargetInfo::ldsDma; every staged tile
+  // with Promotion::dmaCopies and an unpadded layout): the register prefetch's buffers and
+  // barriers, but tile i + 1 is copied by `buffer_load_dword ... lds` right behind this
+  // iteration's reads of tile i (no registers, no LDS stores), completed by s_waitcnt vmcnt(0)
+  // before the barrier that precedes the next reads (codegen/emitter/shared_memory.cpp, ldsDmaCopy).
+  bool ldsDma = false;
 };
 
 // The arena: its size, the alignment of its base, and whether the launch provides it
@@ -206,6 +216,10 @@ public:
   virtual bool tileAccess(const ir::Op &read, TileAccess &out) = 0;
   // Whether every vector of the tile's cooperative copy can be one 16-byte cp.async.
   virtual bool asyncCopyable(const Promotion &p) = 0;
+  // The dwords per thread of the tile's LDS-DMA copy (Promotion::dmaCopies), or 0 where the
+  // target has none or a dword of the copy could be partly in bounds, misaligned, or beyond the
+  // buffer offset's range.
+  virtual int64_t ldsDmaCopies(const Promotion &p) = 0;
   // Whether the tile (its layout planned) can be one TMA box of its tensor: a 2-D tile of a
   // 2-D tensor, read by wgmma K-major in 128-byte swizzled rows of exactly 128 bytes, at most
   // 256 rows, the tensor's rows a proven multiple of 16 bytes, on a target with TMA.
@@ -264,6 +278,9 @@ void chooseLdsLayout(PlanContext &c, const TileAccess &read, SharedTile &tile);
 // the XOR layout only where dropping the padding makes the promoted tiles fit the target's
 // shared memory or lets more workgroups share it.
 void settleLdsLayouts(PlanContext &c);
+// lds_layout.cpp: the XOR layout of the tile's candidate unit (SharedTile::xorCandidate), its
+// rows unpadded.
+void applyXor(SharedTile &al);
 // schedule.cpp: the LoopSchedule of `iterate`, whose staged reads are planned; sets the
 // stages, swizzle and layout of their tiles.
 bool planLoop(PlanContext &c, const ir::Op &iterate);

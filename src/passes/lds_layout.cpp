@@ -94,6 +94,8 @@ int64_t unpaddedBytes(const SharedTile &al) {
   return elems * (al.dtype == ScalarType::I1 ? 1 : bitWidth(al.dtype) / 8);
 }
 
+} // namespace
+
 // Unpadded rows, read units at unit XOR the row's phase (SharedTile::xorUnit).
 void applyXor(SharedTile &al) {
   al.xorUnit = al.xorCandidate;
@@ -105,6 +107,8 @@ void applyXor(SharedTile &al) {
   }
   al.bytes = unpaddedBytes(al);
 }
+
+namespace {
 
 
 // One wave's operand read (its first two clones) as instructions of at most 16 bytes per lane

@@ -64,6 +64,7 @@ public:
     return !out.dims.empty();
   }
   bool asyncCopyable(const Promotion &) override { return false; }
+  int64_t ldsDmaCopies(const Promotion &) override { return 0; }
   bool tensorCopyable(const Promotion &) override { return false; }
   bool refuse(DiagId kind, const std::string &what, SourceRange) override {
     id = kind;

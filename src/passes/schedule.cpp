@@ -108,6 +108,29 @@ bool registerDoubleBuffer(PlanContext &c, const LoopSchedule &s) {
   return total <= static_cast<int64_t>(c.target.ldsBytes) / 2;
 }
 
+// AMD LDS DMA (LoopSchedule::ldsDma), where the kernel asks for it (`hardware(lds_dma = 1)`)
+// and the target has it: every staged tile's copy must be whole dwords (Promotion::dmaCopies)
+// and its layout unpadded, since lane l writes the dword at M0 + 4 l. A padded tile whose XOR
+// layout the bank model found conflict-free takes that layout; one without keeps the loop on
+// the register prefetch.
+bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
+  if (!c.kernel.hardware.ldsDma || !c.target.ldsDma || s.staged.empty() || s.wgmma || s.async)
+    return false;
+  for (const ir::Op *o : s.staged) {
+    const Promotion &p = c.plan.promotions.at(o);
+    const SharedTile &al = c.plan.tiles[p.alloc];
+    if (p.dmaCopies <= 0 || al.swizzle || al.xorBytes || al.blockBytes ||
+        (al.pad && !al.xorCandidate))
+      return false;
+  }
+  for (const ir::Op *o : s.staged) {
+    SharedTile &al = c.plan.tiles[c.plan.promotions.at(o).alloc];
+    if (al.pad)
+      applyXor(al);
+  }
+  return true;
+}
+
 } // namespace
 
 bool planLoop(PlanContext &c, const ir::Op &iterate) {
@@ -126,6 +149,7 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   std::tie(s.stages, s.swizzle) = pipelineDepth(c, s);
   if (s.stages == 1)
     s.async = false;
+  s.ldsDma = ldsDmaLoop(c, s);
   if (!s.async && registerDoubleBuffer(c, s))
     s.stages = 2;
   for (const ir::Op *o : s.staged) {
@@ -173,7 +197,7 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
   s.kSteps = static_cast<int>(kSteps);
-  s.interleave = !s.async && !s.staged.empty() && c.target.vendor == Vendor::AMD &&
+  s.interleave = !s.async && !s.ldsDma && !s.staged.empty() && c.target.vendor == Vendor::AMD &&
                  c.target.mmaFamily == MmaFamily::MFMA;
   // Not where the accumulators alone take more than 128 registers per lane (the 256x256x64
   // GEMM's 128x128 wave tiles: 256): the groups' order raises the pressure, which there

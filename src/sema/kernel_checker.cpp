@@ -306,7 +306,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"vector_shapes", false},
                            {"warp_specialize", false},
                            {"persistent", false},
-                           {"stage_epilogue", false}});
+                           {"stage_epilogue", false},
+                           {"lds_dma", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -381,6 +382,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   flag(4, "warp_specialize", kernel->hardware.warpSpecialize);
   flag(5, "persistent", kernel->hardware.persistent);
   flag(6, "stage_epilogue", kernel->hardware.stageEpilogue);
+  flag(7, "lds_dma", kernel->hardware.ldsDma);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

@@ -86,6 +86,10 @@ struct TargetInfo {
   // Compute units (NVIDIA: SMs) of the target's reference card, for the workgroup-order model
   // (passes/schedule.cpp, planRaster); 0: not modeled.
   unsigned computeUnits = 0;
+  // The LDS-DMA form of the buffer load (`buffer_load_dword ... lds`, LLVM's
+  // llvm.amdgcn.raw.buffer.load.lds: 1, 2 or 4 bytes per lane written to LDS at M0 + 4 x lane):
+  // CDNA (gfx90a, gfx942); RDNA3 (gfx11) has no LDS DMA.
+  bool ldsDma = false;
   unsigned defaultWaveSize() const { return waveSizes.front(); }
 };
 

@@ -882,6 +882,69 @@ def test_gemm_mfma_interleave(a, tmp):
               f"{t}: no MFMA scheduling hints", text[:2000])
 
 
+def mfma_loop(asm):
+    # The lines of the first loop (a label up to a backward branch to it) holding a v_mfma.
+    lines = [l.strip() for l in asm.split("\n")]
+    labels = {l[:-1]: k for k, l in enumerate(lines) if re.match(r"\.LBB\d+_\d+:$", l)}
+    for j, l in enumerate(lines):
+        m = re.match(r"s_cbranch_\w+ (\.LBB\d+_\d+)$", l)
+        if m and m.group(1) in labels and labels[m.group(1)] < j:
+            body = lines[labels[m.group(1)]:j]
+            if any(x.startswith("v_mfma") for x in body):
+                return body
+    return []
+
+
+def test_gemm_lds_dma(a, tmp):
+    # hardware(lds_dma = 1) (LoopSchedule::ldsDma, src/passes/schedule.cpp; emitted by
+    # emitter/shared_memory.cpp ldsDmaCopy): on gfx942/gfx90a the loop copies its tiles with
+    # `buffer_load_dword ... lds` (no global loads into registers, no LDS stores of the copy),
+    # behind this tile's LDS reads, and waits vmcnt(0) before the barrier before the next reads;
+    # no scratch, no spills. With -DLDS_DMA=0 and on gfx1100 (no LDS DMA) the register prefetch.
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "gemm_lds_dma.wave")
+    for t, tile in (("gfx942", []), ("gfx90a", []),
+                    ("gfx942", ["-DBLOCK_M=128", "-DBLOCK_N=128", "-DBLOCK_K=64"])):
+        label = f"{t} {'128x128x64' if tile else '64x64x32'}"
+        for dims in ([], ["-DM=4096", "-DN=4096", "-DK=4096"]):
+            lab = label + (" static" if dims else " dynamic")
+            asm = run([a.wavec, src, "--emit=asm", "--target=" + t] + tile + dims).stdout.decode()
+            out = os.path.join(tmp, "dma.hsaco")
+            run([a.wavec, src, "--target=" + t, "-o", out] + tile + dims)
+            meta = notes(a, out)
+            dma = re.findall(r"buffer_load_dword v\d+, s\[\d+:\d+\], 0 offen lds", asm)
+            check(len(dma) > 0, f"{lab}: buffer_load_dword ... lds", asm[:3000])
+            check(re.search(r"\.private_segment_fixed_size:\s+0\b", meta), f"{lab}: no scratch",
+                  meta)
+            check(re.search(r"\.vgpr_spill_count:\s+0\b", meta) and
+                  re.search(r"\.sgpr_spill_count:\s+0\b", meta), f"{lab}: no spills", meta)
+            body = mfma_loop(asm)
+            kinds = "".join("D" if re.match(r"buffer_load_dword .* lds$", l) else
+                            "V" if l.startswith("s_waitcnt") and "vmcnt(0)" in l else
+                            "B" if l.startswith("s_barrier") else
+                            "R" if l.startswith("ds_read") else
+                            "W" if l.startswith("ds_write") else
+                            "G" if l.startswith(("global_load", "buffer_load")) else
+                            "M" if l.startswith("v_mfma") else "" for l in body)
+            check("D" in kinds and "W" not in kinds and "G" not in kinds,
+                  f"{lab}: the loop copies by LDS DMA only (no global loads, no LDS stores)",
+                  kinds)
+            check(kinds.index("R") < kinds.index("D"),
+                  f"{lab}: the DMAs follow this tile's first LDS reads", kinds)
+            first_b = kinds.index("B")
+            check("V" in kinds[:first_b] or "V" in kinds[kinds.rindex("D"):],
+                  f"{lab}: s_waitcnt vmcnt(0) before the barrier that precedes the reads", kinds)
+    for t, extra in (("gfx942", ["-DLDS_DMA=0"]), ("gfx1100", []), ("gfx90a", ["-DLDS_DMA=0"])):
+        asm = run([a.wavec, src, "--emit=asm", "--target=" + t] + extra).stdout.decode()
+        check(not re.search(r"buffer_load_\w+ .* lds$", asm, re.M),
+              f"{t} {' '.join(extra)}: no LDS DMA (the register prefetch)", asm[:3000])
+        check(re.search(r"ds_(write|store)", asm), f"{t} {' '.join(extra)}: the copy's LDS stores", asm[:3000])
+    # The MLIR: the intrinsic call (MLIR 19's ROCDL has no op) and the wait.
+    mlir = run([a.wavec, src, "--emit=mlir", "--target=gfx942"]).stdout.decode()
+    check('llvm.call_intrinsic "llvm.amdgcn.raw.buffer.load.lds"' in mlir and
+          "rocdl.waitcnt 3952" in mlir, "gfx942 MLIR: raw.buffer.load.lds calls, waitcnt vmcnt(0)",
+          mlir[:3000])
+
+
 def test_shared_atomics_isa(a, tmp):
     # Atomics on an allocated tile are the targets' shared-memory atomic instructions (the f32
     # minimum a compare-exchange loop, docs/language.md section 16), and the kernel's own

@@ -1206,6 +1206,88 @@ TEST(EmuAsync, AWaitThatLeavesTheGroupInFlightIsReported) {
   EXPECT_EQ(runAsync(0, true, 16, nullptr), WAVE_SUCCESS) << wave_last_error();
 }
 
+// ---- AMD LDS DMA (buffer_load_dword ... lds, Op::BufferLoadLds) ----------------------------------
+
+// One wave of 64 on gfx942: lane l loads the dword at voffset 4 (63 - l) of the descriptor
+// (lane 5 at 2^31: out of range) into LDS at the wave-uniform base 256 + 4 l (the lane's index,
+// not its voffset), waits with s_waitcnt vmcnt(`wait`) (-1: none), meets a barrier, and stores
+// the LDS dword of lane (l + 1) % 64 to out.
+wave_status_t runLdsDma(int wait, std::vector<uint32_t> *out) {
+  KernelBuilder k;
+  k.name = "dma";
+  k.block[0] = 64;
+  k.shared = 1024;
+  uint32_t rsrc = k.slot(16);
+  k.args.push_back({rsrc, 0, 8});
+  k.args.push_back({rsrc + 8, 8, 8});
+  uint32_t dst = k.arg(16, 8);
+  uint32_t t64 = k.tid64(), t32 = k.slot(4), rev = k.slot(4), voff = k.slot(4), five = k.slot(1),
+           sel = k.slot(4), next = k.slot(8), r = k.slot(8), v = k.slot(4), o = k.slot(8);
+  uint32_t base = k.constant<uint64_t>(256), zero = k.constant<uint32_t>(0);
+  k.op(Op::TruncI, Type::I32, 1, t32, t64, 0, 0, 0, uint8_t(Type::I64));
+  k.op(Op::Sub, Type::I32, 1, rev, k.constant<uint32_t>(63), t32);
+  k.op(Op::Mul, Type::I32, 1, voff, rev, k.constant<uint32_t>(4));
+  k.op(Op::ICmp, Type::I1, 1, five, t32, k.constant<uint32_t>(5), 0, 32, uint8_t(Type::I32));
+  k.op(Op::Select, Type::I32, 1, sel, five, k.constant<uint32_t>(0x80000000u), voff);
+  k.op(Op::BufferLoadLds, Type::I8, 1, zero, rsrc, base, sel, 4, 0);
+  if (wait >= 0)
+    k.op(Op::AsyncWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(wait));
+  k.op(Op::Barrier, Type::I8, 1);
+  k.op(Op::Add, Type::I64, 1, next, t64, k.constant<uint64_t>(1));
+  k.op(Op::URem, Type::I64, 1, next, next, k.constant<uint64_t>(64));
+  k.op(Op::PtrAdd, Type::Ptr, 1, r, base, next, 0, 4);
+  k.op(Op::Load, Type::I32, 1, v, r, 0, 0, uint32_t(Space::Shared));
+  k.op(Op::PtrAdd, Type::Ptr, 1, o, dst, t64, 0, 4);
+  k.op(Op::Store, Type::I32, 1, 0, o, v, 0, uint32_t(Space::Global));
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  Device d("emu:gfx942");
+  void *in = nullptr, *res = nullptr;
+  EXPECT_EQ(wave_malloc(d.dev, 256, &in), WAVE_SUCCESS);
+  EXPECT_EQ(wave_malloc(d.dev, 256, &res), WAVE_SUCCESS);
+  std::vector<uint32_t> host(64);
+  for (uint32_t i = 0; i < 64; ++i)
+    host[i] = 1000 + i;
+  EXPECT_EQ(wave_memcpy_htod(d.dev, in, host.data(), 256), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memset(d.dev, res, 0xee, 256), WAVE_SUCCESS);
+  const uint64_t addr = reinterpret_cast<uintptr_t>(in);
+  std::vector<uint8_t> args;
+  pack(args, 0, uint32_t(addr));
+  pack(args, 4, uint32_t((addr >> 32) & 0xffff));
+  pack(args, 8, uint32_t(256)); // num_records
+  pack(args, 12, kGfx9Word3);
+  pack(args, 16, res);
+  wave_status_t s = launch(d.dev, assemble("gfx942", 64, {k}), "dma", 1, 64, args);
+  std::string msg = wave_last_error();
+  if (out) {
+    out->resize(64);
+    EXPECT_EQ(wave_memcpy_dtoh(d.dev, out->data(), res, 256), WAVE_SUCCESS);
+  }
+  wave_free(d.dev, in);
+  wave_free(d.dev, res);
+  wave::rt::fail(s, msg);
+  return s;
+}
+
+TEST(EmuLdsDma, LaneDwordsLandAtTheBasePlusFourTimesTheLaneAtTheWait) {
+  std::vector<uint32_t> out;
+  ASSERT_EQ(runLdsDma(0, &out), WAVE_SUCCESS) << wave_last_error();
+  for (uint32_t t = 0; t < 64; ++t) {
+    const uint32_t lane = (t + 1) % 64; // the LDS dword read: lane `lane`'s DMA
+    EXPECT_EQ(out[t], lane == 5 ? 0u : 1000 + (63 - lane)) << "thread " << t;
+  }
+  // vmcnt(1) still lands the one DMA of each lane but the newest: it stays in flight.
+  EXPECT_EQ(runLdsDma(1, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "is the destination of a buffer_load ... lds issued at "
+                                          "handmade.wave:"))
+      << wave_last_error();
+  EXPECT_TRUE(contains(wave_last_error(), "(no s_waitcnt vmcnt of thread (1,0,0) has completed "
+                                          "it yet)"))
+      << wave_last_error();
+  EXPECT_EQ(runLdsDma(-1, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "still in flight")) << wave_last_error();
+}
+
 // A thread reading (or writing) its own copy's destination before its wait, and two copies in
 // flight to the same bytes.
 TEST(EmuAsync, OwnDestinationAndOverlappingCopies) {

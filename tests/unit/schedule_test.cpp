@@ -30,6 +30,8 @@ struct FakeQueries : PlanQueries {
     return refuse(DiagId::CodegenUnsupported, "no access", read.loc);
   }
   bool asyncCopyable(const Promotion &) override { return async; }
+  int64_t dma = 0; // the answer to ldsDmaCopies
+  int64_t ldsDmaCopies(const Promotion &) override { return dma; }
   bool tensor = false; // the answer to tensorCopyable
   int tensorAsked = 0;
   bool tensorCopyable(const Promotion &) override {
@@ -417,6 +419,43 @@ TEST(Plan, AmdDropsConflictFreePaddingOnlyWhereTheBytesMatter) {
       EXPECT_EQ(t.xorUnit, bn == 128 ? 8 : 0) << bn;
     }
     EXPECT_EQ(p.plan.sharedMemory.bytes, bn == 128 ? 32768 : 52224);
+  }
+}
+
+// hardware(lds_dma = 1) (LoopSchedule::ldsDma): only where the kernel asks, the target has LDS
+// DMA (gfx942, not gfx1100) and every tile's copy qualifies (PlanQueries::ldsDmaCopies); the
+// 256 x 128 x 64 tiles, padded for the register copy, take their conflict-free XOR layout (the
+// DMA fills unpadded rows); no MFMA interleaving hints on such a loop.
+TEST(Plan, LdsDmaOnlyWhereAskedForAvailableAndEveryTileQualifies) {
+  auto asked = [](std::string text) {
+    return text.replace(text.find("    wave(N, "), 0, "    hardware(lds_dma = 1);\n");
+  };
+  struct {
+    std::string text;
+    const char *target;
+    int64_t dma;
+    bool want;
+  } cases[] = {{asked(gemm(256, 128, 64)), "gfx942", 16, true},
+               {asked(gemm(64, 64, 32)), "gfx90a", 4, true},
+               {gemm(256, 128, 64), "gfx942", 16, false},        // not asked for
+               {asked(gemm(256, 128, 64)), "gfx942", 0, false},  // a tile does not qualify
+               {asked(gemm(64, 64, 32)), "gfx1100", 4, false}};  // no LDS DMA
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    q.dma = c.dma;
+    plan(p, c.text, c.target, /*async=*/false, q);
+    ASSERT_TRUE(p.ok);
+    const LoopSchedule &s = onlyLoop(p);
+    EXPECT_EQ(s.ldsDma, c.want) << c.target << " " << c.dma;
+    EXPECT_FALSE(s.async);
+    if (c.want) {
+      EXPECT_FALSE(s.interleave);
+      for (const SharedTile &t : p.plan.tiles)
+        EXPECT_EQ(t.pad, 0);
+    }
+    if (c.want && c.dma == 16)
+      EXPECT_EQ(p.plan.sharedMemory.bytes, 49152); // XOR instead of 52,224 padded bytes
   }
 }
 

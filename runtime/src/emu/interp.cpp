@@ -138,6 +138,8 @@ private:
   void run(Lane &lane);
   bool asyncCopy(Lane &lane, const Inst &in, uint64_t dst, uint64_t src, uint32_t srcBytes);
   bool asyncWait(Lane &lane, const Inst &in, uint32_t keep);
+  bool asyncEnqueue(Lane &lane, const Inst &in, uint64_t dst, const uint8_t *data,
+                    uint32_t bytes, const char *what);
   void dropAsync();
   bool collective(uint32_t firstLane, uint32_t count);
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
@@ -327,10 +329,14 @@ private:
     const Lane &o = lanes_[owner];
     char who[64];
     std::snprintf(who, sizeof who, "thread (%u,%u,%u)", o.tid[0], o.tid[1], o.tid[2]);
-    std::string detail = "byte " + std::to_string(byte) + " is the destination of a cp.async " +
+    const bool dma = copy && Op(copy->issue->op) == Op::BufferLoadLds;
+    std::string detail = "byte " + std::to_string(byte) + " is the destination of a " +
+                         (dma ? "buffer_load ... lds " : "cp.async ") +
                          (copy ? "issued at " + where(*copy->issue) + " " : std::string()) +
                          "by " + who + " that is still in flight (";
-    if (copy && copy->group >= q.open)
+    if (dma)
+      detail += "no s_waitcnt vmcnt of " + std::string(who) + " has completed it yet";
+    else if (copy && copy->group >= q.open)
       detail += "its group was not committed yet";
     else if (copy)
       detail += "no cp.async.wait_group of " + std::string(who) +
@@ -872,6 +878,18 @@ void Runner::run(Lane &L) {
         return;
       }
       break;
+    case Op::BufferLoadLds: { // the buffer load now, the LDS write when a wait lands it
+      uint8_t data[4] = {0, 0, 0, 0};
+      if (!bufferAccess(L, in, f + in.a, rd<uint32_t>(f + in.c), rd<uint32_t>(f + in.dst), data,
+                        in.imm, false) ||
+          !asyncEnqueue(L, in, rd<uint64_t>(f + in.b) + uint64_t(in.imm) * L.lane, data, in.imm,
+                        "buffer_load_lds store")) {
+        L.state = Done;
+        return;
+      }
+      ++async_[L.linear].open; // each DMA is a group of its own (vmcnt counts instructions)
+      break;
+    }
     case Op::AsyncCommit:
       ++async_[L.linear].open;
       break;
@@ -1075,22 +1093,31 @@ bool Runner::collective(uint32_t first, uint32_t count) {
 
 // cp.async issued by `L`: the source is read now; the destination bytes are marked in flight.
 bool Runner::asyncCopy(Lane &L, const Inst &in, uint64_t dst, uint64_t src, uint32_t srcBytes) {
-  AsyncQueue &q = async_[L.linear];
-  AsyncCopy c{};
-  c.group = q.open;
-  c.dst = 0;
-  c.bytes = in.imm;
-  c.issue = &in;
+  uint8_t data[16] = {};
   const uint32_t n = std::min(srcBytes, in.imm);
   if (n && !checkGlobal(L, in, src, n, "cp.async load"))
     return false;
   if (n)
     record(L, in, src, n);
   if (n)
-    std::memcpy(c.data, reinterpret_cast<const uint8_t *>(uintptr_t(src)), n);
+    std::memcpy(data, reinterpret_cast<const uint8_t *>(uintptr_t(src)), n);
+  return asyncEnqueue(L, in, dst, data, in.imm, "cp.async store");
+}
+
+// An asynchronous copy of `bytes` (at most 16) already read into `data`, issued by `L` into the
+// open group: the destination bytes are marked in flight until a wait lands them.
+bool Runner::asyncEnqueue(Lane &L, const Inst &in, uint64_t dst, const uint8_t *data,
+                          uint32_t bytes, const char *what) {
+  AsyncQueue &q = async_[L.linear];
+  AsyncCopy c{};
+  c.group = q.open;
+  c.dst = 0;
+  c.bytes = bytes;
+  c.issue = &in;
+  std::memcpy(c.data, data, bytes);
   if (dst > sharedBytes_ || sharedBytes_ - dst < c.bytes)
-    return fault(L, in, "out-of-bounds shared cp.async store of " + std::to_string(c.bytes) +
-                            " bytes",
+    return fault(L, in, std::string("out-of-bounds shared ") + what + " of " +
+                            std::to_string(c.bytes) + " bytes",
                  "offset " + std::to_string(dst) + " in a workgroup with " +
                      std::to_string(sharedBytes_) + " bytes of shared memory");
   c.dst = uint32_t(dst);
@@ -1100,11 +1127,11 @@ bool Runner::asyncCopy(Lane &L, const Inst &in, uint64_t dst, uint64_t src, uint
   for (uint32_t i = 0; i < c.bytes; ++i) {
     const Shadow &s = shadow_[c.dst + i];
     if (s.async != kNobody)
-      return inFlight(L, in, "cp.async store", c.dst + i, s.async);
+      return inFlight(L, in, what, c.dst + i, s.async);
     if (s.writeStamp == stamp_ && s.writer != me)
-      return race(L, in, "cp.async store", c.dst + i, s.writer, "written");
+      return race(L, in, what, c.dst + i, s.writer, "written");
     if (s.readStamp == stamp_ && s.reader != me)
-      return race(L, in, "cp.async store", c.dst + i, s.reader, "read");
+      return race(L, in, what, c.dst + i, s.reader, "read");
   }
   for (uint32_t i = 0; i < c.bytes; ++i)
     shadow_[c.dst + i].async = me;
@@ -1122,7 +1149,9 @@ bool Runner::asyncWait(Lane &L, const Inst &in, uint32_t keep) {
     --asyncInFlight_;
     for (uint32_t i = 0; i < c.bytes; ++i)
       shadow_[c.dst + i].async = kNobody;
-    if (!checkShared(L, in, c.dst, c.bytes, false, true, false, "cp.async store"))
+    if (!checkShared(L, in, c.dst, c.bytes, false, true, false,
+                     Op(c.issue->op) == Op::BufferLoadLds ? "buffer_load_lds store"
+                                                          : "cp.async store"))
       return false;
     std::memcpy(shared_.data() + c.dst, c.data, c.bytes);
   }

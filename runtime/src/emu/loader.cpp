@@ -210,6 +210,10 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
   case Op::AsyncCopy:
     ok = in.imm >= 1 && in.imm <= 16 && slot(in.a, 8) && slot(in.b, 8) && slot(in.c, 4);
     break;
+  case Op::BufferLoadLds:
+    ok = in.aux <= 1 && (in.imm == 1 || in.imm == 2 || in.imm == 4) && slot(in.a, 16) &&
+         slot(in.b, 8) && slot(in.c, 4) && slot(in.dst, 4);
+    break;
   case Op::AsyncCommit:
   case Op::AsyncWait:
     break;

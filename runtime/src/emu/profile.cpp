@@ -142,7 +142,8 @@ Class classify(const Inst &in) {
   case Op::Load: case Op::Store: case Op::MaskedLoad: case Op::MaskedStore:
   case Op::AtomicRmw: case Op::CmpXchg:
     return shared ? SharedMem : GlobalMem;
-  case Op::BufferLoad: case Op::BufferStore: case Op::AsyncCopy: return GlobalMem;
+  case Op::BufferLoad: case Op::BufferStore: case Op::AsyncCopy: case Op::BufferLoadLds:
+    return GlobalMem;
   case Op::Mbcnt: case Op::CvtFp8ToF32: case Op::CvtPkF32ToFp8: case Op::CvtBf16Pack:
   case Op::Reduce:
     return Alu;
@@ -168,6 +169,7 @@ void describe(const Inst &in, Site &s) {
   case Op::BufferLoad: s.op = "buffer_load"; s.shared = false; break;
   case Op::BufferStore: s.op = "buffer_store"; s.shared = false; break;
   case Op::AsyncCopy: s.op = "cp.async"; s.shared = false; s.width = in.imm; break;
+  case Op::BufferLoadLds: s.op = "buffer_load_lds"; s.shared = false; s.width = in.imm; break;
   case Op::Wave: s.op = "ldmatrix"; s.shared = true; s.width = 16; break;
   default: s.op = "memory"; break;
   }

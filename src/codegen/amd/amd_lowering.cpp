@@ -122,6 +122,27 @@ void AmdLowering::bufferStore(const std::string &value, const std::string &rsrc,
        " : " + type);
 }
 
+// MLIR 19's ROCDL dialect has no op for the LDS-DMA buffer load: the intrinsic is called
+// directly, with instruction offset 0 and no cache bits (immediates: constants).
+void AmdLowering::ldsDmaLoad(const std::string &rsrc, const std::string &lds,
+                             const std::string &voff, int bytes) {
+  std::string size = fresh(), zero = fresh();
+  line(size + " = llvm.mlir.constant(" + std::to_string(bytes) + " : i32) : i32");
+  line(zero + " = llvm.mlir.constant(0 : i32) : i32");
+  line("llvm.call_intrinsic \"llvm.amdgcn.raw.buffer.load.lds\"(" + rsrc + ", " + lds + ", " +
+       size + ", " + voff + ", " + zero + ", " + zero + ", " + zero +
+       ") : (vector<4xi32>, !llvm.ptr<3>, i32, i32, i32, i32, i32) -> ()");
+}
+
+// s_waitcnt vmcnt(keep) (gfx9 encoding: vmcnt in bits 3:0 and 15:14, expcnt 6:4 and lgkmcnt
+// 11:8 at their maximum, i.e. not waited for). vmcnt counts every vector memory instruction,
+// so this waits for at least the LDS DMAs but the `keep` newest.
+std::vector<std::string> AmdLowering::asyncWait(int keep, const std::string &) {
+  const int vm = std::clamp(keep, 0, 63);
+  const unsigned imm = unsigned(vm & 15) | (unsigned(vm >> 4) << 14) | (7u << 4) | (15u << 8);
+  return {"rocdl.waitcnt " + std::to_string(imm)};
+}
+
 // MLIR 19's ROCDL dialect has sched.barrier and s.setprio but no sched.group.barrier: the
 // intrinsic is called directly (its operands are immediates: constants).
 void AmdLowering::schedGroupBarrier(unsigned mask, int size, int syncId) {

@@ -21,6 +21,11 @@ public:
                   const std::string &zero, const std::string &type) override;
   void bufferStore(const std::string &value, const std::string &rsrc, const std::string &voff,
                    const std::string &zero, const std::string &type) override;
+  // LDS DMA (gfx9 CDNA): each DMA is counted by vmcnt; no groups to close.
+  void ldsDmaLoad(const std::string &rsrc, const std::string &lds, const std::string &voff,
+                  int bytes) override;
+  void asyncCommit() override {}
+  std::vector<std::string> asyncWait(int keep, const std::string &name) override;
   void interleaveMatrixOps(const std::vector<std::string> &block, int kSteps) override;
   void setPriority(int priority) override;
 

@@ -244,6 +244,21 @@ IndexExpr KernelEmitter::linearOffset(const Access &acc, const CloneAssign &a, i
   return offsetOf(acc, idx);
 }
 
+// Column `col` of row `r` in the XOR layout of rows of `cols` elements of `bytes` bytes, in units
+// of `unit` bytes (SharedTile::xorUnit): unit u at u XOR ((r / period) % phases), bit by bit.
+// An involution: it also maps a stored column back to the element's.
+IndexExpr xorUnitColumn(const IndexExpr &r, const IndexExpr &col, int64_t cols, int64_t bytes,
+                        int64_t unit) {
+  const int64_t q = unit / bytes;
+  int64_t period = 1, phases = 1;
+  xorUnitPhases(cols * bytes, unit, period, phases);
+  const IndexExpr u = floorDiv(col, q), s = mod(floorDiv(r, period), phases);
+  IndexExpr x = u - mod(u, phases);
+  for (int64_t bit = 1; bit < phases; bit *= 2)
+    x += bit * mod(floorDiv(u, bit) + floorDiv(s, bit), 2);
+  return x * q + mod(col, q);
+}
+
 IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr> &idx) const {
   IndexExpr off = acc.extra;
   const size_t n = idx.size();
@@ -253,16 +268,9 @@ IndexExpr KernelEmitter::offsetOf(const Access &acc, const std::vector<IndexExpr
   if (acc.xorUnit && n >= 2) {
     // Unpadded rows of C elements in units of q (SharedTile::xorUnit): unit u of row r at unit
     // u XOR ((r / period) % phases) (passes/kernel_plan.h, xorUnitPhases), bit by bit.
-    const int64_t b = byteSize(acc.dtype), q = acc.xorUnit / b;
     const int64_t c = *acc.sizes[n - 1].asInteger();
-    int64_t period = 1, phases = 1;
-    xorUnitPhases(c * b, acc.xorUnit, period, phases);
-    const IndexExpr &r = idx[n - 2], &col = idx[n - 1];
-    const IndexExpr u = floorDiv(col, q), s = mod(floorDiv(r, period), phases);
-    IndexExpr x = u - mod(u, phases);
-    for (int64_t bit = 1; bit < phases; bit *= 2)
-      x += bit * mod(floorDiv(u, bit) + floorDiv(s, bit), 2);
-    return off + r * c + x * q + mod(col, q);
+    const IndexExpr &r = idx[n - 2];
+    return off + r * c + xorUnitColumn(r, idx[n - 1], c, byteSize(acc.dtype), acc.xorUnit);
   }
   if (acc.xorBytes && n >= 2) {
     // wgmma's canonical K-major layout with the W-byte swizzle (W = 32, 64, 128; PTX ISA,

@@ -126,6 +126,8 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
     for (const ir::Op *o : s.staged) {
       if (async)
         cpAsyncCopy(promotions_.at(o));
+      else if (s.sched.ldsDma)
+        ldsDmaCopy(promotions_.at(o));
       else
         coopStore(promotions_.at(o), coopLoad(promotions_.at(o)));
     }
@@ -271,7 +273,7 @@ void KernelEmitter::loopBufferIndices(LoopState &s) {
     facts_.setRange(s.nextSym, r.lo, r.hi);
     staged_.insert(s.staged.begin(), s.staged.end());
   }
-  if (!s.staged.empty() && !async) {
+  if (!s.staged.empty() && !async && !s.sched.ldsDma) {
     subs_[s.ivSym] = IndexExpr::symbol(s.nextSym);
     for (const ir::Op *o : s.staged)
       s.prefetched.push_back(coopLoad(promotions_.at(o)));
@@ -406,6 +408,8 @@ bool KernelEmitter::loopBody(LoopState &s) {
       break;
     if (async && !pipe && !wgLoop && o.get() == lastStaged)
       copyAhead(stPrevSym, stages - 1); // tile i + S - 1, behind this iteration's reads
+    if (s.sched.ldsDma && o.get() == lastStaged)
+      loopDmaAhead(s);
   }
   afterKStep_ = savedHook;
   s.wgOpen = wgmmaInFlight_;
@@ -428,6 +432,21 @@ bool KernelEmitter::loopBody(LoopState &s) {
   return true;
 }
 
+
+// LDS DMA (LoopSchedule::ldsDma): tile i + 1, behind this iteration's reads of tile i (LLVM
+// makes a wave's LDS reads that follow a DMA wait for it: before them it would wait at once),
+// into the other buffer, or into this one behind the barrier the analysis places.
+void KernelEmitter::loopDmaAhead(LoopState &s) {
+  const int stages = s.sched.stages;
+  subs_[s.ivSym] = IndexExpr::symbol(s.nextSym);
+  stageIndex_ = stages > 1 ? IndexExpr::symbol(s.stNextSym) : IndexExpr(0);
+  stageTag_ = stages > 1 ? 1 : -1;
+  for (const ir::Op *st : s.staged)
+    ldsDmaCopy(promotions_.at(st));
+  subs_.erase(s.ivSym);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+}
 
 // Warp-specialized loops: the products of tile i - keep have retired (the wgmma wait behind
 // this iteration's commit), so lane 0 of every consumer warp releases its buffer to the
@@ -547,7 +566,7 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
     line("}");
     lds_ = saved;
   }
-  if (async && !s.tma) // nothing may stay in flight into shared memory the kernel no longer
+  if ((async && !s.tma) || s.sched.ldsDma) // nothing may stay in flight into shared memory the kernel no longer
     // owns (TMA copies only tiles the loop waits for)
     for (const std::string &w : lower_->asyncWait(0, ""))
       line(w);

@@ -111,6 +111,10 @@ struct PassDumps {
 
 // Emits one kernel. It answers the plan passes' questions about accesses (PlanQueries) and
 // emits what their plan (passes/kernel_plan.h) says.
+// access.cpp: the XOR layout's column map (SharedTile::xorUnit), its own inverse.
+IndexExpr xorUnitColumn(const IndexExpr &r, const IndexExpr &col, int64_t cols, int64_t bytes,
+                        int64_t unit);
+
 class KernelEmitter : private PlanQueries {
 public:
   KernelEmitter(const ir::Kernel &k, const Distribution &d, const TargetInfo &t,
@@ -407,6 +411,7 @@ private:
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
   void loopRelease(LoopState &s); // warp-specialized: the consumers release a buffer
+  void loopDmaAhead(LoopState &s); // LDS DMA: tile i + 1 behind the reads of tile i
   void loopReleaseLast(LoopState &s); // persistent tiles: the loop's last tile's buffer
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
   void loopStores(LoopState &s, size_t from, bool interleave);
@@ -507,9 +512,14 @@ private:
   using LdsAlloc = SharedTile;
   // The SSA name of tile i's base pointer (defined in the kernel's head).
   static std::string ldsBase(int i) { return "%lds_" + std::to_string(i); }
+  // The AMD LDS-DMA copy of a promoted tile (shared_memory.cpp; LoopSchedule::ldsDma): copy
+  // `copy`'s global side, one dword (Promotion::dmaCopies) per lane, at the element the tile's
+  // layout stores at the lane's LDS dword; and the copy itself.
+  void ldsDmaCopy(const Promotion &p);
   // PlanQueries, for the plan passes (shared_memory.cpp).
   bool tileAccess(const ir::Op &read, TileAccess &out) override;
   bool asyncCopyable(const Promotion &p) override;
+  int64_t ldsDmaCopies(const Promotion &p) override;
   bool refuse(DiagId id, const std::string &what, SourceRange loc) override {
     return unsupported(id, what, loc);
   }
@@ -658,6 +668,8 @@ private:
   // Pieces (first element, count) of clone `a` that are consecutive in memory, <= 128 bits.
   std::vector<std::pair<int64_t, int64_t>> pieces(const Access &acc, const CloneAssign &a);
   // The global side (copy = cooperative load i) and LDS side of a promoted tensor.
+  Access dmaAccess(const Promotion &p, int64_t copy);
+  IndexExpr dmaOrigin(const Access &acc, const Promotion &p);
   Access copyAccess(const Promotion &p, bool global, int64_t copy);
   // `trans`: the tile stores the operand's row dim innermost (ldmatrix .trans).
   void ldmatrixClones(const Access &acc, const LaneLayout &layout, int rowIdx, int colIdx,

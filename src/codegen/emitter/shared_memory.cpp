@@ -194,6 +194,151 @@ void KernelEmitter::cpAsyncCopy(const Promotion &p) {
   }
 }
 
+// ---- AMD LDS DMA (LoopSchedule::ldsDma) -------------------------------------------------------
+// `buffer_load_dword ... lds` writes lane l's dword at the wave-uniform LDS base (M0) + 4 l. The
+// copy walks the buffer's bytes (an unpadded layout: SharedTile::pad 0) in dwords: copy c of
+// thread t writes dword c x threads + t, so one wave's instruction fills 256 consecutive bytes,
+// and each lane loads the dword of the tile that the layout stores there: the physical row-major
+// position, its column mapped back through the XOR layout (xorUnitColumn is its own inverse; a
+// unit holds whole dwords).
+KernelEmitter::Access KernelEmitter::dmaAccess(const Promotion &p, int64_t copy) {
+  const LdsAlloc &al = allocs_[p.alloc];
+  Access acc = copyAccess(p, true, 0);
+  const int64_t bytes = byteSize(acc.dtype), per = 4 / bytes;
+  const size_t n = al.tile.size();
+  const int64_t b0 = d_.block[0], b1 = d_.block[1];
+  const int64_t threads = b0 * b1 * d_.block[2];
+  IndexExpr tid = IndexExpr::symbol("$T0") + IndexExpr::symbol("$T1") * b0 +
+                  IndexExpr::symbol("$T2") * (b0 * b1);
+  IndexExpr lin = (tid + copy * threads) * per;
+  int64_t inner = 1;
+  std::vector<IndexExpr> pos(n);
+  for (size_t i = n; i-- > 0;) {
+    pos[i] = mod(floorDiv(lin, inner), al.tile[i]);
+    inner *= al.tile[i];
+  }
+  if (al.xorUnit && n >= 2)
+    pos[n - 1] = xorUnitColumn(pos[n - 2], pos[n - 1], al.tile[n - 1], bytes, al.xorUnit);
+  acc.elems = per;
+  for (size_t i = 0; i < n; ++i) {
+    DimIndex &di = acc.dims[i];
+    di.start = facts_.simplify(pos[i] + p.origin[i] +
+                               (i + 1 == n ? IndexExpr::symbol("$g") : IndexExpr(0)));
+    di.elements = i + 1 == n ? per : 1;
+  }
+  return acc;
+}
+
+namespace {
+constexpr int64_t kDmaRecords = int64_t(1) << 31, kDmaOob = int64_t(1) << 31;
+} // namespace
+
+// The element offset of the tile's origin from the tensor's base (the descriptor's base: every
+// lane's voffset is then its position in the tile, >= 0).
+IndexExpr KernelEmitter::dmaOrigin(const Access &acc, const Promotion &p) {
+  IndexExpr off = 0;
+  for (size_t i = 0; i < p.origin.size(); ++i)
+    off += p.origin[i] * acc.strides[i];
+  return facts_.simplify(indexAt(off, {}, 0)); // the loop's substitutions (the tile copied)
+}
+
+int64_t KernelEmitter::ldsDmaCopies(const Promotion &p) {
+  if (!target_.ldsDma || p.mapped || !lower_->bufferAccesses())
+    return 0;
+  const LdsAlloc &al = allocs_[p.alloc];
+  const ir::Value *mem = p.op->operands[0];
+  const int64_t bytes = byteSize(mem->type.dtype);
+  if (bytes > 4 || 4 % bytes != 0 || al.tile.empty() || mem->type.shape.size() != al.tile.size())
+    return 0;
+  const int64_t per = 4 / bytes, threads = d_.block[0] * d_.block[1] * d_.block[2];
+  int64_t elems = 1;
+  for (int64_t t : al.tile)
+    elems *= t;
+  if (al.tile.back() % per != 0 || (elems * bytes) % (threads * 4) != 0)
+    return 0;
+  const int64_t copies = elems * bytes / (threads * 4);
+  // Whole dwords: the row's elements a multiple of the dword where it is masked, and the
+  // dword 4-byte aligned; every lane's offset from the tile's origin within the voffset range.
+  for (int64_t c : {int64_t(0), copies - 1}) {
+    Access g = dmaAccess(p, c);
+    if (g.dims.back().masked && !facts_.provesExact(g.sizes.back(), IndexExpr(per)))
+      return 0;
+    if (provenAlignment(g, linearOffset(g, {}, 0), per) < 4)
+      return 0;
+    const IndexExpr origin = dmaOrigin(g, p);
+    for (int64_t e : {int64_t(0), per - 1}) {
+      sym::Range r = facts_.rangeOf(facts_.simplify(linearOffset(g, {}, e) - origin));
+      if (!r.boundedBelow() || r.lo < 0 || !r.boundedAbove() || r.hi > (kDmaOob - 16) / bytes)
+        return 0;
+    }
+  }
+  return copies;
+}
+
+void KernelEmitter::ldsDmaCopy(const Promotion &p) {
+  const LdsAlloc &al = allocs_[p.alloc];
+  const int64_t threads = d_.block[0] * d_.block[1] * d_.block[2];
+  const int64_t b0 = d_.block[0], b1 = d_.block[1], wave = d_.waveSize;
+  IndexExpr tid = IndexExpr::symbol("$T0") + IndexExpr::symbol("$T1") * b0 +
+                  IndexExpr::symbol("$T2") * (b0 * b1);
+  // The wave's LDS base in this buffer (its first thread's dword), then dword c x threads on:
+  // one pointer per tile and constant offsets from it, so that the M0 values are a scalar add
+  // each rather than loop-invariant values LLVM would keep in SGPRs through the loop.
+  std::string i64 = fresh(), base = fresh();
+  line(i64 + " = arith.index_cast " +
+       lowerIndex(facts_.simplify(stageIndex_ * al.bytes + (tid - mod(tid, wave)) * 4)) +
+       " : index to i64");
+  line(base + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + i64 +
+       "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
+  for (int64_t c = 0; c < p.dmaCopies; ++c) {
+    Access g = dmaAccess(p, c);
+    const int64_t bytes = byteSize(g.dtype), per = 4 / bytes;
+    const IndexExpr origin = dmaOrigin(g, p);
+    // The outermost dim's bound through num_records, where no dim between it and the
+    // innermost is masked: the bytes from the descriptor's base (the tile's origin) to the
+    // tensor's end, so a row past the end is out of range while the innermost check (a select,
+    // below) keeps a dword past its row's end off the next row. A loop-invariant lane mask per
+    // copy and tile would otherwise stay in SGPRs through the loop (the 128x128x64 tile
+    // spilled them).
+    bool byRecords = g.dims.size() >= 2 && g.dims.front().masked;
+    for (size_t i = 1; i + 1 < g.dims.size(); ++i)
+      byRecords = byRecords && !g.dims[i].masked && !g.dims[i].maskedBelow;
+    std::string records = constI32(kDmaRecords);
+    Access checked = g;
+    if (byRecords) {
+      checked.dims.front().masked = false;
+      IndexExpr numel = 1;
+      for (const auto &sz : g.sizes)
+        numel = numel * sz;
+      const IndexExpr left = (numel - origin) * bytes;
+      std::string v = lowerIndex(facts_.simplify(left)), lo = fresh(), hi = fresh();
+      line(lo + " = arith.maxsi " + v + ", " + constIndex(0) + " : index");
+      line(hi + " = arith.minsi " + lo + ", " + constIndex(kDmaRecords) + " : index");
+      records = fresh();
+      line(records + " = arith.index_cast " + hi + " : index to i32");
+    }
+    std::string rsrc = bufferRsrc(g, origin, records);
+    std::string cond = inBounds(checked, {}, per - 1);
+    std::string voff = fresh();
+    line(voff + " = arith.index_cast " +
+         lowerIndex(facts_.simplify((linearOffset(g, {}, 0) - origin) * bytes)) +
+         " : index to i32");
+    if (!cond.empty()) {
+      std::string r = fresh();
+      line(r + " = arith.select " + cond + ", " + voff + ", " + constI32(kDmaOob) + " : i32");
+      voff = r;
+    }
+    LdsScope scope(*this, p.alloc, /*write=*/true, stageTag_, /*async=*/true);
+    std::string dst = base;
+    if (c > 0) {
+      dst = fresh();
+      line(dst + " = llvm.getelementptr " + base + "[" + std::to_string(c * threads * 4) +
+           "] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8");
+    }
+    lower_->ldsDmaLoad(rsrc, dst, voff, 4);
+  }
+}
+
 IndexExpr KernelEmitter::laneZero(const IndexExpr &e) {
   const int64_t w = d_.groupSize;
   sym::Facts f = facts_;
