@@ -9,6 +9,7 @@ set -euo pipefail
 wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples/gemm_epilogue"
 cp -r "$src/runtime/include" "$src/runtime/src" "$src/runtime/format" "$out/runtime/"
+cp "$src/scripts/devrun_prelude.sh" "$out/"
 cp -r "$src/samples/common" "$out/samples/"
 cp "$src/samples/gemm_epilogue/gemm_epilogue_main.c" "$out/samples/gemm_epilogue/"
 cp "$src/bench/gemm_epilogue_cuda.py" "$src/bench/wave_bench.py" "$out/"
@@ -38,12 +39,7 @@ for c in "${configs[@]}"; do
 done
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-set -u
-cd "$(dirname "$0")"
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+cd "$(dirname "$0")" && . ./devrun_prelude.sh
 specs=()
 for d in */; do
   d=${d%/}

@@ -15,6 +15,7 @@ set -euo pipefail
 wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples/gemm" "$out/samples/gemm_epilogue"
 cp -r "$src/runtime/include" "$src/runtime/src" "$src/runtime/format" "$out/runtime/"
+cp "$src/scripts/devrun_prelude.sh" "$out/"
 cp -r "$src/samples/common" "$out/samples/"
 cp "$src/samples/gemm/gemm_main.c" "$out/samples/gemm/"
 cp "$src/samples/gemm_epilogue/gemm_epilogue_main.c" "$out/samples/gemm_epilogue/"
@@ -66,12 +67,7 @@ grep -q 'epilogue:' "$out/new_f32/schedule.txt"
 ! grep -q 'epilogue:' "$out/old_f32/schedule.txt"
 cat > "$out/epistage_run.sh" <<'RUN'
 #!/usr/bin/env bash
-set -u
-cd "$(dirname "$0")"
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+cd "$(dirname "$0")" && . ./devrun_prelude.sh
 for d in new_* old_*; do
   k=gemm; [ -f $d/gemm_epilogue.c ] && k=gemm_epilogue
   cc -O2 -std=c99 -shared -fPIC -Iruntime/include -I$d $d/$k.c -L. -Wl,-rpath,$PWD \

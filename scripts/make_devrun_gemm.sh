@@ -12,6 +12,7 @@ set -euo pipefail
 wavec=$1 out=$2 control=${3:-} src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/runtime" "$out/samples"
 cp -r "$src/runtime/include" "$src/runtime/src" "$src/runtime/format" "$out/runtime/"
+cp "$src/scripts/devrun_prelude.sh" "$out/"
 cp -r "$src/samples/common" "$out/samples/"
 mkdir -p "$out/samples/gemm" && cp "$src/samples/gemm/gemm_main.c" "$out/samples/gemm/"
 cp "$src/bench/gemm_cuda.py" "$src/bench/gemm_dyn_ptx.py" "$src/bench/wave_bench.py" "$out/"
@@ -73,12 +74,7 @@ mkdir -p "$out/batched"
   --header "$out/batched/bgemm.h" --stub "$out/batched/gemm.c"
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-set -u
-cd "$(dirname "$0")"
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+cd "$(dirname "$0")" && . ./devrun_prelude.sh
 specs=()
 cc -O2 -std=c99 -shared -fPIC -Iruntime/include -Ibatched batched/gemm.c -L. -Wl,-rpath,$PWD \
   -lwave_runtime -o batched/libgemm.so 2>&1 | tail -3

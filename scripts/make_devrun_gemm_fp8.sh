@@ -13,6 +13,7 @@ wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out"
 mkdir -p "$out"
 cp -r "$src/runtime" "$out/runtime"
+cp "$src/scripts/devrun_prelude.sh" "$out/"
 cp "$src/bench/gemm_fp8_cuda.py" "$src/bench/wave_bench.py" "$out/"
 fast=$(mktemp --suffix=.wave)
 sed 's/    yield acc + mma(read(a), read(b), zero);/    yield mma(read(a), read(b), acc);/' \
@@ -42,12 +43,7 @@ for v in "two_level_t128x128_ws:$src/bench/gemm_fp8.wave:-DBLOCK_N=128 -DWAVE_N=
 done
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
-set -u
-cd "$(dirname "$0")"
-mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,clocks.sm,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
-g++ -O2 -std=c++17 -shared -fPIC runtime/src/*.cpp runtime/src/emu/*.cpp -Iruntime/include \
-  -Iruntime/src -Iruntime/format -ldl -lpthread -o libwave_runtime.so 2>&1 | tail -5
+cd "$(dirname "$0")" && . ./devrun_prelude.sh
 specs=()
 for d in */; do
   d=${d%/}
