@@ -125,6 +125,13 @@ const char *kWgmmaGemm = "symbol M, N, K;\n"
                          "  write(result, c);\n"
                          "}\n";
 
+// kWgmmaGemm with a `hardware(...)` line (`hw`) at the end of its constraints.
+std::string wgmmaGemmWith(const char *hw) {
+  std::string src(kWgmmaGemm);
+  const size_t at = src.find("    wave(N, 256);\n");
+  return src.replace(at, 17, std::string("    wave(N, 256);\n    ") + hw + "\n");
+}
+
 TEST(Plan, WgmmaLoopsCopyWithTmaWhenEveryTileQualifies) {
   for (bool tensor : {true, false}) {
     Planned p;
@@ -148,9 +155,7 @@ TEST(Plan, WgmmaLoopsCopyWithTmaWhenEveryTileQualifies) {
 // 128 x 40) / 256 = 236, capped); a cp.async loop and `hardware(warp_specialize = 0)` get
 // none.
 TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
-  const std::string off = std::string(kWgmmaGemm).replace(
-      std::string(kWgmmaGemm).find("    wave(N, 256);\n"), 17,
-      "    wave(N, 256);\n    hardware(warp_specialize = 0);\n");
+  const std::string off = wgmmaGemmWith("hardware(warp_specialize = 0);");
   for (int c = 0; c < 3; ++c) {
     Planned p;
     FakeQueries q;
@@ -168,12 +173,7 @@ TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
 // Persistent tiles (WarpSpecialization::perSM) only where asked for (`hardware(persistent =
 // 1)`: not the default, measured no faster on the H100) and where warp specialization applies.
 TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {
-  const std::string base(kWgmmaGemm);
-  const size_t at = base.find("    wave(N, 256);\n");
-  ASSERT_NE(at, std::string::npos);
-  auto with = [&](const char *hw) {
-    return std::string(base).replace(at, 17, std::string("    wave(N, 256);\n    ") + hw + "\n");
-  };
+  auto with = wgmmaGemmWith;
   const std::string on = with("hardware(persistent = 1);");
   const std::string off = with("hardware(persistent = 0);");
   const std::string noSpec = with("hardware(warp_specialize = 0, persistent = 1);");
@@ -200,11 +200,7 @@ TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {
 // specialization, or with cp.async loops (no TMA: no producer).
 TEST(Plan, EpilogueStagedThroughTheRingOfAWarpSpecializedGemm) {
   const std::string base(kWgmmaGemm);
-  const size_t at = base.find("    wave(N, 256);\n");
-  ASSERT_NE(at, std::string::npos);
-  auto with = [&](const char *hw) {
-    return std::string(base).replace(at, 17, std::string("    wave(N, 256);\n    ") + hw + "\n");
-  };
+  auto with = wgmmaGemmWith;
   std::string f16 = base;
   f16.replace(f16.find("c: Memory[M, N, global, f32]"), 28, "c: Memory[M, N, global, f16]");
   f16.replace(f16.find("write(result, c);"), 17, "write(cast(result, f16), c);");
@@ -454,8 +450,9 @@ TEST(Plan, LdsDmaOnlyWhereAskedForAvailableAndEveryTileQualifies) {
       for (const SharedTile &t : p.plan.tiles)
         EXPECT_EQ(t.pad, 0);
     }
-    if (c.want && c.dma == 16)
+    if (c.want && c.dma == 16) {
       EXPECT_EQ(p.plan.sharedMemory.bytes, 49152); // XOR instead of 52,224 padded bytes
+    }
   }
 }
 
