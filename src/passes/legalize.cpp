@@ -620,7 +620,7 @@ struct Legalizer {
       refuse(&op, op.loc, DiagId::UnsupportedTopK, {"a topk over " + dim.str() + " " + why},
              "topk: " + why);
     };
-    if (isFp8(ty) || isOpaqueFloat(ty, t) || ty == ScalarType::I1 || ty == ScalarType::Index)
+    if (ty == ScalarType::I1 || ty == ScalarType::Index)
       return no("of " + tn(ty) + " values on " + t.name);
     if (fromStreamedRow(op.operands[0]))
       return no("of a streamed row (bind the row's length, at most 64 elements per lane)");

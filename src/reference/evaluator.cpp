@@ -877,7 +877,9 @@ bool Evaluator::topkOp(const ir::Op &op, const std::vector<TensorPtr> &in) {
     return p < q;
   };
   std::unordered_map<int64_t, std::vector<int64_t>> order; // row base -> ranked offsets
-  const Num lowest = fl ? fromFloat(t, -std::numeric_limits<double>::infinity())
+  // The type's lowest value: -inf, or the most negative finite value where the type has no
+  // infinity (f8e4m3fn and the fnuz kinds), as the max reduction's identity.
+  const Num lowest = fl ? fromFloat(t, -largestFloat(t))
                         : fromInt(t, isSigned(t) ? (bitWidth(t) == 64
                                                         ? std::numeric_limits<int64_t>::min()
                                                         : -(int64_t(1) << (bitWidth(t) - 1)))

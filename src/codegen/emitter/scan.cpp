@@ -553,9 +553,13 @@ bool KernelEmitter::emitCumsum(const ir::Op &op) {
 
 // Whether (av, ai) ranks before (bv, bi): the larger value; NaN above every number; equal values
 // (-0.0 == +0.0) and two NaNs by the lower index.
-std::string KernelEmitter::topkBetter(ScalarType t, const std::string &av, const std::string &ai,
-                                      const std::string &bv, const std::string &bi) {
-  const std::string ety = mlirType(t);
+std::string KernelEmitter::topkBetter(ScalarType t, const std::string &avIn,
+                                      const std::string &ai, const std::string &bvIn,
+                                      const std::string &bi) {
+  const bool wide = opaque(t); // compared in f32, where every value of the type is exact
+  const std::string av = wide ? narrowToF32(avIn, t, 1) : avIn;
+  const std::string bv = wide ? narrowToF32(bvIn, t, 1) : bvIn;
+  const std::string ety = wide ? "f32" : mlirType(t);
   auto cmp = [&](const std::string &pred, const std::string &a, const std::string &b,
                  const std::string &ty, bool fl) {
     std::string r = fresh();
@@ -568,7 +572,7 @@ std::string KernelEmitter::topkBetter(ScalarType t, const std::string &av, const
     return r;
   };
   const std::string lt = cmp("slt", ai, bi, "i32", false);
-  if (!isFloat(t)) {
+  if (!isFloat(t) && !wide) {
     const bool sg = isSigned(t);
     return logic("ori", cmp(sg ? "sgt" : "ugt", av, bv, ety, false),
                  logic("andi", cmp("eq", av, bv, ety, false), lt));
@@ -752,8 +756,10 @@ bool KernelEmitter::emitTopK(const ir::Op &op) {
   if (x.lazy || x.deferred || !x.layout.count(dim))
     return refuse("of a value not held along it in registers");
   const ScalarType t = x.dtype;
+  // Opaque floats (fp8, bf16 on AMD) keep their bits through the selects and shuffles and are
+  // compared widened to f32 (topkBetter), which orders them exactly as the type does.
   auto cmb = combinerFor(ir::ReduceKind::Max, t);
-  if (!cmb || opaque(t)) // its ranking compares the elements themselves
+  if (!cmb)
     return refuse(std::string("of ") + scalarTypeName(t) + " values");
   ScanPlan p;
   if (!planScan(op, x, p))
