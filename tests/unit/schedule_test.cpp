@@ -125,6 +125,13 @@ const char *kWgmmaGemm = "symbol M, N, K;\n"
                          "  write(result, c);\n"
                          "}\n";
 
+// plan() for sm_90a with cp.async loops, whose tiles TMA may copy (`tensor`) or not.
+void planSm90a(Planned &p, const char *src, bool tensor) {
+  FakeQueries q;
+  q.tensor = tensor;
+  plan(p, src, "sm_90a", true, q);
+}
+
 // kWgmmaGemm with a `hardware(...)` line (`hw`) at the end of its constraints.
 std::string wgmmaGemmWith(const char *hw) {
   std::string src(kWgmmaGemm);
@@ -185,9 +192,7 @@ TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {
                {noSpec.c_str(), true, 0}, {on.c_str(), false, 0}};
   for (const auto &c : cases) {
     Planned p;
-    FakeQueries q;
-    q.tensor = c.tensor;
-    plan(p, c.src, "sm_90a", true, q);
+    planSm90a(p, c.src, c.tensor);
     ASSERT_TRUE(p.ok);
     EXPECT_EQ(p.plan.specialization.perSM, c.perSM) << c.src;
   }
@@ -217,9 +222,7 @@ TEST(Plan, EpilogueStagedThroughTheRingOfAWarpSpecializedGemm) {
                {noSpec.c_str(), true, -1, 0}, {kWgmmaGemm, false, -1, 0}};
   for (const auto &c : cases) {
     Planned p;
-    FakeQueries q;
-    q.tensor = c.tensor;
-    plan(p, c.src, "sm_90a", true, q);
+    planSm90a(p, c.src, c.tensor);
     ASSERT_TRUE(p.ok);
     const EpilogueStaging &e = p.plan.epilogue;
     EXPECT_EQ(e.alloc, c.alloc) << c.src;
