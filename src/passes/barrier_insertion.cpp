@@ -109,12 +109,15 @@ class Placer {
 public:
   Placer(const std::vector<SyncItem> &items, const std::vector<std::vector<bool>> *overlap)
       : items_(items), alias_(overlap ? std::optional<Alias>(Alias{*overlap}) : std::nullopt), before_(items.size(), BarrierPlacement::None), keep_(items.size(), 0),
-        fence_(items.size(), false), match_(items.size(), -1) {
+        fence_(items.size(), false), match_(items.size(), -1), else_(items.size(), -1) {
     std::vector<std::size_t> stack;
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (items[i].kind == SyncItem::LoopBegin)
+      const SyncItem::Kind k = items[i].kind;
+      if (k == SyncItem::LoopBegin || k == SyncItem::IfBegin) {
         stack.push_back(i);
-      else if (items[i].kind == SyncItem::LoopEnd && !stack.empty()) {
+      } else if (k == SyncItem::IfElse && !stack.empty()) {
+        else_[stack.back()] = static_cast<long>(i);
+      } else if ((k == SyncItem::LoopEnd || k == SyncItem::IfEnd) && !stack.empty()) {
         match_[stack.back()] = static_cast<long>(i);
         stack.pop_back();
       }
@@ -245,6 +248,22 @@ private:
         i = close;
         break;
       }
+      case SyncItem::IfBegin: {
+        // Every thread takes the same branch: each is walked from the state before the `if`,
+        // and the state after it is what either branch may leave pending.
+        if (before_[i] != BarrierPlacement::None)
+          barrierAt(i, s, stages);
+        const std::size_t close = match_[i] < 0 ? end : static_cast<std::size_t>(match_[i]);
+        const std::size_t mid = else_[i] < 0 ? close : static_cast<std::size_t>(else_[i]);
+        Pending taken = walk(i + 1, mid, s, stages);
+        if (mid < close)
+          taken.join(walk(mid + 1, close, s, stages));
+        else
+          taken.join(s);
+        s = taken;
+        i = close;
+        break;
+      }
       default:
         if (before_[i] != BarrierPlacement::None)
           barrierAt(i, s, stages);
@@ -260,6 +279,7 @@ private:
   std::vector<int> keep_;
   std::vector<bool> fence_;
   std::vector<long> match_;
+  std::vector<long> else_; // an IfBegin's IfElse, -1 when the `if` has none
 };
 
 } // namespace

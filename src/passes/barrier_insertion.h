@@ -36,7 +36,12 @@
 namespace wave {
 
 struct SyncItem {
-  enum Kind { Other, Read, Write, LoopBegin, LoopEnd, Barrier, Atomic } kind = Other;
+  // IfBegin / IfElse / IfEnd bracket the branches of an `if` whose condition is the same in
+  // every thread of the workgroup (docs/language.md section 15): each branch is walked from
+  // the state before the `if`, the state after it joins both (an `if` without IfElse has an
+  // empty else branch). A barrier placed inside a branch runs when every thread takes it.
+  enum Kind { Other, Read, Write, LoopBegin, LoopEnd, Barrier, Atomic, IfBegin, IfElse, IfEnd } kind =
+      Other;
   int resource = -1; // the allocation of a Read, Write or Atomic
   // Multi-buffered allocations: a Read/Write inside a loop of `stages` (on its LoopBegin)
   // buffers touches tile iteration + stage, in buffer (iteration + stage) % stages; before the
@@ -64,7 +69,7 @@ enum class BarrierPlacement {
 };
 
 // For each item, what must be placed right before it. Items inside a loop refer to the loop
-// body; LoopBegin/LoopEnd must nest. `waitKeep` (optional) receives, per WaitAndBarrier, how many
+// body; LoopBegin/LoopEnd and IfBegin/IfElse/IfEnd must nest. `waitKeep` (optional) receives, per WaitAndBarrier, how many
 // of the newest copy groups the wait may leave in flight (`cp.async.wait_group N`);
 // `proxyFence` (optional), per item, whether its barrier needs the async-proxy fence first.
 // `overlap` (optional, indexed by allocation) says which allocations share bytes (the

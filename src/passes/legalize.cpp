@@ -122,41 +122,22 @@ struct Legalizer {
     }
   }
 
-  // control.cpp, emitIf: a branch is one scf.if region; barrier placement (barrier_insertion.h)
-  // reads the emitted lines in order, so nothing in a branch may touch shared memory, wait at
-  // a barrier or loop (the emitter refuses a branch that does, e.g. a reduction across waves).
+  // control.cpp, emitIf: a branch is one scf.if region on a condition every thread of the
+  // workgroup shares, so its shared-memory accesses and barriers are ordered by barrier
+  // insertion through both branches (barrier_insertion.h); what a branch still may not hold:
+  // loops, products (their operand staging and pipelines are planned per loop) and what must
+  // be placed before every branch (promoted reads, allocations).
   int ifDepth = 0;
   bool inBranch(const ir::Op &op) {
-    const bool severalWaves = d.wavesPerBlock[0] * d.wavesPerBlock[1] * d.wavesPerBlock[2] > 1;
     const char *what = op.kind == ir::OpKind::Iterate ? "an iterate inside an 'if'"
-                       : op.kind == ir::OpKind::Barrier ? "a barrier() inside an 'if'"
-                       : op.kind == ir::OpKind::Mma     ? "an mma inside an 'if'"
-                       : op.kind == ir::OpKind::Reduce && severalWaves
-                           ? "a reduction inside an 'if' in a workgroup of several waves (they "
-                             "may combine through shared memory)"
-                       : op.kind == ir::OpKind::Cumsum && severalWaves
-                           ? "a cumsum inside an 'if' in a workgroup of several waves (they "
-                             "may combine through shared memory)"
-                       : op.kind == ir::OpKind::TopK && severalWaves
-                           ? "a topk inside an 'if' in a workgroup of several waves (they may "
-                             "merge through shared memory)"
+                       : op.kind == ir::OpKind::Mma   ? "an mma inside an 'if'"
                        : op.kind == ir::OpKind::Read && isPromotedRead(op)
                            ? "a read of a `shared` parameter inside an 'if' (read it before)"
                        : op.kind == ir::OpKind::Allocate ? "an allocate inside an 'if'"
-                       : touchesAllocated(op)
-                           ? "an access to an allocated (shared-memory) tile inside an 'if'"
-                           : nullptr;
+                                                         : nullptr;
     if (what)
       refuse(&op, op.loc, DiagId::UnsupportedIf, {what}, what);
     return !what;
-  }
-
-  static bool touchesAllocated(const ir::Op &op) {
-    return (op.kind == ir::OpKind::Read && isAllocated(op.operands[0])) ||
-           (op.kind != ir::OpKind::Read && op.operands.size() == 2 &&
-            (op.kind == ir::OpKind::Write || op.kind == ir::OpKind::AtomicAdd ||
-             op.kind == ir::OpKind::AtomicMin || op.kind == ir::OpKind::AtomicMax) &&
-            isAllocated(op.operands[1]));
   }
 
   // allocate (passes/allocate_access.cpp; the emitter's access.cpp, prepareAccess): one tile per

@@ -261,3 +261,43 @@ TEST(Barriers, CopiesInFlightIntoSharedBytesAreWaitedFor) {
 
 } // namespace
 } // namespace wave
+
+namespace wave {
+namespace {
+
+SyncItem ifBegin() { return {SyncItem::IfBegin}; }
+SyncItem ifElse() { return {SyncItem::IfElse}; }
+SyncItem ifEnd() { return {SyncItem::IfEnd}; }
+
+TEST(Barriers, BranchesAreWalkedFromTheStateBeforeTheIf) {
+  // write A; if { read A } else { read A }: each branch needs its own barrier (either may run),
+  // and the read after the `if` none (both branches ended with a barrier since the write).
+  auto b = placeBarriers({wr(0), ifBegin(), rd(0), ifElse(), rd(0), ifEnd(), rd(0)});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::Barrier, P::None, P::Barrier, P::None,
+                               P::None}));
+}
+
+TEST(Barriers, WhatABranchLeavesPendingIsOrderedAfterTheIf) {
+  // if { write A } (no else): the read after the `if` needs the barrier outside the branch,
+  // never inside (a barrier placed only in the branch would not run when it is not taken).
+  auto b = placeBarriers({ifBegin(), wr(0), ifEnd(), rd(0)});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::None, P::Barrier}));
+  // if { write A; read A } else { }: the barrier inside the branch; the write after the `if`
+  // conflicts with the branch's read (WAR): a barrier before it.
+  b = placeBarriers({ifBegin(), wr(0), rd(0), ifElse(), other(), ifEnd(), wr(0)});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::Barrier, P::None, P::None, P::None,
+                               P::Barrier}));
+  // A branch that ends with a barrier still joins the other branch's pending write.
+  b = placeBarriers({ifBegin(), wr(0), rd(0), ifElse(), wr(0), ifEnd(), rd(0)});
+  EXPECT_EQ(b.back(), P::Barrier);
+}
+
+TEST(Barriers, IfInsideALoopSeesTheNextIteration) {
+  // loop { if { read A } ; write A }: the write follows the read (WAR) and the next
+  // iteration's read follows the write (RAW, across the back edge).
+  auto b = placeBarriers({loop(), ifBegin(), rd(0), ifEnd(), wr(0), end()});
+  EXPECT_EQ(b, (std::vector<P>{P::None, P::None, P::Barrier, P::None, P::Barrier, P::None}));
+}
+
+} // namespace
+} // namespace wave

@@ -4,7 +4,10 @@
 // (the then branch's first); the other branch's value is converted to it (layout.cpp,
 // convertTo) before its scf.yield. A value uniform in both branches stays uniform. The legalize
 // pass (passes/legalize.cpp, inBranch and ifYields) refuses what a branch may not hold and what
-// cannot be yielded; the checks here are its backstops (`codegen-unsupported`).
+// cannot be yielded; the checks here are its backstops (`codegen-unsupported`). The condition
+// is the same in every thread of the workgroup, so a branch may touch shared memory: its items
+// keep their kinds between IfBegin / IfElse / IfEnd marks, and barrier insertion walks each
+// branch from the state before the `if` (passes/barrier_insertion.h).
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
@@ -12,7 +15,7 @@ namespace wave::codegen::detail {
 namespace {
 // The emitted lines of one branch, with the expression cache as the branch left it.
 struct Branch {
-  std::vector<std::string> lines;
+  std::vector<std::pair<std::string, SyncItem>> lines; // emitted lines, shared-memory kinds
   std::map<std::string, std::string> cache;
   std::vector<RegVal> yielded;
 };
@@ -89,19 +92,15 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
     const size_t mark = items_.size();
     indent_ = outer + "  ";
     exprCache_ = outerCache;
-    ++ifDepth_;
     bool ok = emitBranch(op, which, br[which].yielded);
-    --ifDepth_;
     indent_ = outer;
     for (size_t i = mark; ok && i < items_.size(); ++i)
-      if (items_[i].sync.kind != SyncItem::Other)
-        ok = unsupported("a branch of an 'if' that uses shared memory, a barrier or a loop "
-                         "(barrier placement does not follow branches)",
-                         op.loc);
+      if (items_[i].sync.kind == SyncItem::LoopBegin || items_[i].sync.kind == SyncItem::LoopEnd)
+        ok = unsupported("a loop inside a branch of an 'if'", op.loc); // legalize refuses it
     if (!ok)
       return false;
     for (size_t i = mark; i < items_.size(); ++i)
-      br[which].lines.push_back(std::move(items_[i].text));
+      br[which].lines.emplace_back(std::move(items_[i].text), items_[i].sync);
     items_.resize(mark);
     br[which].cache = exprCache_;
   }
@@ -118,16 +117,23 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
   for (const RegVal &s : shapes)
     for (size_t n = clonesOver(s.cloneSyms).size(); n > 0; --n, ++count)
       types += (count ? ", " : "") + vecType(s.dtype, s.elems);
-  line((count ? results + ":" + std::to_string(count) + " = " : std::string()) + "scf.if " +
-       cond + (count ? " -> (" + types + ")" : std::string()) + " {");
+  // The scf.if, `} else {` and closing lines are the branch marks of barrier insertion.
+  auto mark = [&](const std::string &text, SyncItem::Kind kind) {
+    line(text);
+    items_.back().sync = SyncItem{};
+    items_.back().sync.kind = kind;
+  };
+  mark((count ? results + ":" + std::to_string(count) + " = " : std::string()) + "scf.if " +
+           cond + (count ? " -> (" + types + ")" : std::string()) + " {",
+       SyncItem::IfBegin);
   for (size_t which = 0; which < 2; ++which) {
     if (which == 1) {
       if (!count && op.regions.size() < 2)
         break;
-      line("} else {");
+      mark("} else {", SyncItem::IfElse);
     }
-    for (auto &l : br[which].lines)
-      items_.push_back({std::move(l), SyncItem{}});
+    for (auto &[text, sync] : br[which].lines)
+      items_.push_back({std::move(text), sync});
     indent_ = outer + "  ";
     exprCache_ = br[which].cache;
     std::vector<std::string> ys;
@@ -146,7 +152,7 @@ bool KernelEmitter::emitIf(const ir::Op &op) {
     }
     indent_ = outer;
   }
-  line("}");
+  mark("}", SyncItem::IfEnd);
   exprCache_ = outerCache;
   size_t j = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {

@@ -477,7 +477,7 @@ private:
     int alloc = -1;
   };
   std::map<std::string, PlannedRelayout> relayouts_;
-  int ifDepth_ = 0; // inside the branches of an `if` (which may not touch shared memory)
+  std::map<std::string, std::string> relayoutFailures_; // key -> why the shared move failed
   std::string relayoutKey(const RegVal &from, const RegVal &to) const;
   void planRelayoutTile(const ir::Op &op, const RegVal &from, const RegVal &to);
   void planRelayouts(const ir::Op &op, const ShapeMap &shapes);

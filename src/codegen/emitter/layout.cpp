@@ -95,11 +95,17 @@ bool KernelEmitter::convertTo(const RegVal &v, const RegVal &like, RegVal &out,
     return true;
   case RelayoutPlan::Impossible: {
     // Through shared memory when the plan made a tile for it (relayout.cpp).
-    auto r = ifDepth_ == 0 ? relayouts_.find(relayoutKey(v, out)) : relayouts_.end();
+    const std::string key = relayoutKey(v, out);
+    auto r = relayouts_.find(key);
     if (r != relayouts_.end())
       return relayoutShared(v, out, r->second);
+    auto f = relayoutFailures_.find(key);
     return unsupported(DiagId::UnsupportedLayoutChange,
-                       "moving a value between thread layouts: " + plan.why, loc);
+                       "moving a value between thread layouts: " + plan.why +
+                           (f != relayoutFailures_.end()
+                                ? "; nor through shared memory: " + f->second
+                                : std::string()),
+                       loc);
   }
   case RelayoutPlan::InLane:
     for (size_t c = 0; c < plan.dstClones.size(); ++c) {

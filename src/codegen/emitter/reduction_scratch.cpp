@@ -137,16 +137,12 @@ void KernelEmitter::scratchIn(const std::vector<std::unique_ptr<ir::Op>> &ops, S
         shapes[body.args[i]] = carried[i];
       scratchIn(body.ops, shapes);
     }
-    if (op.kind == ir::OpKind::If) {
-      ++ifDepth_;
+    if (op.kind == ir::OpKind::If)
       for (const auto &r : op.regions)
         scratchIn(r->ops, shapes);
-      --ifDepth_;
-    }
     if (!opShape(op, shapes))
       return;
-    if (ifDepth_ == 0) // a branch may not touch shared memory (control.cpp, emitIf)
-      planRelayouts(op, shapes);
+    planRelayouts(op, shapes);
   }
 }
 

@@ -31,8 +31,10 @@ void KernelEmitter::planRelayoutTile(const ir::Op &op, const RegVal &from, const
   if (plan.kind != RelayoutPlan::Impossible)
     return;
   SharedRelayout p = planSharedRelayout(layoutOf(from), layoutOf(to), machine_, facts_);
-  if (!p.ok)
+  if (!p.ok) {
+    relayoutFailures_[key] = p.why; // said with the unsupported-layout-change (layout.cpp)
     return;
+  }
   const ScalarType t = from.dtype == ScalarType::I1 ? ScalarType::I8 : from.dtype;
   LdsAlloc al;
   al.op = &op;
@@ -46,7 +48,9 @@ void KernelEmitter::planRelayoutTile(const ir::Op &op, const RegVal &from, const
 }
 
 // The conversions an op will make, for planRelayoutTile: an elementwise op's operands into the
-// layout of its result (the widest operand's), a write's value into the write's layout.
+// layout of its result (the widest operand's), a write's value into the write's layout, a
+// reduction's init into its result's, yields into an `if`'s results and a loop's carried
+// values.
 void KernelEmitter::planRelayouts(const ir::Op &op, const ShapeMap &shapes) {
   switch (op.kind) {
   case ir::OpKind::Unary:
@@ -77,6 +81,33 @@ void KernelEmitter::planRelayouts(const ir::Op &op, const ShapeMap &shapes) {
       planRelayoutTile(op, *v, to);
     return;
   }
+  case ir::OpKind::Reduce: {
+    // init into the result's layout (reduce.cpp, step 5).
+    const RegVal *init = op.operands.size() > 1 ? shapeIn(shapes, op.operands[1]) : nullptr;
+    const RegVal *res = op.results.empty() ? nullptr : shapeIn(shapes, op.results[0]);
+    if (init && res)
+      planRelayoutTile(op, *init, *res);
+    return;
+  }
+  case ir::OpKind::If:
+  case ir::OpKind::Iterate:
+    // Each branch's yields into the `if`'s results (control.cpp, emitIf); a loop body's yields
+    // into the carried values (iterate.cpp).
+    for (const auto &r : op.regions) {
+      if (r->ops.empty() || r->ops.back()->kind != ir::OpKind::Yield)
+        continue;
+      const ir::Op &y = *r->ops.back();
+      for (size_t i = 0; i < y.operands.size(); ++i) {
+        const ir::Value *to = op.kind == ir::OpKind::If
+                                  ? (i < op.results.size() ? op.results[i] : nullptr)
+                                  : (i < r->args.size() ? r->args[i] : nullptr);
+        const RegVal *from = shapeIn(shapes, y.operands[i]);
+        const RegVal *like = to ? shapeIn(shapes, to) : nullptr;
+        if (from && like)
+          planRelayoutTile(op, *from, *like);
+      }
+    }
+    return;
   default: return;
   }
 }
