@@ -52,7 +52,9 @@ public:
     if (!localIndices() || !compile() || !sizeTile())
       return false;
     findOwners();
-    if (!assignWriters() || !checkCovered())
+    if (!assignWriters() && !assignCopies())
+      return false;
+    if (!checkCovered())
       return false;
     for (size_t i = 0; i < n_; ++i) {
       p.srcLocal[i] = facts_.simplify(p.srcLocal[i] - sym::IndexExpr(lo_[i]));
@@ -72,6 +74,8 @@ private:
   // in the workgroup's tile and the tile (0: none); a destination element outside it is dead
   // (another workgroup's: every write masks it), so nobody needs to hold it.
   std::vector<std::pair<int64_t, int64_t>> wgTile_;
+  // Per tile dim: the first local coordinate past the dim's end (INT64_MAX: unknown).
+  std::vector<int64_t> extentEnd_;
   std::map<std::string, sym::IndexExpr> zero_;
   std::vector<std::string> slots_;
   sym::ExprPool pool_;
@@ -109,6 +113,13 @@ private:
           t = {*b, it->second.second};
       }
       wgTile_.push_back(t);
+      // A dim of a known size with the origin at a known place: elements at or past its end
+      // are dead too (every write and atomic bounds-checks them; loads give them 0 below).
+      auto size = machine_.dimSizes.find(dim);
+      std::optional<int64_t> at = facts_.simplify(origin).asInteger();
+      extentEnd_.push_back(size != machine_.dimSizes.end() && at && size->second > *at
+                               ? size->second - *at
+                               : INT64_MAX);
       p.dims.push_back(dim);
       p.srcLocal.push_back(facts_.simplify(e - origin));
       p.dstLocal.push_back(facts_.simplify(d->second - origin));
@@ -174,10 +185,13 @@ private:
 
   // Whether the element at at_ lies inside the workgroup's tile (is live).
   bool live() const {
-    for (size_t i = 0; i < n_; ++i)
+    for (size_t i = 0; i < n_; ++i) {
       if (wgTile_[i].second > 0 &&
           (wgTile_[i].first + at_[i] < 0 || wgTile_[i].first + at_[i] >= wgTile_[i].second))
         return false;
+      if (at_[i] >= extentEnd_[i])
+        return false;
+    }
     return true;
   }
 
@@ -268,6 +282,35 @@ private:
         if (!assignPair({sides_[0].clones[c], g}, held))
           return false;
       }
+    return true;
+  }
+
+  // The fallback of assignWriters: every thread stores each of its elements that lands in the
+  // tile (SharedRelayout::copiesStore).
+  bool assignCopies() {
+    if (!evaluable_)
+      return false;
+    const std::string why = p.why;
+    p.owners[0] = p.owners[1] = p.owners[2] = 0;
+    p.skip.clear();
+    p.ranges.clear();
+    std::fill(written_.begin(), written_.end(), false);
+    for (size_t c = 0; c < sides_[0].clones.size(); ++c)
+      for (int64_t g = 0; g < sides_[0].elems; ++g) {
+        bool any = false;
+        forThreads([&](const int64_t t[3]) {
+          const int64_t x = cell(sides_[0], t, c, g, &p.srcOverruns);
+          if (x >= 0)
+            any = written_[x] = true;
+          return evaluable_;
+        });
+        if (!evaluable_)
+          return fail("a source index that cannot be evaluated for some thread");
+        if (!any)
+          p.skip.insert({sides_[0].clones[c], g});
+      }
+    p.copiesStore = true;
+    p.why = why;
     return true;
   }
 

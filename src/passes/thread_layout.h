@@ -59,6 +59,10 @@ struct LayoutMachine {
   // move may leave such an element with any value when no lane of the wave holds it (clones
   // that overrun the tile, docs/language.md section 13).
   std::map<std::string, std::pair<std::string, int64_t>> workgroupTiles;
+  // Per dim of a known size: the size. A place at or past it holds no element of any tensor
+  // (every write and atomic compares its index with the size), so the shared-memory move
+  // (planSharedRelayout) counts it dead as well, where the origin's place is known.
+  std::map<std::string, int64_t> dimSizes;
   // Every assignment of the clone symbols `syms` (each over its count), in a fixed order.
   std::vector<CloneAssign> clones(const std::set<std::string> &syms) const;
 };
@@ -130,6 +134,11 @@ struct SharedRelayout {
     int64_t lo[3], hi[3];
   };
   std::map<std::pair<CloneAssign, int64_t>, ThreadBox> ranges;
+  // Copies of an element that no owner bits or thread box reduce to one writer (e.g. rows held
+  // by three waves): then every thread stores every element it holds inside the tile with an
+  // atomic exchange (owners, skip and ranges are empty). All copies of an element hold the same
+  // value, so the stores agree, and atomics do not race with each other.
+  bool copiesStore = false;
   int64_t elements() const;
 };
 

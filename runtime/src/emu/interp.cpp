@@ -745,7 +745,9 @@ void Runner::run(Lane &L) {
       record(L, in, addr, es);
       uint8_t *mem;
       if (shared) {
-        if (!checkShared(L, in, addr, es, true, true, true, what)) {
+        // An exchange reads nothing it needs: its old value may be a byte never written.
+        const bool reads = Op(in.op) == Op::CmpXchg || Rmw(in.aux) != Rmw::Xchg;
+        if (!checkShared(L, in, addr, es, reads, true, true, what)) {
           L.state = Done;
           return;
         }
@@ -764,6 +766,12 @@ void Runner::run(Lane &L) {
       }
       // Workgroups may run on several host threads: global atomics are host atomics.
       auto cas = [&](uint64_t expected, uint64_t desired) -> uint64_t {
+        if (es == 1) {
+          uint8_t e = uint8_t(expected);
+          __atomic_compare_exchange_n(mem, &e, uint8_t(desired), false, __ATOMIC_SEQ_CST,
+                                      __ATOMIC_SEQ_CST);
+          return e;
+        }
         if (es == 2) {
           uint16_t e = uint16_t(expected);
           __atomic_compare_exchange_n(reinterpret_cast<uint16_t *>(mem), &e, uint16_t(desired),

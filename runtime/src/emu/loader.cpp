@@ -189,11 +189,14 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
       ok = slot(in.b, full) && slot(in.c, in.lanes);
     else {
       Type t = Type(in.type);
-      // 16-bit floats: an atomicrmw fadd of f16 or bf16 (global atomic_add).
+      // 16-bit floats: an atomicrmw fadd of f16 or bf16 (global atomic_add); 8- and 16-bit
+      // integers: an atomicrmw xchg (a layout move's stores of copies, relayout.cpp).
       bool okType = t == Type::I32 || t == Type::I64 ||
                     (op == Op::AtomicRmw && (t == Type::F32 || t == Type::F64 ||
                                              ((t == Type::F16 || t == Type::BF16) &&
-                                              in.aux == uint8_t(Rmw::FAdd))));
+                                              in.aux == uint8_t(Rmw::FAdd)))) ||
+                    (op == Op::AtomicRmw && (t == Type::I8 || t == Type::I16) &&
+                     in.aux == uint8_t(Rmw::Xchg));
       if (!okType || in.lanes != 1 || (op == Op::AtomicRmw && in.aux >= uint8_t(Rmw::Count)))
         return "bad atomic operand type or kind";
       ok = op == Op::AtomicRmw ? slot(in.dst, elem) && slot(in.b, elem)

@@ -130,6 +130,11 @@ public:
     for (const auto &wg : k.workgroups)
       if (!k.tilingFor(wg.dim))
         machine_.workgroupTiles[wg.dim.str()] = {"$WG" + std::to_string(wg.axis), wg.tile};
+    for (const AccessIndex &a : d.accesses)
+      for (const auto *dims : {&a.dims, &a.regDims})
+        for (const DimIndex &di : *dims)
+          if (std::optional<int64_t> n = di.dim.size.asInteger())
+            machine_.dimSizes[di.dim.str()] = *n;
   }
 
   bool emit(std::ostream &os);

@@ -162,10 +162,14 @@ bool KernelEmitter::relayoutShared(const RegVal &v, RegVal &out, const PlannedRe
     return ptr;
   };
   const std::string align = std::to_string(byteSize(st));
-  // Stores: one writer per element (the owners), inside the tile only.
+  // Stores: one writer per element (the owners), inside the tile only; or, where copies have no
+  // single writer (SharedRelayout::copiesStore), every copy by an atomic exchange of the same
+  // bits (atomics do not race with each other; barrier insertion orders them like writes).
   {
     LdsScope scope(*this, r.alloc, /*write=*/true);
     lds_.exclusive = true;
+    if (p.copiesStore)
+      lds_.kind = SyncItem::Atomic;
     const std::string owner = ownerCondition(p.owners);
     const std::string saved = indent_;
     auto cache = exprCache_;
@@ -210,8 +214,19 @@ bool KernelEmitter::relayoutShared(const RegVal &v, RegVal &out, const PlannedRe
           line("scf.if " + inside + " {");
           indent_ += "  ";
         }
-        line("llvm.store " + x + ", " + gep(off) + " {alignment = " + align + " : i64} : " + sty +
-             ", !llvm.ptr<3>");
+        if (p.copiesStore) {
+          const std::string ity = "i" + std::to_string(byteSize(st) * 8);
+          if (ity != sty) {
+            std::string w = fresh();
+            line(w + " = llvm.bitcast " + x + " : " + sty + " to " + ity);
+            x = w;
+          }
+          line(fresh() + " = llvm.atomicrmw xchg " + gep(off) + ", " + x +
+               " monotonic : !llvm.ptr<3>, " + ity);
+        } else {
+          line("llvm.store " + x + ", " + gep(off) + " {alignment = " + align + " : i64} : " +
+               sty + ", !llvm.ptr<3>");
+        }
         if (!inside.empty()) {
           exprCache_ = innerCache;
           indent_ = inner;
