@@ -882,6 +882,20 @@ private:
           if (d == *it)
             return &d;
     }
+    // A mapped access whose register dims are none of the tensor's (a mapping from the
+    // iterator N to memory dim K): the lanes run along the last register dim that would
+    // qualify, since the mapping computes each element's place anyway.
+    for (auto it = reg.rbegin(); it != reg.rend(); ++it) {
+      if (ir::hasDim(memShape, *it) || kernel.workgroupFor(*it))
+        continue;
+      const ExpansionInfo *x = expansionOf(out, *it);
+      auto vs = x ? x->vectorShape.asInteger() : kernel.vectorShapeFor(*it)
+                                                   ? kernel.vectorShapeFor(*it)->asInteger()
+                                                   : std::nullopt;
+      const bool streamed = !x && !kernel.tilingFor(*it) && !it->size.asInteger();
+      if ((vs && *vs > 1) || streamed)
+        return &*it;
+    }
     return nullptr;
   }
   // Elements per lane along the lane dim: the wave's lanes cover one vector tile of it (the
