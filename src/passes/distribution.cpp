@@ -525,7 +525,9 @@ private:
                              std::vector<std::pair<ir::Dim, IndexExpr>> &elements,
                              std::map<std::string, int64_t> &chunks) {
     const ir::Dim *overrun = nullptr;
-    const ir::Dim *d = plainLaneDim(shape, memShape);
+    // A mapped read (not a gather) may run its lanes along an iterator the tensor lacks.
+    const bool iterators = op.kind == ir::OpKind::Read && op.mapping && !ir::indexOperand(op);
+    const ir::Dim *d = plainLaneDim(shape, memShape, iterators);
     if (!d)
       return nullptr;
     // The lanes cover ept * W elements of each vector tile. More than the tile (a vector
@@ -864,38 +866,37 @@ private:
   // only run along x), else the innermost memory dim that no workgroup splits and whose vector
   // shape is a constant above 1 (a row every workgroup holds whole, e.g. rows with
   // `workgroup(M, 1, dim = 1)`); null when there is none (every lane then holds the value).
-  const ir::Dim *plainLaneDim(const ir::Shape &reg, const ir::Shape &memShape) const {
+  const ir::Dim *plainLaneDim(const ir::Shape &reg, const ir::Shape &memShape,
+                              bool iterators) const {
     for (const auto &d : reg)
       if (const auto *wg = kernel.workgroupFor(d); wg && wg->axis == 0)
         return &d;
-    for (auto it = memShape.rbegin(); it != memShape.rend(); ++it) {
-      if (!ir::hasDim(reg, *it) || kernel.workgroupFor(*it))
-        continue;
-      const ExpansionInfo *x = expansionOf(out, *it);
-      auto vs = x ? x->vectorShape.asInteger() : kernel.vectorShapeFor(*it)
-                                                   ? kernel.vectorShapeFor(*it)->asInteger()
-                                                   : std::nullopt;
-      // A dynamic dim no constraint splits has no clones: its lanes stream over it.
-      const bool streamed = !x && !kernel.tilingFor(*it) && !it->size.asInteger();
-      if ((vs && *vs > 1) || streamed)
+    // A dim lanes may run along: a vector tile wider than 1, or dynamic with no constraint
+    // splitting it (no clones: its lanes stream over it).
+    auto qualifies = [&](const ir::Dim &d) {
+      if (kernel.workgroupFor(d))
+        return false;
+      const ExpansionInfo *x = expansionOf(out, d);
+      std::optional<int64_t> vs;
+      if (x)
+        vs = x->vectorShape.asInteger();
+      else if (auto declared = kernel.vectorShapeFor(d))
+        vs = declared->asInteger();
+      const bool streamed = !x && !kernel.tilingFor(d) && !d.size.asInteger();
+      return (vs.has_value() && *vs > 1) || streamed;
+    };
+    for (auto it = memShape.rbegin(); it != memShape.rend(); ++it)
+      if (ir::hasDim(reg, *it) && qualifies(*it))
         for (const auto &d : reg)
           if (d == *it)
             return &d;
-    }
-    // A mapped access whose register dims are none of the tensor's (a mapping from the
+    // A mapped read whose register dims are none of the tensor's (a mapping from the
     // iterator N to memory dim K): the lanes run along the last register dim that would
-    // qualify, since the mapping computes each element's place anyway.
-    for (auto it = reg.rbegin(); it != reg.rend(); ++it) {
-      if (ir::hasDim(memShape, *it) || kernel.workgroupFor(*it))
-        continue;
-      const ExpansionInfo *x = expansionOf(out, *it);
-      auto vs = x ? x->vectorShape.asInteger() : kernel.vectorShapeFor(*it)
-                                                   ? kernel.vectorShapeFor(*it)->asInteger()
-                                                   : std::nullopt;
-      const bool streamed = !x && !kernel.tilingFor(*it) && !it->size.asInteger();
-      if ((vs && *vs > 1) || streamed)
+    // qualify, since the mapping computes each element's place anyway. (Scatters and gathers
+    // keep their layouts: their values follow the index's.)
+    for (auto it = reg.rbegin(); iterators && it != reg.rend(); ++it)
+      if (!ir::hasDim(memShape, *it) && qualifies(*it))
         return &*it;
-    }
     return nullptr;
   }
   // Elements per lane along the lane dim: the wave's lanes cover one vector tile of it (the

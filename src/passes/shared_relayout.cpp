@@ -23,7 +23,9 @@ int64_t SharedRelayout::elements() const {
 
 namespace {
 constexpr int64_t kMaxTileElements = int64_t(1) << 16;
-constexpr int64_t kMaxEvaluations = int64_t(1) << 20;
+// 2^20 elements per side: the unrolling limits (1,024 elements per value, 1,024 threads)
+// keep every value of an accepted kernel within it.
+constexpr int64_t kMaxEvaluations = int64_t(1) << 23;
 
 struct Side {
   std::vector<const sym::CompiledExpr *> local; // per tile dim
@@ -153,7 +155,7 @@ private:
     const int64_t threads = block_[0] * block_[1] * block_[2];
     for (const Side &s : sides_)
       if (threads * int64_t(s.clones.size()) * s.elems * 8 > kMaxEvaluations)
-        return fail("more than 2^17 elements per workgroup to check");
+        return fail("more than 2^20 elements per workgroup to check");
     vals_.assign(slots_.size(), 0);
     at_.assign(n_, 0);
     return true;

@@ -50,8 +50,10 @@ bool KernelEmitter::emitBranch(const ir::Op &op, size_t which, std::vector<RegVa
   return true;
 }
 
-// The shape a result takes: the first laid-out yield's layout, else uniform (the clones and
-// elements of both). The carried-shapes pass (carried_shapes.cpp) predicts with the same rule.
+// The shape a result takes: the first laid-out yield's layout, unless the other yield's layout
+// has a dim it lacks (a broadcast in one branch that did not lay the value out along every
+// dim) and names all of its own; else uniform (the clones and elements of both). The
+// carried-shapes pass (carried_shapes.cpp) predicts with the same rule.
 // Returns nullptr, or why the value cannot be carried out of a branch (with `id`).
 const char *ifYieldShape(const RegVal &a, const RegVal &b, RegVal &out, DiagId &id) {
   id = DiagId::CodegenUnsupported;
@@ -60,7 +62,15 @@ const char *ifYieldShape(const RegVal &a, const RegVal &b, RegVal &out, DiagId &
       id = DiagId::UnsupportedStreamedRow;
       return "a streamed row (a dynamic or long reduced row) yielded by an 'if'";
     }
-  for (const RegVal *y : {&a, &b})
+  auto covers = [](const RegVal &x, const RegVal &y) { // x's layout names every dim of y's
+    for (const auto &[dim, di] : y.layout)
+      if (!x.layout.count(dim))
+        return false;
+    return true;
+  };
+  const bool second = a.laidOut() && b.laidOut() && !covers(a, b) && covers(b, a);
+  const RegVal *order[2] = {second ? &b : &a, &b};
+  for (const RegVal *y : order)
     if (y->laidOut()) {
       out = *y;
       out.clones.clear();

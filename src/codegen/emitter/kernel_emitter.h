@@ -488,6 +488,7 @@ private:
   void planRelayouts(const ir::Op &op, const ShapeMap &shapes);
   bool writeShape(const ir::Op &op, RegVal &out) const;
   bool relayoutShared(const RegVal &v, RegVal &out, const PlannedRelayout &r);
+  void relayoutStore(std::string x, const std::string &ptr, ScalarType st, bool exchange);
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;
   bool predictCarried(const ir::Op &op, std::vector<RegVal> &carried) const;

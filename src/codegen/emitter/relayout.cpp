@@ -128,6 +128,26 @@ bool KernelEmitter::writeShape(const ir::Op &op, RegVal &out) const {
   return true;
 }
 
+// One store of a layout move's tile: plain, or an atomic exchange of the element's bits when
+// several threads store copies of it (SharedRelayout::copiesStore).
+void KernelEmitter::relayoutStore(std::string x, const std::string &ptr, ScalarType st,
+                                  bool exchange) {
+  const std::string sty = mlirType(st);
+  if (!exchange) {
+    line("llvm.store " + x + ", " + ptr + " {alignment = " + std::to_string(byteSize(st)) +
+         " : i64} : " + sty + ", !llvm.ptr<3>");
+    return;
+  }
+  const std::string ity = "i" + std::to_string(byteSize(st) * 8);
+  if (ity != sty) {
+    std::string w = fresh();
+    line(w + " = llvm.bitcast " + x + " : " + sty + " to " + ity);
+    x = w;
+  }
+  line(fresh() + " = llvm.atomicrmw xchg " + ptr + ", " + x + " monotonic : !llvm.ptr<3>, " +
+       ity);
+}
+
 // Emits the planned move of v into `out`'s layout (out has the layout, no clones yet).
 bool KernelEmitter::relayoutShared(const RegVal &v, RegVal &out, const PlannedRelayout &r) {
   const SharedRelayout &p = r.plan;
@@ -214,19 +234,7 @@ bool KernelEmitter::relayoutShared(const RegVal &v, RegVal &out, const PlannedRe
           line("scf.if " + inside + " {");
           indent_ += "  ";
         }
-        if (p.copiesStore) {
-          const std::string ity = "i" + std::to_string(byteSize(st) * 8);
-          if (ity != sty) {
-            std::string w = fresh();
-            line(w + " = llvm.bitcast " + x + " : " + sty + " to " + ity);
-            x = w;
-          }
-          line(fresh() + " = llvm.atomicrmw xchg " + gep(off) + ", " + x +
-               " monotonic : !llvm.ptr<3>, " + ity);
-        } else {
-          line("llvm.store " + x + ", " + gep(off) + " {alignment = " + align + " : i64} : " +
-               sty + ", !llvm.ptr<3>");
-        }
+        relayoutStore(x, gep(off), st, p.copiesStore);
         if (!inside.empty()) {
           exprCache_ = innerCache;
           indent_ = inner;
