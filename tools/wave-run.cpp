@@ -634,7 +634,7 @@ void bench(const Options &o, DeviceRun &run, const ir::Kernel &kernel,
 int runMain(const Options &o) {
   if (o.reference == !o.device.empty())
     die(kBadInput, o.reference ? "--reference and --device exclude each other"
-                               : "give --device URI (emu, emu:gfx942, emu:sm_90, hip://0, "
+                               : "give --device URI (emu, emu:gfx942, emu:sm_90, emu:sm_90a, hip://0, "
                                  "cuda://0) or --reference");
   if (o.reference && o.check)
     die(kBadInput, "--check compares a device run against the reference evaluator: give --device "
@@ -910,7 +910,7 @@ int main(int argc, char **argv) {
   app.add_option("-D", o.defines, "bind a symbol at compile time: -DSYM=VALUE");
   app.add_option("--size", o.sizes, "the run-time value of a dynamic symbol: --size SYM=N");
   app.add_option("--device", o.device,
-                 "run on a device: emu, emu:gfx942, emu:sm_90, hip://N, cuda://N, auto");
+                 "run on a device: emu, emu:gfx942, emu:sm_90, emu:sm_90a, hip://N, cuda://N, auto");
   app.add_flag("--reference", o.reference, "run through the reference evaluator");
   app.add_option("--target", o.target,
                  "target of the program (--reference: default gfx942; a device: its own)");

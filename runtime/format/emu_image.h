@@ -53,7 +53,7 @@ constexpr uint32_t kImageVersion = 2;
 constexpr uint32_t kChecksumOffset = 12; // after the magic and the version
 constexpr uint32_t kPayloadOffset = 20;  // the checksum covers [kPayloadOffset, end)
 constexpr uint32_t kNoString = 0xffffffffu;
-constexpr uint32_t kMaxLanes = 64;        // widest vector value
+constexpr uint32_t kMaxLanes = 128;       // widest vector value (aux fields hold a lane count)
 constexpr uint32_t kMaxFrameBytes = 1u << 20;
 
 // 64-bit FNV-1a of `size` bytes: the image checksum (of the bytes from kPayloadOffset on).
@@ -191,8 +191,29 @@ enum class Op : uint16_t {
   // Op::AsyncCopy's queue, in flight until a wait completes it (an AMD s_waitcnt with vmcnt N
   // translates to AsyncWait N: every DMA of the thread but the N newest lands).
   BufferLoadLds,
+  // NVIDIA wgmma.mma_async (sm_90a), m64nNk16 (f16/bf16) or m64nNk32 (e4m3/e5m2) with f32
+  // accumulators: warpgroup-collective, executed per warp (the thread stops until its warp
+  // reaches it, like Wave): warp w of a warpgroup (w = the warp's index in the workgroup mod 4)
+  // computes rows 16w .. 16w + 15 of the 64 x N product. dst: D, N/2 f32 per lane; c: C (the
+  // same layout); a: the A matrix descriptor (i64) or, with kWgmmaRegA, A's fragment (4 x i32);
+  // b: the B matrix descriptor (i64). Descriptors (PTX ISA "Matrix Descriptor Format"): start
+  // address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+  // (32-45), base offset (49-51, must be 0), swizzle (62-63: 1 128-byte, 2 64-byte, 3 32-byte;
+  // 0, no swizzle, is not modelled and fails the launch). imm: N (bits 0-11) | flags << 12;
+  // aux: WgmmaElem. The product is computed at issue (its shared-memory reads happen then);
+  // wgmma.fence / commit_group / wait_group translate to nothing.
+  Wgmma,
   Count
 };
+
+enum class WgmmaElem : uint8_t { F16, BF16, E4M3, E5M2, Count };
+constexpr uint32_t kWgmmaRegA = 1;    // A from registers (else from its descriptor)
+constexpr uint32_t kWgmmaTransA = 2;  // imm-trans-a 1: A is M-major in shared memory
+constexpr uint32_t kWgmmaTransB = 4;  // imm-trans-b 1: B is N-major in shared memory
+constexpr uint32_t kWgmmaZeroC = 8;   // scale-d false: D = A * B
+constexpr uint32_t kWgmmaNegA = 16;   // imm-scale-a -1
+constexpr uint32_t kWgmmaNegB = 32;   // imm-scale-b -1
+constexpr uint32_t kWgmmaFlags = 63;
 
 enum class Reduce : uint8_t { Add, Mul, And, Or, Xor, SMax, SMin, UMax, UMin, FAdd, FMul, FMax,
                               FMin, FMaximum, FMinimum, Count };

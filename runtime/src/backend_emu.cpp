@@ -29,7 +29,7 @@ struct EmuTarget {
 const EmuTarget kTargets[] = {
     {"gfx942", 64, 65536, WAVE_VENDOR_AMD}, {"gfx90a", 64, 65536, WAVE_VENDOR_AMD},
     {"gfx1100", 32, 65536, WAVE_VENDOR_AMD}, {"sm_80", 32, 49152, WAVE_VENDOR_NVIDIA},
-    {"sm_90", 32, 49152, WAVE_VENDOR_NVIDIA},
+    {"sm_90", 32, 49152, WAVE_VENDOR_NVIDIA}, {"sm_90a", 32, 49152, WAVE_VENDOR_NVIDIA},
 };
 
 struct EmuDevice {

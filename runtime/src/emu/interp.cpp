@@ -143,6 +143,7 @@ private:
   void dropAsync();
   bool collective(uint32_t firstLane, uint32_t count);
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
+  void execWgmma(const Inst &in, Lane *const *byLane);
 
   // A memory access for the profiler (a no-op unless profiling).
   void record(const Lane &lane, const Inst &in, uint64_t addr, uint32_t bytes, bool first = true) {
@@ -416,6 +417,7 @@ void Runner::run(Lane &L) {
       return;
     case Op::Wave:
     case Op::Mma:
+    case Op::Wgmma:
       count();
       L.state = AtWave;
       L.pc = pc;
@@ -914,6 +916,10 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i)
     byLane[lanes[i]->lane] = lanes[i];
   const Type t = Type(in.type);
+  if (Op(in.op) == Op::Wgmma) {
+    execWgmma(in, byLane);
+    return;
+  }
   if (Op(in.op) == Op::Mma) {
     const uint8_t *a[64] = {}, *b[64] = {}, *c[64] = {};
     uint8_t *d[64] = {};
@@ -1053,6 +1059,83 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
   for (uint32_t l = 0; l < wave_; ++l)
     if (byLane[l])
       std::memcpy(byLane[l]->frame + in.dst, result(l), outBytes);
+}
+
+// wgmma.mma_async for one warp of a warpgroup (emu_image.h, Op::Wgmma): every lane of the warp
+// takes part (.aligned) with the same descriptors; the warp's 16 rows of the 64 x N product
+// read their A rows and all of B from shared memory (through the race detector, as reads by the
+// warp's first lane) or A from the lanes' registers.
+void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
+  const uint32_t nn = in.imm & 0xfff, flags = in.imm >> 12;
+  const WgmmaElem elem = WgmmaElem(in.aux);
+  const bool fp8 = elem == WgmmaElem::E4M3 || elem == WgmmaElem::E5M2;
+  const uint32_t es = fp8 ? 1 : 2, kk = fp8 ? 32 : 16;
+  Lane *first = byLane[0];
+  for (uint32_t l = 0; l < 32; ++l)
+    if (!byLane[l]) {
+      const Lane *any = first;
+      for (uint32_t j = 0; !any && j < 32; ++j)
+        any = byLane[j];
+      fault(*any, in, "wgmma with inactive lanes",
+            "lane " + std::to_string(l) +
+                " of the warp does not execute it (wgmma.mma_async is .sync.aligned: every "
+                "thread of the warpgroup must)");
+      return;
+    }
+  const uint32_t warp = (first->linear / 32) % 4;
+  const uint64_t descA = rd<uint64_t>(first->frame + in.a), descB = rd<uint64_t>(first->frame + in.b);
+  for (uint32_t l = 1; l < 32; ++l)
+    if ((!(flags & kWgmmaRegA) && rd<uint64_t>(byLane[l]->frame + in.a) != descA) ||
+        rd<uint64_t>(byLane[l]->frame + in.b) != descB) {
+      fault(*byLane[l], in, "wgmma with different matrix descriptors in one warp",
+            "lane " + std::to_string(l) + " differs from lane 0");
+      return;
+    }
+  std::vector<float> A(size_t(16) * kk, 0.0f), B(size_t(kk) * nn, 0.0f);
+  std::string why;
+  auto fetch = [&](uint64_t desc, bool mnMajor, uint32_t mn, uint32_t k, float &out,
+                   const char *which) {
+    uint64_t addr = 0;
+    if (!wgmmaAddress(desc, mnMajor, es, mn, k, addr, why))
+      return fault(*first, in, std::string("unsupported wgmma ") + which + " descriptor",
+                   why + " (descriptor " + hex(desc) + ")");
+    if (!checkShared(*first, in, addr, es, true, false, false, "wgmma load"))
+      return false;
+    out = wgmmaElement(elem, shared_.data() + addr);
+    return true;
+  };
+  if (flags & kWgmmaRegA) {
+    for (uint32_t l = 0; l < 32; ++l)
+      for (uint32_t g = 0; g < 8; ++g) {
+        const uint32_t r = l / 4 + 8 * ((g >> 1) & 1), c = 2 * (l % 4) + (g & 1) + 8 * (g >> 2);
+        A[size_t(r) * kk + c] = wgmmaElement(elem, byLane[l]->frame + in.a + 2 * g);
+      }
+  } else {
+    for (uint32_t r = 0; r < 16; ++r)
+      for (uint32_t k = 0; k < kk; ++k)
+        if (!fetch(descA, flags & kWgmmaTransA, 16 * warp + r, k, A[size_t(r) * kk + k], "A"))
+          return;
+  }
+  for (uint32_t k = 0; k < kk; ++k)
+    for (uint32_t c = 0; c < nn; ++c)
+      if (!fetch(descB, flags & kWgmmaTransB, c, k, B[size_t(k) * nn + c], "B"))
+        return;
+  const float sa = (flags & kWgmmaNegA) ? -1.0f : 1.0f, sb = (flags & kWgmmaNegB) ? -1.0f : 1.0f;
+  std::vector<float> D(size_t(32) * (nn / 2));
+  for (uint32_t l = 0; l < 32; ++l)
+    for (uint32_t i = 0; i < nn / 2; ++i) {
+      uint32_t row = 0, col = 0;
+      wgmmaAccCoord(0, l, i, row, col);
+      // Products of f16/bf16/fp8 values are exact in f32; the sum is accumulated in f32.
+      float acc = (flags & kWgmmaZeroC) ? 0.0f : rd<float>(byLane[l]->frame + in.c + 4 * i);
+      for (uint32_t k = 0; k < kk; ++k)
+        acc += (sa * A[size_t(row) * kk + k]) * (sb * B[size_t(k) * nn + col]);
+      D[size_t(l) * (nn / 2) + i] = acc;
+    }
+  if (prof)
+    prof->mma();
+  for (uint32_t l = 0; l < 32; ++l)
+    std::memcpy(byLane[l]->frame + in.dst, &D[size_t(l) * (nn / 2)], 2 * nn);
 }
 
 // Settles one wave: runs its ready lanes, then its collective instructions, until every lane

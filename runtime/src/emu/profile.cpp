@@ -136,7 +136,7 @@ Class classify(const Inst &in) {
   const Op op = Op(in.op);
   const bool shared = in.imm == uint32_t(Space::Shared);
   switch (op) {
-  case Op::Mma: return Mma;
+  case Op::Mma: case Op::Wgmma: return Mma;
   case Op::Wave: return WaveOp(in.aux) == WaveOp::Ldmatrix ? SharedMem : Shuffle;
   case Op::Barrier: return Barrier;
   case Op::Load: case Op::Store: case Op::MaskedLoad: case Op::MaskedStore:
