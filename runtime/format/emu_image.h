@@ -121,7 +121,8 @@ enum class Op : uint16_t {
   Switch,      // a: value (type, scalar int); imm: extra [n, default pc, (value lo, value hi, pc)*n]
   ParCopy,     // imm: extra [n, (dst, src, bytes)*n] copied in parallel (phi moves on an edge)
   Trap,        // llvm.trap / unreachable: fails the launch
-  Barrier,     // workgroup barrier (s_barrier, bar.sync 0)
+  Barrier,     // workgroup barrier (s_barrier, bar.sync 0; imm N > 0: bar.sync with a
+               // thread count, which must be the number of threads that have not ended)
   // data movement
   Copy,        // dst <- a, imm bytes
   Special,     // dst (i32 or i64 by type) <- special register imm
@@ -203,8 +204,35 @@ enum class Op : uint16_t {
   // aux: WgmmaElem. The product is computed at issue (its shared-memory reads happen then);
   // wgmma.fence / commit_group / wait_group translate to nothing.
   Wgmma,
+  // NVIDIA mbarriers (sm_90a; the 8-byte barrier object at a shared-memory offset, its state
+  // kept by the interpreter): pending arrivals (reset to the init count when a phase
+  // completes), a transaction byte count and the phase number. A phase completes when no
+  // arrival and no transaction byte is pending.
+  MbarInit,    // a: i32 shared offset; imm: arrival count (mbarrier.init)
+  MbarArrive,  // a: i32 shared offset; imm: transaction bytes expected first (arrive.expect_tx;
+               // 0: mbarrier.arrive)
+  MbarWait,    // a: i32 shared offset; b: i32 parity. Blocks the thread until the phase of that
+               // parity has completed (try_wait.parity in a loop); the scheduler runs others
+  // TMA (cp.async.bulk.tensor.2d) through an EmuTensorMap in global memory (built by the
+  // runtime's wave_tensor_map_2d on an emulator device): a box of box rows x box columns at
+  // (column c0, row c1). Loads land at issue (zeros outside the tensor) in the box's row-major
+  // order, swizzled like Op::Wgmma's addresses, then complete the box's bytes on the mbarrier;
+  // stores write the box's elements inside the tensor from shared memory (clipped).
+  TmaLoad,     // a: i32 shared destination; b: map pointer; c: 2 x i32 (c0, c1); dst: i32 mbarrier
+  TmaStore,    // a: i32 shared source; b: map pointer; c: 2 x i32 (c0, c1)
   Count
 };
+
+// The emulator's TMA tensor map (wave_tensor_map_2d on an emulator device), kTensorMapBytes in
+// global memory: a 2D tensor of rows x cols elements (row stride in bytes) copied in boxes.
+constexpr char kTensorMapMagic[8] = {'W', 'A', 'V', 'E', 'T', 'M', 'A', 'P'};
+constexpr uint32_t kTensorMapBytes = 128;
+struct EmuTensorMap {
+  char magic[8];
+  uint64_t base, rows, cols, rowStrideBytes;
+  uint32_t boxRows, boxCols, elementBytes, swizzleBytes; // swizzle 0, 32, 64 or 128
+};
+static_assert(sizeof(EmuTensorMap) <= kTensorMapBytes, "the map fits its allocation");
 
 enum class WgmmaElem : uint8_t { F16, BF16, E4M3, E5M2, Count };
 constexpr uint32_t kWgmmaRegA = 1;    // A from registers (else from its descriptor)

@@ -988,6 +988,77 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
       refuse("a non-constant group count");
     return;
   }
+  // Warp specialization and the TMA loops (docs/internals.md, "The CPU emulator"): register
+  // reallocation and the fences need nothing in the model; `exit` ends the thread; the TMA
+  // stores land at issue, so their read wait has nothing left to wait for.
+  auto number = [&](const char *format, uint32_t &v) {
+    char rebuilt[160];
+    if (std::sscanf(text.c_str(), format, &v) != 1)
+      return false;
+    std::snprintf(rebuilt, sizeof rebuilt, format, v);
+    return text == rebuilt;
+  };
+  uint32_t count = 0, count2 = 0;
+  if (text == "fence.mbarrier_init.release.cluster;fence.proxy.async.shared::cta;" ||
+      text == "cp.async.bulk.wait_group.read 0;" ||
+      number("setmaxnreg.inc.sync.aligned.u32 %u;", count) ||
+      number("setmaxnreg.dec.sync.aligned.u32 %u;", count))
+    return;
+  if (text == "exit;") {
+    emit(Op::Ret, Type::I8, 1);
+    return;
+  }
+  if (std::sscanf(text.c_str(), "bar.sync %u,%u;", &count, &count2) == 2 &&
+      text == "bar.sync " + std::to_string(count) + "," + std::to_string(count2) + ";") {
+    if (count2 == 0 || count2 % 32 != 0)
+      refuse("a barrier thread count that is not a positive multiple of 32");
+    emit(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, count2);
+    return;
+  }
+  auto i32Operand = [&](const char *tok, const char *what) {
+    const llvm::Value *x = argOf(tok);
+    if (!x || !x->getType()->isIntegerTy(32))
+      refuse(std::string(what) + " that is not an i32 operand");
+    return slot(x);
+  };
+  if (number("mbarrier.init.shared::cta.b64[$0],%u;", count)) {
+    emit(Op::MbarInit, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
+    return;
+  }
+  if (number("{.reg .b64 st;mbarrier.arrive.expect_tx.shared::cta.b64 st,[$0],%u;}", count) ||
+      text == "{.reg .b64 st;mbarrier.arrive.shared::cta.b64 st,[$0];}") {
+    if (text.find("expect_tx") == std::string::npos)
+      count = 0;
+    emit(Op::MbarArrive, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
+    return;
+  }
+  if (text == "{.reg .pred p;wave_wait_${:uid}: mbarrier.try_wait.parity.shared::cta.b64 "
+              "p,[$0],$1;@!p bra wave_wait_${:uid};}") {
+    emit(Op::MbarWait, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"),
+         i32Operand("$1", "a parity"));
+    return;
+  }
+  const bool tmaLoad = text == "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                               "complete_tx::bytes[$0],[$1,{$2,$3}],[$4];";
+  const bool tmaStore = text == "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+                                "[$0,{$1,$2}],[$3];cp.async.bulk.commit_group;";
+  if (tmaLoad || tmaStore) {
+    const unsigned m = tmaLoad ? 1 : 0; // the map's operand
+    const llvm::Value *map = argOf("$" + std::to_string(m));
+    if (!map || !(map->getType()->isIntegerTy(64) || map->getType()->isPointerTy()))
+      refuse("a tensor map that is not a 64-bit operand");
+    const uint32_t coords = alloc(8);
+    for (unsigned i = 0; i < 2; ++i)
+      emit(Op::Copy, Type::I8, 1, coords + 4 * i,
+           i32Operand(("$" + std::to_string(m + 1 + i)).c_str(), "a TMA coordinate"), 0, 0, 4);
+    if (tmaLoad)
+      emit(Op::TmaLoad, Type::I8, 1, i32Operand("$4", "an mbarrier address"),
+           i32Operand("$0", "a shared-memory address"), slot(map), coords);
+    else
+      emit(Op::TmaStore, Type::I8, 1, 0, i32Operand("$3", "a shared-memory address"), slot(map),
+           coords);
+    return;
+  }
   const std::string setp = "{.reg .pred p;setp.ne.b32 p,";
   const std::string op = "wgmma.mma_async.sync.aligned.";
   if (text.rfind(setp, 0) == 0 && text.find(op) != std::string::npos) {
@@ -1535,12 +1606,16 @@ void putStr(std::string &out, const std::string &s) {
 
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
                          const TargetInfo &target, std::string &image, std::string &error,
-                         const std::map<std::string, int64_t> &dynamicShared) {
+                         const std::map<std::string, int64_t> &dynamicShared,
+                         const std::map<std::string, int64_t> &producerThreads) {
   std::vector<EmuKernelInfo> infos;
   for (const CodegenKernel &ck : kernels) {
     auto dyn = dynamicShared.find(ck.kernel->name);
+    auto prod = producerThreads.find(ck.kernel->name);
+    // A warp-specialized kernel's producer warpgroup runs after the block's threads along x.
+    const unsigned producers = prod == producerThreads.end() ? 0u : unsigned(prod->second);
     infos.push_back({ck.kernel->name,
-                     {ck.dist->block[0], ck.dist->block[1], ck.dist->block[2]},
+                     {ck.dist->block[0] + producers, ck.dist->block[1], ck.dist->block[2]},
                      ck.dist->waveSize,
                      dyn == dynamicShared.end() ? 0u : static_cast<unsigned>(dyn->second)});
   }

@@ -634,7 +634,8 @@ bool linkOrAssemble(const std::string &code, const TargetInfo &target,
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
                  std::string &out, EmuImageResult *emu,
-                 const std::map<std::string, int64_t> &dynamicShared) {
+                 const std::map<std::string, int64_t> &dynamicShared,
+                 const std::map<std::string, int64_t> &producerThreads) {
   const bool amd = target.vendor == Vendor::AMD;
   StepTimer timer(options);
   mlir::DialectRegistry registry;
@@ -737,7 +738,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   if (options.output == CodegenOutput::Emu) {
     std::string why = emuObstacle(kernels);
     if (!why.empty() ||
-        !translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared)) {
+        !translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared,
+                             producerThreads)) {
       diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
       return false;
     }
@@ -748,7 +750,7 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     emu->error = emuObstacle(kernels);
     if (!emu->error.empty() ||
         !translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
-                             dynamicShared))
+                             dynamicShared, producerThreads))
       emu->image.clear();
     timer.lap("emulator image");
   }

@@ -1587,3 +1587,114 @@ TEST(EmuMatrix, WmmaInAnImageAndItsReplicationRule) {
 }
 
 } // namespace
+
+// ---- mbarriers (sm_90a: Op::MbarInit / MbarArrive / MbarWait) ---------------------------------
+
+namespace {
+
+// Thread 0 makes an mbarrier of `count` arrivals at shared offset 0, then every thread passes a
+// workgroup barrier. Returns (tid slot, offset-0 slot, the i1 "tid == 0" slot).
+std::array<uint32_t, 3> mbarPrologue(KernelBuilder &k, uint32_t count) {
+  k.shared = 8;
+  const uint32_t tid = k.slot(4), zero = k.constant<uint32_t>(0), isZero = k.slot(1);
+  k.op(Op::Special, Type::I32, 1, tid, 0, 0, 0, uint32_t(Special::TidX));
+  k.op(Op::ICmp, Type::I1, 1, isZero, tid, zero, 0, 32, uint8_t(Type::I32));
+  const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+  k.code[br].b = uint32_t(k.code.size());
+  k.op(Op::MbarInit, Type::I8, 1, 0, zero, 0, 0, count);
+  k.code[br].c = uint32_t(k.code.size());
+  k.op(Op::Barrier, Type::I8, 1);
+  return {tid, zero, isZero};
+}
+
+} // namespace
+
+// The waiting warp yields: warp 0 blocks on the phase until thread 32 (warp 1, scheduled after
+// it) has published a value and arrived; then thread 0 reads the value.
+TEST(EmuMbarrier, AWaitingWarpYieldsToTheArrivingOne) {
+  KernelBuilder k;
+  k.name = "mbar_order";
+  const uint32_t out = k.arg(0, 8);
+  auto [tid, zero, isZero] = mbarPrologue(k, 1);
+  const uint32_t c32 = k.constant<uint32_t>(32), is32 = k.slot(1), seven = k.constant<uint32_t>(7),
+                 one = k.constant<uint32_t>(1), p4 = k.slot(8), v = k.slot(4);
+  k.op(Op::ICmp, Type::I1, 1, is32, tid, c32, 0, 32, uint8_t(Type::I32));
+  k.op(Op::PtrAddConst, Type::Ptr, 1, p4, out, 0, 0, 4);
+  const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, is32, 0, 0);
+  k.code[br].b = uint32_t(k.code.size()); // thread 32: publish, arrive
+  k.op(Op::Store, Type::I32, 1, 0, p4, seven, 0, uint32_t(Space::Global));
+  k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, 0);
+  k.op(Op::Ret, Type::I8, 1);
+  k.code[br].c = uint32_t(k.code.size()); // the others: wait for phase 0, thread 0 reads
+  k.op(Op::MbarWait, Type::I8, 1, 0, zero, zero);
+  const size_t br2 = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+  k.code[br2].b = uint32_t(k.code.size());
+  k.op(Op::Load, Type::I32, 1, v, p4, 0, 0, uint32_t(Space::Global));
+  k.op(Op::Add, Type::I32, 1, v, v, one);
+  k.op(Op::Store, Type::I32, 1, 0, out, v, 0, uint32_t(Space::Global));
+  k.code[br2].c = uint32_t(k.code.size());
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  const std::string image = assemble("sm_90a", 32, {k});
+  Device d("emu:sm_90a");
+  void *buf = nullptr;
+  ASSERT_EQ(wave_malloc(d.dev, 8, &buf), WAVE_SUCCESS);
+  const uint32_t poison[2] = {0xdeadbeef, 0xdeadbeef};
+  ASSERT_EQ(wave_memcpy_htod(d.dev, buf, poison, 8), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, buf);
+  ASSERT_EQ(launch(d.dev, image, "mbar_order", 1, 64, args), WAVE_SUCCESS) << wave_last_error();
+  uint32_t got[2] = {0, 0};
+  ASSERT_EQ(wave_memcpy_dtoh(d.dev, got, buf, 8), WAVE_SUCCESS);
+  EXPECT_EQ(got[1], 7u);
+  EXPECT_EQ(got[0], 8u); // read after the arrival, never before
+  wave_free(d.dev, buf);
+}
+
+// A phase that never completes is a reported deadlock, not a hang.
+TEST(EmuMbarrier, APhaseThatNeverCompletesIsADeadlock) {
+  KernelBuilder k;
+  k.name = "mbar_deadlock";
+  k.block[0] = 32;
+  auto [tid, zero, isZero] = mbarPrologue(k, 2);
+  const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+  k.code[br].b = uint32_t(k.code.size());
+  k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, 0); // one arrival of two
+  k.code[br].c = uint32_t(k.code.size());
+  k.op(Op::MbarWait, Type::I8, 1, 0, zero, zero);
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  const std::string image = assemble("sm_90a", 32, {k});
+  Device d("emu:sm_90a");
+  EXPECT_EQ(launch(d.dev, image, "mbar_deadlock", 1, 32, {}), WAVE_ERROR_LAUNCH);
+  const std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "deadlock at handmade.wave:7:3")) << msg;
+  EXPECT_TRUE(contains(msg, "never completes (phase 0, 1 of 2 arrivals")) << msg;
+  EXPECT_TRUE(contains(msg, "32 threads blocked on mbarriers")) << msg;
+}
+
+// An arrival on a barrier nobody initialized, and an arrival past the count of a phase that still
+// waits for transaction bytes, fail the launch.
+TEST(EmuMbarrier, UninitializedAndExtraArrivalsAreReported) {
+  for (int extra = 0; extra < 2; ++extra) {
+    KernelBuilder k;
+    k.name = "mbar_bad";
+    k.block[0] = 32;
+    k.shared = 16;
+    const uint32_t off = k.constant<uint32_t>(extra ? 0 : 8);
+    if (extra) {
+      k.op(Op::MbarInit, Type::I8, 1, 0, off, 0, 0, 1);
+      k.op(Op::MbarArrive, Type::I8, 1, 0, off, 0, 0, 16); // expects 16 bytes: phase stays open
+    }
+    k.op(Op::MbarArrive, Type::I8, 1, 0, off, 0, 0, 0);
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    const std::string image = assemble("sm_90a", 32, {k});
+    Device d("emu:sm_90a");
+    EXPECT_EQ(launch(d.dev, image, "mbar_bad", 1, 32, {}), WAVE_ERROR_LAUNCH);
+    const std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, extra ? "too many arrivals on an mbarrier (mbarrier.arrive)"
+                                    : "mbarrier.arrive on an uninitialized mbarrier"))
+        << msg;
+  }
+}

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -38,7 +39,9 @@
 namespace wave::emu {
 namespace {
 
-enum LaneState : uint8_t { Ready, AtBarrier, AtWave, Done };
+// AtMbar: blocked in an mbarrier wait (Op::MbarWait) whose phase has not completed; the
+// scheduler wakes it (Ready, at the same pc) once it has.
+enum LaneState : uint8_t { Ready, AtBarrier, AtWave, AtMbar, Done };
 
 struct Lane {
   uint32_t pc = 0;
@@ -49,7 +52,19 @@ struct Lane {
   uint32_t linear = 0; // within the workgroup
 };
 
-constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd;
+// kAsyncProxy: a write by a TMA load, ordered with the threads' accesses by mbarriers, which
+// the barrier epochs of the detector do not see: such bytes count as written, and neither they
+// nor the accesses that meet them are races.
+constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd,
+                   kAsyncProxy = 0xfffc;
+
+// One mbarrier's state (Op::MbarInit ... MbarWait).
+struct Mbar {
+  uint32_t count = 0;   // arrivals per phase
+  uint32_t pending = 0; // arrivals still expected in this phase
+  int64_t tx = 0;       // transaction bytes still expected in this phase
+  uint32_t phase = 0;   // completed phases
+};
 
 struct Shadow {
   uint32_t writeStamp = 0, readStamp = 0;
@@ -111,6 +126,7 @@ private:
   uint64_t stepLimit_, steps_ = 0; // instructions this workgroup executed
   std::vector<AsyncQueue> async_;  // per thread (linear id)
   uint32_t asyncInFlight_ = 0;     // copies in flight in the workgroup
+  std::map<uint32_t, Mbar> mbars_; // by shared offset; cleared per workgroup
   size_t heapHint_ = 0;
   bool faulted_ = false;
   bool framesReady_ = false;
@@ -141,7 +157,15 @@ private:
   bool asyncEnqueue(Lane &lane, const Inst &in, uint64_t dst, const uint8_t *data,
                     uint32_t bytes, const char *what);
   void dropAsync();
-  bool collective(uint32_t firstLane, uint32_t count);
+  bool collective(uint32_t firstLane, uint32_t count, bool &progress);
+  Mbar *mbar(const Lane &lane, const Inst &in, uint64_t off, const char *what);
+  bool mbarArrive(const Lane &lane, const Inst &in, uint64_t off, int64_t txBytes, bool arrive,
+                  const char *what);
+  bool mbarPassed(const Lane &lane) const;
+  bool tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map);
+  bool tmaLoad(Lane &lane, const Inst &in);
+  bool tmaStore(Lane &lane, const Inst &in);
+  std::string deadlock();
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
   void execWgmma(const Inst &in, Lane *const *byLane);
 
@@ -290,7 +314,8 @@ private:
             pending_.byte = off + i;
             pending_.what = what;
           }
-        } else if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
+        } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy &&
+                   !(atomic && s.writer == kAtomic))
           return race(lane, in, what, off + i, s.writer, "written");
         if (!atomic) {
           if (s.readStamp == stamp_ && s.reader != me)
@@ -303,7 +328,7 @@ private:
       }
       if (write) {
         if (!atomic) {
-          if (s.writeStamp == stamp_ && s.writer != me)
+          if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy)
             return race(lane, in, what, off + i, s.writer, "written");
           if (s.readStamp == stamp_ && s.reader != me)
             return race(lane, in, what, off + i, s.reader, "read");
@@ -415,6 +440,46 @@ void Runner::run(Lane &L) {
       L.state = AtBarrier;
       L.pc = pc;
       return;
+    case Op::MbarInit: {
+      const uint32_t off = rd<uint32_t>(f + in.a);
+      Mbar *m = mbar(L, in, off, "mbarrier.init");
+      if (!m) {
+        L.state = Done;
+        return;
+      }
+      *m = Mbar{};
+      m->count = m->pending = in.imm;
+      break;
+    }
+    case Op::MbarArrive:
+      if (!mbarArrive(L, in, rd<uint32_t>(f + in.a), in.imm, true,
+                      in.imm ? "mbarrier.arrive.expect_tx" : "mbarrier.arrive")) {
+        L.state = Done;
+        return;
+      }
+      break;
+    case Op::MbarWait: {
+      const uint32_t off = rd<uint32_t>(f + in.a);
+      const Mbar *m = mbar(L, in, off, "mbarrier.try_wait");
+      if (!m) {
+        L.state = Done;
+        return;
+      }
+      if ((m->phase & 1) == (rd<uint32_t>(f + in.b) & 1)) { // that phase is still open
+        count();
+        L.state = AtMbar;
+        L.pc = pc;
+        return;
+      }
+      break;
+    }
+    case Op::TmaLoad:
+    case Op::TmaStore:
+      if (!(Op(in.op) == Op::TmaLoad ? tmaLoad(L, in) : tmaStore(L, in))) {
+        L.state = Done;
+        return;
+      }
+      break;
     case Op::Wave:
     case Op::Mma:
     case Op::Wgmma:
@@ -1140,17 +1205,27 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
 
 // Settles one wave: runs its ready lanes, then its collective instructions, until every lane
 // waits at a barrier or is done.
-bool Runner::collective(uint32_t first, uint32_t count) {
+bool Runner::collective(uint32_t first, uint32_t count, bool &progress) {
   for (;;) {
+    bool blocked = false;
     for (uint32_t i = 0; i < count; ++i) {
       Lane &l = lanes_[first + i];
-      if (l.state == Ready)
+      if (l.state == AtMbar && mbarPassed(l))
+        l.state = Ready;
+      if (l.state == Ready) {
+        progress = true;
         run(l);
+      }
       if (faulted_)
         return false;
+      blocked = blocked || l.state == AtMbar;
     }
     if (prof)
       prof->flushWave(first, count);
+    // A lane blocked on an mbarrier holds back the wave's collective instructions (they need
+    // their lanes; the scheduler comes back once the phase completes).
+    if (blocked)
+      return true;
     uint32_t pc = UINT32_MAX;
     for (uint32_t i = 0; i < count; ++i)
       if (lanes_[first + i].state == AtWave)
@@ -1165,6 +1240,7 @@ bool Runner::collective(uint32_t first, uint32_t count) {
         group[n++] = &l;
     }
     execWave(k_.code[pc], group, n);
+    progress = true;
     if (faulted_)
       return false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -1258,6 +1334,208 @@ void Runner::dropAsync() {
     q.open = 0;
   }
   asyncInFlight_ = 0;
+  mbars_.clear();
+}
+
+// The mbarrier at shared offset `off`: 8-byte aligned, inside shared memory, initialized (except
+// for mbarrier.init itself, which creates it).
+Mbar *Runner::mbar(const Lane &lane, const Inst &in, uint64_t off, const char *what) {
+  if (off % 8 != 0 || off > sharedBytes_ || sharedBytes_ - off < 8) {
+    fault(lane, in, std::string("bad mbarrier address in ") + what,
+          "offset " + std::to_string(off) + " is not an 8-byte aligned object inside the " +
+              std::to_string(sharedBytes_) + " bytes of shared memory");
+    return nullptr;
+  }
+  auto it = mbars_.find(uint32_t(off));
+  if (Op(in.op) == Op::MbarInit)
+    return &mbars_[uint32_t(off)];
+  if (it == mbars_.end()) {
+    fault(lane, in, std::string(what) + " on an uninitialized mbarrier",
+          "no mbarrier.init at shared offset " + std::to_string(off) + " in this workgroup");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// An arrival (`arrive`) and/or transaction bytes: expected (txBytes > 0, before the arrival)
+// or completed (txBytes < 0, a TMA load). The phase completes when nothing is pending.
+bool Runner::mbarArrive(const Lane &lane, const Inst &in, uint64_t off, int64_t txBytes,
+                        bool arrive, const char *what) {
+  Mbar *m = mbar(lane, in, off, what);
+  if (!m)
+    return false;
+  m->tx += txBytes;
+  if (arrive) {
+    if (m->pending == 0)
+      return fault(lane, in, std::string("too many arrivals on an mbarrier (") + what + ")",
+                   "the mbarrier at shared offset " + std::to_string(off) + " expects " +
+                       std::to_string(m->count) + " arrivals per phase");
+    --m->pending;
+  }
+  if (m->pending == 0 && m->tx == 0) {
+    ++m->phase;
+    m->pending = m->count;
+  }
+  return true;
+}
+
+// Whether a lane blocked at an Op::MbarWait may go on: its phase has completed.
+bool Runner::mbarPassed(const Lane &l) const {
+  const Inst &in = k_.code[l.pc];
+  auto it = mbars_.find(rd<uint32_t>(l.frame + in.a));
+  return it != mbars_.end() && (it->second.phase & 1) != (rd<uint32_t>(l.frame + in.b) & 1);
+}
+
+// Why no thread can go on: the threads blocked on mbarriers, and what the others do.
+std::string Runner::deadlock() {
+  std::string out;
+  uint32_t blocked = 0, barrier = 0, done = 0;
+  for (const Lane &l : lanes_) {
+    if (l.state == AtBarrier)
+      ++barrier;
+    else if (l.state == Done)
+      ++done;
+    if (l.state != AtMbar)
+      continue;
+    if (blocked++ == 0) {
+      const Inst &in = k_.code[l.pc];
+      const uint32_t off = rd<uint32_t>(l.frame + in.a);
+      const Mbar &m = mbars_.at(off);
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "thread (%u,%u,%u) waits for the phase of parity %u of the mbarrier at shared "
+                    "offset %u, which never completes (phase %u, %u of %u arrivals and %lld "
+                    "transaction bytes pending)",
+                    l.tid[0], l.tid[1], l.tid[2], rd<uint32_t>(l.frame + in.b) & 1, off, m.phase,
+                    m.pending, m.count, (long long)m.tx);
+      out = buf;
+    }
+  }
+  return out + "; " + std::to_string(blocked) + " threads blocked on mbarriers, " +
+         std::to_string(barrier) + " at a barrier, " + std::to_string(done) + " ended";
+}
+
+// The emulator's tensor map at global address `addr` (wave_tensor_map_2d on an emulator device).
+bool Runner::tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map) {
+  if (!checkGlobal(lane, in, addr, kTensorMapBytes, "tensor map read"))
+    return false;
+  std::memcpy(&map, reinterpret_cast<const void *>(uintptr_t(addr)), sizeof map);
+  const uint32_t sw = map.swizzleBytes, es = map.elementBytes;
+  if (std::memcmp(map.magic, kTensorMapMagic, sizeof map.magic) != 0 ||
+      (es != 1 && es != 2 && es != 4) || map.boxRows == 0 || map.boxRows > 256 ||
+      map.boxCols == 0 || map.boxCols > 256 || (sw != 0 && sw != 32 && sw != 64 && sw != 128) ||
+      (sw && uint64_t(map.boxCols) * es != sw && uint64_t(map.boxCols) * es > sw))
+    return fault(lane, in, "bad TMA tensor map",
+                 "the 128 bytes at " + hex(addr) +
+                     " are not a tensor map of the emulator (wave_tensor_map_2d on an emulator "
+                     "device makes them)");
+  return true;
+}
+
+namespace {
+// The shared-memory offset of byte `b` of box row `r` (rows of `rowBytes`) from `base`, swizzled
+// like wgmma's descriptors read it (Op::Wgmma: the 16-byte chunk bits XOR bits 7..).
+uint64_t boxByte(uint64_t base, uint32_t rowBytes, uint32_t swizzle, uint32_t r, uint32_t b) {
+  uint64_t a = base + uint64_t(r) * rowBytes + b;
+  if (swizzle)
+    a ^= ((a >> 7) & (swizzle / 16 - 1)) << 4;
+  return a;
+}
+} // namespace
+
+// cp.async.bulk.tensor.2d global -> shared (Op::TmaLoad): the box lands now, zeros outside the
+// tensor, as a write of the async proxy; then its bytes complete on the mbarrier.
+bool Runner::tmaLoad(Lane &L, const Inst &in) {
+  uint8_t *f = L.frame;
+  EmuTensorMap map;
+  if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
+    return false;
+  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  const uint64_t dst = rd<uint32_t>(f + in.a);
+  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
+  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  if (dst % 128 != 0 || (map.swizzleBytes && dst % (8 * map.swizzleBytes) != 0) ||
+      dst > sharedBytes_ || sharedBytes_ - dst < boxBytes)
+    return fault(L, in, "bad TMA destination",
+                 "shared offset " + std::to_string(dst) + " for a box of " +
+                     std::to_string(boxBytes) + " bytes (128-byte aligned, " +
+                     std::to_string(8 * map.swizzleBytes) +
+                     " with the swizzle, inside the workgroup's " + std::to_string(sharedBytes_) +
+                     " bytes)");
+  std::vector<uint8_t> row(rowBytes);
+  for (uint32_t r = 0; r < map.boxRows; ++r) {
+    const int64_t gr = c1 + r;
+    std::fill(row.begin(), row.end(), 0);
+    if (gr >= 0 && uint64_t(gr) < map.rows) {
+      const int64_t from = std::max<int64_t>(c0, 0),
+                    to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+      if (from < to) {
+        const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+        const uint32_t n = uint32_t(to - from) * es;
+        if (!checkGlobal(L, in, addr, n, "TMA load"))
+          return false;
+        record(L, in, addr, n);
+        std::memcpy(row.data() + (from - c0) * es, reinterpret_cast<const void *>(uintptr_t(addr)),
+                    n);
+      }
+    }
+    for (uint32_t b = 0; b < rowBytes; b += 16) {
+      const uint64_t at = boxByte(dst, rowBytes, map.swizzleBytes, r, b);
+      const uint32_t n = std::min<uint32_t>(16, rowBytes - b);
+      for (uint32_t i = 0; i < n; ++i) {
+        Shadow &s = shadow_[at + i];
+        if (asyncInFlight_ && s.async != kNobody)
+          return inFlight(L, in, "TMA load", at + i, s.async);
+        s.writeStamp = stamp_;
+        s.writer = kAsyncProxy;
+      }
+      std::memcpy(shared_.data() + at, row.data() + b, n);
+    }
+  }
+  return mbarArrive(L, in, rd<uint32_t>(f + in.dst), -int64_t(boxBytes), false,
+                    "TMA load's complete_tx");
+}
+
+// cp.async.bulk.tensor.2d shared -> global (Op::TmaStore): the box's elements inside the tensor
+// are written now (clipped), read from shared memory as the issuing thread.
+bool Runner::tmaStore(Lane &L, const Inst &in) {
+  uint8_t *f = L.frame;
+  EmuTensorMap map;
+  if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
+    return false;
+  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  const uint64_t src = rd<uint32_t>(f + in.a);
+  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
+  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  if (src % 128 != 0 || (map.swizzleBytes && src % (8 * map.swizzleBytes) != 0) ||
+      src > sharedBytes_ || sharedBytes_ - src < boxBytes)
+    return fault(L, in, "bad TMA source",
+                 "shared offset " + std::to_string(src) + " for a box of " +
+                     std::to_string(boxBytes) + " bytes");
+  std::vector<uint8_t> row(rowBytes);
+  for (uint32_t r = 0; r < map.boxRows; ++r) {
+    const int64_t gr = c1 + r;
+    if (gr < 0 || uint64_t(gr) >= map.rows)
+      continue;
+    const int64_t from = std::max<int64_t>(c0, 0),
+                  to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+    if (from >= to)
+      continue;
+    for (uint32_t b = 0; b < rowBytes; b += 16) {
+      const uint64_t at = boxByte(src, rowBytes, map.swizzleBytes, r, b);
+      const uint32_t n = std::min<uint32_t>(16, rowBytes - b);
+      if (!checkShared(L, in, at, n, true, false, false, "TMA store"))
+        return false;
+      std::memcpy(row.data() + b, shared_.data() + at, n);
+    }
+    const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+    const uint32_t n = uint32_t(to - from) * es;
+    if (!checkGlobal(L, in, addr, n, "TMA store"))
+      return false;
+    record(L, in, addr, n);
+    std::memcpy(reinterpret_cast<void *>(uintptr_t(addr)), row.data() + (from - c0) * es, n);
+  }
+  return true;
 }
 
 bool Runner::runWorkgroup(const uint32_t wg[3]) {
@@ -1293,11 +1571,42 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   if (prof)
     prof->workgroup(threads_);
   for (;;) {
-    for (uint32_t w = 0; w < threads_; w += wave_)
-      if (!collective(w, std::min(wave_, threads_ - w)))
-        return false;
+    // Every wave runs until it waits at a barrier, has ended or is blocked on an mbarrier;
+    // blocked waves are visited again while any wave made progress.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (uint32_t w = 0; w < threads_; w += wave_)
+        if (!collective(w, std::min(wave_, threads_ - w), progress))
+          return false;
+    }
     if (!reportPending())
       return false;
+    uint32_t atBarrier = 0, alive = 0, limit = 0;
+    const Inst *barrier = nullptr;
+    const Lane *first = nullptr;
+    for (const Lane &l : lanes_) {
+      if (l.state == AtMbar) {
+        fault(l, k_.code[l.pc], "deadlock", deadlock(), /*pendingFirst=*/false);
+        return false;
+      }
+      if (l.state != Done)
+        ++alive;
+      if (l.state == AtBarrier) {
+        ++atBarrier;
+        if (!barrier || (k_.code[l.pc].imm && !limit)) {
+          barrier = &k_.code[l.pc];
+          first = &l;
+          limit = barrier->imm;
+        }
+      }
+    }
+    // bar.sync with a thread count: the threads that have not ended must be that many (wavec's
+    // warp-specialized consumers after the producer warpgroup's exit).
+    if (limit && atBarrier != limit)
+      return fault(*first, *barrier, "barrier thread count mismatch",
+                   std::to_string(atBarrier) + " threads wait at barriers (" +
+                       std::to_string(alive) + " have not ended), the barrier expects " +
+                       std::to_string(limit));
     bool waiting = false;
     for (Lane &l : lanes_)
       if (l.state == AtBarrier) {

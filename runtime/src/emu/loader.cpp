@@ -278,6 +278,19 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
          slot(in.a, (flags & kWgmmaRegA) ? 16 : 8) && slot(in.b, 8);
     break;
   }
+  case Op::MbarInit:
+  case Op::MbarArrive:
+    ok = slot(in.a, 4);
+    break;
+  case Op::MbarWait:
+    ok = slot(in.a, 4) && slot(in.b, 4);
+    break;
+  case Op::TmaLoad:
+    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8) && slot(in.dst, 4);
+    break;
+  case Op::TmaStore:
+    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8);
+    break;
   case Op::Reduce:
     if (in.imm >= uint32_t(Reduce::Count) || in.aux == 0 || in.aux > kMaxLanes || in.lanes != 1)
       return "bad vector reduction";
