@@ -217,7 +217,7 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
       x.maps = hk.tensorMaps[obj.variant];
     if (obj.variant < hk.producerThreads.size())
       x.producers = hk.producerThreads[obj.variant];
-    if (obj.variant < hk.persistentPerSM.size() && !emu)
+    if (obj.variant < hk.persistentPerSM.size())
       x.perSM = hk.persistentPerSM[obj.variant];
     size_t g = 0;
     while (g < geometries.size() && geometries[g].key() != x.key())
