@@ -1197,8 +1197,10 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
         acc += (sa * A[size_t(row) * kk + k]) * (sb * B[size_t(k) * nn + col]);
       D[size_t(l) * (nn / 2) + i] = acc;
     }
+  // The profile: this warp's A rows (from shared memory) and a quarter of B, which the
+  // warpgroup's instruction reads once.
   if (prof)
-    prof->mma();
+    prof->wgmma(((flags & kWgmmaRegA) ? 0 : uint64_t(16) * kk * es) + uint64_t(nn) * kk * es / 4);
   for (uint32_t l = 0; l < 32; ++l)
     std::memcpy(byLane[l]->frame + in.dst, &D[size_t(l) * (nn / 2)], 2 * nn);
 }
@@ -1463,22 +1465,28 @@ bool Runner::tmaLoad(Lane &L, const Inst &in) {
                      " with the swizzle, inside the workgroup's " + std::to_string(sharedBytes_) +
                      " bytes)");
   std::vector<uint8_t> row(rowBytes);
+  bool firstRow = true; // the profile's accesses of this one instruction
+  uint64_t fill = 0;    // the profile's zero-fill sectors
   for (uint32_t r = 0; r < map.boxRows; ++r) {
     const int64_t gr = c1 + r;
     std::fill(row.begin(), row.end(), 0);
+    uint32_t inside = 0;
     if (gr >= 0 && uint64_t(gr) < map.rows) {
       const int64_t from = std::max<int64_t>(c0, 0),
                     to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
       if (from < to) {
+        inside = uint32_t(to - from) * es;
         const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
         const uint32_t n = uint32_t(to - from) * es;
         if (!checkGlobal(L, in, addr, n, "TMA load"))
           return false;
-        record(L, in, addr, n);
+        record(L, in, addr, n, firstRow);
+        firstRow = false;
         std::memcpy(row.data() + (from - c0) * es, reinterpret_cast<const void *>(uintptr_t(addr)),
                     n);
       }
     }
+    fill += (rowBytes - inside + 31) / 32; // 32-byte sectors
     for (uint32_t b = 0; b < rowBytes; b += 16) {
       const uint64_t at = boxByte(dst, rowBytes, map.swizzleBytes, r, b);
       const uint32_t n = std::min<uint32_t>(16, rowBytes - b);
@@ -1491,6 +1499,11 @@ bool Runner::tmaLoad(Lane &L, const Inst &in) {
       }
       std::memcpy(shared_.data() + at, row.data() + b, n);
     }
+  }
+  if (prof) { // a box wholly outside the tensor is still an instruction
+    if (firstRow)
+      record(L, in, map.base, 0);
+    prof->tmaFill(fill);
   }
   return mbarArrive(L, in, rd<uint32_t>(f + in.dst), -int64_t(boxBytes), false,
                     "TMA load's complete_tx");
@@ -1513,6 +1526,7 @@ bool Runner::tmaStore(Lane &L, const Inst &in) {
                  "shared offset " + std::to_string(src) + " for a box of " +
                      std::to_string(boxBytes) + " bytes");
   std::vector<uint8_t> row(rowBytes);
+  bool firstRow = true;
   for (uint32_t r = 0; r < map.boxRows; ++r) {
     const int64_t gr = c1 + r;
     if (gr < 0 || uint64_t(gr) >= map.rows)
@@ -1532,9 +1546,12 @@ bool Runner::tmaStore(Lane &L, const Inst &in) {
     const uint32_t n = uint32_t(to - from) * es;
     if (!checkGlobal(L, in, addr, n, "TMA store"))
       return false;
-    record(L, in, addr, n);
+    record(L, in, addr, n, firstRow);
+    firstRow = false;
     std::memcpy(reinterpret_cast<void *>(uintptr_t(addr)), row.data() + (from - c0) * es, n);
   }
+  if (firstRow && prof) // a box wholly outside the tensor is still an instruction
+    record(L, in, map.base, 0);
   return true;
 }
 
