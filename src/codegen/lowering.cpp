@@ -465,15 +465,6 @@ bool linkHsaco(const std::string &object, const std::string &hsaco, std::string 
   return false;
 }
 
-// Why the CPU emulator cannot run these kernels before any translation is tried. Empty when
-// nothing stands in the way: wgmma is modelled (Op::Wgmma in runtime/format/emu_image.h), and
-// what the emulator does not model (inline PTX it does not know) is refused by the translation
-// itself, by name.
-std::string emuObstacle(const std::vector<CodegenKernel> &kernels) {
-  (void)kernels;
-  return "";
-}
-
 // Step 2 of lowerModule: the gpu.module to the LLVM dialect (the ROCDL or NVVM conversions).
 bool toLlvmDialect(mlir::ModuleOp module, mlir::MLIRContext &ctx, const TargetInfo &target,
                    DiagnosticEngine &diags, const std::string &mlirErrors) {
@@ -734,11 +725,11 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
     for (const auto &[name, bytes] : dynamicShared)
       resourcesOf(*options.resources, name).dynamicSharedBytes = bytes;
   }
-  // 4b. the emulator image: this very module, right before instruction selection.
+  // 4b. the emulator image: this very module, right before instruction selection. What the
+  // emulator does not model (inline PTX it does not know, ...) the translation refuses by name.
   if (options.output == CodegenOutput::Emu) {
-    std::string why = emuObstacle(kernels);
-    if (!why.empty() ||
-        !translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared,
+    std::string why;
+    if (!translateToEmuImage(*llvmModule, kernels, target, out, why, dynamicShared,
                              producerThreads)) {
       diags.report(DiagId::EmuRequiredUnsupported, {}, {target.name, why});
       return false;
@@ -747,9 +738,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   }
   if (emu && options.output != CodegenOutput::LLVM) {
     emu->image.clear();
-    emu->error = emuObstacle(kernels);
-    if (!emu->error.empty() ||
-        !translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
+    emu->error.clear();
+    if (!translateToEmuImage(*llvmModule, kernels, target, emu->image, emu->error,
                              dynamicShared, producerThreads))
       emu->image.clear();
     timer.lap("emulator image");
