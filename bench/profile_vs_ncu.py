@@ -5,14 +5,15 @@ Two halves, because the GPU machine has no wavec:
   prepare (here):   bench/profile_vs_ncu.py prepare --build build --out DIR
       compiles each case with ./build/wavec for sm_90 / sm_90a (cubin + generated header and
       stub), writes a small C host program per case that launches the kernel once on random
-      inputs, profiles the SAME kernel at the SAME sizes on emu:sm_90 with wave-run
+      inputs, profiles the SAME kernel at the SAME sizes on emu:sm_90 (emu:sm_90a) with wave-run
       (DIR/CASE/emu.json), and copies the runtime sources, this script and run.sh into DIR.
   on the device:    bash DIR/run.sh     (OUT=... ; builds the runtime and the host programs,
       runs each under `ncu --csv --page raw --metrics ...` for the one launch of the kernel,
       then `profile_vs_ncu.py compare DIR` prints the table)
   compare:          bench/profile_vs_ncu.py compare DIR [--markdown] [--fail-above 0.05]
       (bench/results/profile_vs_ncu_h100 holds the emulator JSON and ncu CSV of the 2026-11-25
-      run; docs/performance.md has its table)
+      run on an H100, and of the sm_90a GEMMs of 2026-11-26 on an H200 with ncu_full.csv;
+      docs/performance.md has its table)
 
 What is compared, per kernel (totals over the launch):
   global load / store sectors: emulator `sectors` of its global load / store sites against
@@ -21,6 +22,8 @@ What is compared, per kernel (totals over the launch):
   shared memory: the emulator's wavefronts and bank conflicts (wavefronts - phases) per kind of
       instruction (ld, st, ldmatrix) against smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_*
       and the ideal wavefronts, and the l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_* counters.
+  sm_90a: wgmma's operand wavefronts (op_gmma) and instructions, TMA instructions and sectors
+      (the TMA unit's L1<->L2 traffic), apart from the LSU rows.
 """
 import argparse
 import csv

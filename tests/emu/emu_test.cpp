@@ -1698,3 +1698,28 @@ TEST(EmuMbarrier, UninitializedAndExtraArrivalsAreReported) {
         << msg;
   }
 }
+
+// A barrier with a thread count (bar.sync 1, 32) opens for the warp waiting at it while another
+// warp is blocked on an mbarrier, whose phase the first warp then completes.
+TEST(EmuMbarrier, ACountedBarrierOpensWhileAnotherWarpIsBlocked) {
+  KernelBuilder k;
+  k.name = "mbar_named";
+  auto [tid, zero, isZero] = mbarPrologue(k, 1);
+  const uint32_t c32 = k.constant<uint32_t>(32), below = k.slot(1);
+  k.op(Op::ICmp, Type::I1, 1, below, tid, c32, 0, 36, uint8_t(Type::I32)); // ult
+  const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, below, 0, 0);
+  k.code[br].b = uint32_t(k.code.size()); // warp 0: the counted barrier, then thread 0 arrives
+  k.op(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, 32);
+  const size_t br2 = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+  k.code[br2].b = uint32_t(k.code.size());
+  k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, 0);
+  k.code[br2].c = uint32_t(k.code.size());
+  k.op(Op::Ret, Type::I8, 1);
+  k.code[br].c = uint32_t(k.code.size()); // warp 1: waits for the phase
+  k.op(Op::MbarWait, Type::I8, 1, 0, zero, zero);
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  const std::string image = assemble("sm_90a", 32, {k});
+  Device d("emu:sm_90a");
+  EXPECT_EQ(launch(d.dev, image, "mbar_named", 1, 64, {}), WAVE_SUCCESS) << wave_last_error();
+}

@@ -1600,12 +1600,10 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
       return false;
     uint32_t atBarrier = 0, alive = 0, limit = 0;
     const Inst *barrier = nullptr;
-    const Lane *first = nullptr;
+    const Lane *first = nullptr, *blocked = nullptr;
     for (const Lane &l : lanes_) {
-      if (l.state == AtMbar) {
-        fault(l, k_.code[l.pc], "deadlock", deadlock(), /*pendingFirst=*/false);
-        return false;
-      }
+      if (l.state == AtMbar && !blocked)
+        blocked = &l;
       if (l.state != Done)
         ++alive;
       if (l.state == AtBarrier) {
@@ -1617,9 +1615,14 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
         }
       }
     }
+    // Threads blocked on mbarriers with nothing left to run: a deadlock, unless a barrier with
+    // a thread count has that many threads waiting (it opens for them; the blocked ones may be
+    // released by what those threads do next).
+    if (blocked && !(limit && atBarrier == limit))
+      return fault(*blocked, k_.code[blocked->pc], "deadlock", deadlock(), /*pendingFirst=*/false);
     // bar.sync with a thread count: the threads that have not ended must be that many (wavec's
     // warp-specialized consumers after the producer warpgroup's exit).
-    if (limit && atBarrier != limit)
+    if (!blocked && limit && atBarrier != limit)
       return fault(*first, *barrier, "barrier thread count mismatch",
                    std::to_string(atBarrier) + " threads wait at barriers (" +
                        std::to_string(alive) + " have not ended), the barrier expects " +
