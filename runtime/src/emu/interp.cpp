@@ -4,7 +4,10 @@
 // wave-collective instruction (lane exchanges, matrix instructions) or ends. Once every thread
 // of a wave has stopped, the collective instruction with the lowest pc among its waiting
 // threads runs for exactly those threads (the others are inactive lanes), and they continue.
-// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens.
+// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens. A thread
+// at an mbarrier wait (sm_90a) whose phase has not completed stops too; the waves are visited
+// again while any made progress, and threads blocked with nothing left to run are a reported
+// deadlock.
 //
 // Detectors: every global access is checked against the device's live allocations; every
 // shared access against the workgroup's shared memory and a per-byte shadow of the last writer
