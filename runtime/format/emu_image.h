@@ -201,8 +201,9 @@ enum class Op : uint16_t {
   // address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
   // (32-45), base offset (49-51, must be 0), swizzle (62-63: 1 128-byte, 2 64-byte, 3 32-byte;
   // 0, no swizzle, is not modelled and fails the launch). imm: N (bits 0-11) | flags << 12;
-  // aux: WgmmaElem. The product is computed at issue (its shared-memory reads happen then);
-  // wgmma.fence / commit_group / wait_group translate to nothing.
+  // aux: WgmmaElem. The product is computed at issue (its shared-memory reads happen then); the
+  // bytes read stay in flight until Op::WgmmaWait retires the group; wgmma.fence translates to
+  // nothing.
   Wgmma,
   // NVIDIA mbarriers (sm_90a; the 8-byte barrier object at a shared-memory offset, its state
   // kept by the interpreter): pending arrivals (reset to the init count when a phase
@@ -220,6 +221,11 @@ enum class Op : uint16_t {
   // stores write the box's elements inside the tensor from shared memory (clipped).
   TmaLoad,     // a: i32 shared destination; b: map pointer; c: 2 x i32 (c0, c1); dst: i32 mbarrier
   TmaStore,    // a: i32 shared source; b: map pointer; c: 2 x i32 (c0, c1)
+  // wgmma.commit_group / wait_group N (per warp: the instructions of lane 0 count). The shared
+  // memory an Op::Wgmma reads stays "read in flight" until a wait retires its group (every
+  // committed group but the N newest): a write to it before then is a race.
+  WgmmaCommit,
+  WgmmaWait,   // imm N
   Count
 };
 

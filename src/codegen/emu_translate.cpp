@@ -976,16 +976,20 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
     v = std::stoll(tok);
     return true;
   };
-  // Ordering instructions the model needs nothing for: wgmma's results are computed at issue
-  // (Op::Wgmma), so its fence, commit and wait and the generic-to-async proxy fence order
-  // nothing more in the emulator.
-  if (text == "wgmma.fence.sync.aligned;" || text == "wgmma.commit_group.sync.aligned;" ||
-      text == "fence.proxy.async.shared::cta;")
+  // wgmma's results are computed at issue (Op::Wgmma); its commit and wait delimit how long its
+  // shared-memory reads stay in flight for the race detector. The register fence and the
+  // generic-to-async proxy fence order nothing more in the emulator.
+  if (text == "wgmma.fence.sync.aligned;" || text == "fence.proxy.async.shared::cta;")
     return;
+  if (text == "wgmma.commit_group.sync.aligned;") {
+    emit(Op::WgmmaCommit, Type::I8, 1);
+    return;
+  }
   if (text == "wgmma.wait_group.sync.aligned $0;") {
     int64_t n = 0;
-    if (!immediate("$0", n))
-      refuse("a non-constant group count");
+    if (!immediate("$0", n) || n < 0 || n > 0xffff)
+      refuse("a group count that is not a small constant");
+    emit(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n));
     return;
   }
   // Warp specialization and the TMA loops (docs/internals.md, "The CPU emulator"): register

@@ -1723,3 +1723,94 @@ TEST(EmuMbarrier, ACountedBarrierOpensWhileAnotherWarpIsBlocked) {
   Device d("emu:sm_90a");
   EXPECT_EQ(launch(d.dev, image, "mbar_named", 1, 64, {}), WAVE_SUCCESS) << wave_last_error();
 }
+
+// ---- wgmma (sm_90a: Op::Wgmma, WgmmaCommit, WgmmaWait) -----------------------------------------
+
+// tests/e2e/kernels/gemm_wgmma_async.wave compiled for sm_90a (M = 128, N = 256, K = 320: cp.async
+// into 64-byte-swizzled buffers read by wgmma m64n256k16 through descriptors) runs clean and
+// exact against a product computed here; the same image with every wgmma.wait_group count one
+// larger (a tile's products still read it when the next copy into its buffer is issued) is
+// reported as a race naming the wgmma and the wait.
+TEST(EmuWgmma, PipelinedGemmWithAWrongWaitCountIsReported) {
+  const std::string image =
+      readFile(std::string(EMU_TEST_IMAGES) + "/gemm_wgmma_async_sm_90a.wemu");
+  ASSERT_FALSE(image.empty());
+  Program p;
+  ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const KernelCode &kc = p.kernels[0];
+  ASSERT_EQ(kc.argsSize, 24u); // a, b, c
+  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
+                         kc.code.size() * sizeof(Inst));
+  const size_t at = image.find(code);
+  ASSERT_NE(at, std::string::npos);
+  std::string wrong = image;
+  int waits = 0, products = 0;
+  for (size_t i = 0; i < kc.code.size(); ++i) {
+    products += kc.code[i].op == uint16_t(Op::Wgmma);
+    if (kc.code[i].op != uint16_t(Op::WgmmaWait))
+      continue;
+    ++waits;
+    uint32_t n = kc.code[i].imm + 1;
+    std::memcpy(&wrong[at + i * sizeof(Inst) + offsetof(Inst, imm)], &n, 4);
+  }
+  ASSERT_GT(products, 0);
+  ASSERT_GT(waits, 0);
+  seal(wrong);
+
+  const int M = 128, N = 256, K = 320;
+  auto bf16 = [](float f) { // small integers: exact in bf16
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint16_t(u >> 16);
+  };
+  std::vector<uint16_t> a(M * K), b(N * K);
+  std::vector<float> af(M * K), bf(N * K);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = bf16(af[i] = float(int(i * 37 % 7) - 3));
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = bf16(bf[i] = float(int(i * 11 % 5) - 2));
+  Device d("emu:sm_90a");
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
+  ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
+  ASSERT_EQ(wave_malloc(d.dev, M * N * 4, &dc), WAVE_SUCCESS);
+  ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
+  ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, da);
+  pack(args, 8, db);
+  pack(args, 16, dc);
+  auto run = [&](const std::string &img) {
+    wave_module_t m = nullptr;
+    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
+    if (s)
+      return s;
+    wave_kernel_t k = nullptr;
+    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
+    uint32_t grid[3] = {M / 128, N / 256, 1};
+    if (!s)
+      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
+    std::string msg = wave_last_error();
+    wave_module_unload(m);
+    wave::rt::fail(s, msg);
+    return s;
+  };
+  ASSERT_EQ(wave_memset(d.dev, dc, 0xff, M * N * 4), WAVE_SUCCESS);
+  ASSERT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
+  std::vector<float> c(M * N);
+  ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      float want = 0;
+      for (int kk = 0; kk < K; ++kk)
+        want += af[i * K + kk] * bf[j * K + kk];
+      ASSERT_EQ(c[i * N + j], want) << i << "," << j;
+    }
+
+  EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH);
+  const std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, kc.name + ": shared-memory race on a")) << msg;
+  EXPECT_TRUE(contains(msg, "is read by a wgmma issued at ")) << msg;
+  EXPECT_TRUE(contains(msg, "is a wait count too large?")) << msg;
+}

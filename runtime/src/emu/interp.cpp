@@ -61,6 +61,19 @@ struct Lane {
 constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd,
                    kAsyncProxy = 0xfffc;
 
+// One wgmma's shared-memory reads, in flight until a wait_group of its warp retires its group
+// (Op::Wgmma, WgmmaCommit, WgmmaWait).
+struct WgmmaReads {
+  uint32_t group;
+  const Inst *issue;
+  std::vector<uint32_t> bytes; // distinct offsets read
+};
+struct WgmmaQueue {
+  std::vector<WgmmaReads> reads; // in issue order, so in group order
+  size_t head = 0;               // reads before it are retired
+  uint32_t open = 0;             // the group new reads join
+};
+
 // One mbarrier's state (Op::MbarInit ... MbarWait).
 struct Mbar {
   uint32_t count = 0;   // arrivals per phase
@@ -108,6 +121,8 @@ public:
     shared_.assign(sharedBytes_, 0);
     shadow_.assign(sharedBytes_, Shadow{});
     async_.resize(threads_);
+    wgmma_.resize((threads_ + 31) / 32);
+    wgmmaReads_.assign(sharedBytes_, 0);
     stepLimit_ = lp.stepLimit ? lp.stepLimit : kDefaultStepLimit;
   }
 
@@ -130,6 +145,9 @@ private:
   std::vector<AsyncQueue> async_;  // per thread (linear id)
   uint32_t asyncInFlight_ = 0;     // copies in flight in the workgroup
   std::map<uint32_t, Mbar> mbars_; // by shared offset; cleared per workgroup
+  std::vector<WgmmaQueue> wgmma_;  // per warp (linear id / 32)
+  std::vector<uint16_t> wgmmaReads_; // per shared byte: wgmma reads of it in flight
+  uint32_t wgmmaInFlight_ = 0;     // wgmma read sets in flight in the workgroup
   size_t heapHint_ = 0;
   bool faulted_ = false;
   bool framesReady_ = false;
@@ -168,6 +186,8 @@ private:
   bool tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map);
   bool tmaLoad(Lane &lane, const Inst &in);
   bool tmaStore(Lane &lane, const Inst &in);
+  bool wgmmaWait(const Lane &lane, uint32_t keep);
+  bool wgmmaRace(const Lane &lane, const Inst &in, const char *what, uint64_t byte);
   std::string deadlock();
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
   void execWgmma(const Inst &in, Lane *const *byLane);
@@ -330,6 +350,8 @@ private:
         }
       }
       if (write) {
+        if (wgmmaInFlight_ && wgmmaReads_[off + i])
+          return wgmmaRace(lane, in, what, off + i);
         if (!atomic) {
           if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy)
             return race(lane, in, what, off + i, s.writer, "written");
@@ -476,6 +498,16 @@ void Runner::run(Lane &L) {
       }
       break;
     }
+    case Op::WgmmaCommit:
+      if (L.lane == 0) // the warp's instruction
+        ++wgmma_[L.linear / 32].open;
+      break;
+    case Op::WgmmaWait:
+      if (L.lane == 0 && !wgmmaWait(L, in.imm)) {
+        L.state = Done;
+        return;
+      }
+      break;
     case Op::TmaLoad:
     case Op::TmaStore:
       if (!(Op(in.op) == Op::TmaLoad ? tmaLoad(L, in) : tmaStore(L, in))) {
@@ -1160,6 +1192,7 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
       return;
     }
   std::vector<float> A(size_t(16) * kk, 0.0f), B(size_t(kk) * nn, 0.0f);
+  std::vector<uint32_t> readBytes; // in flight until a wait retires this warp's group
   std::string why;
   auto fetch = [&](uint64_t desc, bool mnMajor, uint32_t mn, uint32_t k, float &out,
                    const char *which) {
@@ -1169,6 +1202,8 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
                    why + " (descriptor " + hex(desc) + ")");
     if (!checkShared(*first, in, addr, es, true, false, false, "wgmma load"))
       return false;
+    for (uint32_t i = 0; i < es; ++i)
+      readBytes.push_back(uint32_t(addr + i));
     out = wgmmaElement(elem, shared_.data() + addr);
     return true;
   };
@@ -1200,6 +1235,13 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
         acc += (sa * A[size_t(row) * kk + k]) * (sb * B[size_t(k) * nn + col]);
       D[size_t(l) * (nn / 2) + i] = acc;
     }
+  std::sort(readBytes.begin(), readBytes.end());
+  readBytes.erase(std::unique(readBytes.begin(), readBytes.end()), readBytes.end());
+  for (uint32_t b : readBytes)
+    ++wgmmaReads_[b];
+  WgmmaQueue &q = wgmma_[first->linear / 32];
+  q.reads.push_back({q.open, &in, std::move(readBytes)});
+  ++wgmmaInFlight_;
   // The profile: this warp's A rows (from shared memory) and a quarter of B, which the
   // warpgroup's instruction reads once.
   if (prof)
@@ -1292,6 +1334,8 @@ bool Runner::asyncEnqueue(Lane &L, const Inst &in, uint64_t dst, const uint8_t *
     const Shadow &s = shadow_[c.dst + i];
     if (s.async != kNobody)
       return inFlight(L, in, what, c.dst + i, s.async);
+    if (wgmmaInFlight_ && wgmmaReads_[c.dst + i])
+      return wgmmaRace(L, in, what, c.dst + i);
     if (s.writeStamp == stamp_ && s.writer != me)
       return race(L, in, what, c.dst + i, s.writer, "written");
     if (s.readStamp == stamp_ && s.reader != me)
@@ -1340,6 +1384,54 @@ void Runner::dropAsync() {
   }
   asyncInFlight_ = 0;
   mbars_.clear();
+  for (WgmmaQueue &q : wgmma_) {
+    for (size_t i = q.head; i < q.reads.size(); ++i)
+      for (uint32_t b : q.reads[i].bytes)
+        --wgmmaReads_[b];
+    q = WgmmaQueue{};
+  }
+  wgmmaInFlight_ = 0;
+}
+
+// wgmma.wait_group `keep` of lane's warp: the reads of every committed group but the `keep`
+// newest are retired.
+bool Runner::wgmmaWait(const Lane &lane, uint32_t keep) {
+  WgmmaQueue &q = wgmma_[lane.linear / 32];
+  while (q.head < q.reads.size() && uint64_t(q.reads[q.head].group) + keep < q.open) {
+    for (uint32_t b : q.reads[q.head].bytes)
+      --wgmmaReads_[b];
+    q.reads[q.head].bytes.clear();
+    ++q.head;
+    --wgmmaInFlight_;
+  }
+  if (q.head == q.reads.size()) {
+    q.reads.clear();
+    q.head = 0;
+  }
+  return true;
+}
+
+// A write to a byte that a wgmma still in flight reads.
+bool Runner::wgmmaRace(const Lane &lane, const Inst &in, const char *what, uint64_t byte) {
+  const WgmmaReads *r = nullptr;
+  uint32_t warp = 0;
+  for (uint32_t w = 0; w < wgmma_.size() && !r; ++w)
+    for (size_t i = wgmma_[w].head; i < wgmma_[w].reads.size() && !r; ++i)
+      if (std::binary_search(wgmma_[w].reads[i].bytes.begin(), wgmma_[w].reads[i].bytes.end(),
+                             uint32_t(byte))) {
+        r = &wgmma_[w].reads[i];
+        warp = w;
+      }
+  const bool committed = r && r->group < wgmma_[warp].open;
+  std::string detail = "byte " + std::to_string(byte) + " is read by a wgmma " +
+                       (r ? "issued at " + where(*r->issue) + " " : std::string()) + "by warp " +
+                       std::to_string(warp) + " that is still in flight (" +
+                       (committed ? "no wgmma.wait_group of that warp has retired its group "
+                                    "yet: is a wait count too large?"
+                                  : "its group was not committed and waited for yet") +
+                       ")";
+  return fault(lane, in, std::string("shared-memory race on a ") + what, detail,
+               /*pendingFirst=*/false);
 }
 
 // The mbarrier at shared offset `off`: 8-byte aligned, inside shared memory, initialized (except
@@ -1497,6 +1589,8 @@ bool Runner::tmaLoad(Lane &L, const Inst &in) {
         Shadow &s = shadow_[at + i];
         if (asyncInFlight_ && s.async != kNobody)
           return inFlight(L, in, "TMA load", at + i, s.async);
+        if (wgmmaInFlight_ && wgmmaReads_[at + i])
+          return wgmmaRace(L, in, "TMA load", at + i);
         s.writeStamp = stamp_;
         s.writer = kAsyncProxy;
       }

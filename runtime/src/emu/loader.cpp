@@ -278,6 +278,9 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
          slot(in.a, (flags & kWgmmaRegA) ? 16 : 8) && slot(in.b, 8);
     break;
   }
+  case Op::WgmmaCommit:
+  case Op::WgmmaWait:
+    break;
   case Op::MbarInit:
   case Op::MbarArrive:
     ok = slot(in.a, 4);
