@@ -509,17 +509,26 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
   std::string object = o.object.empty() ? compileWithWavec(o, target, emu, tmp.path) : o.object;
   // A GPU launch requests the dynamic shared memory the code object needs (an emulator image
   // counts it as its own): "dynamic_lds_bytes" of the kernel's metadata, written by wavec.
+  // The metadata's block too: a warp-specialized sm_90a kernel launches a producer warpgroup
+  // beyond the distribution's block. The emulator needs the metadata only on sm_90a (tensor
+  // maps, the producer); its image counts the dynamic shared memory itself.
   uint32_t dynamicShared = 0;
   std::vector<TensorMapUse> maps;
-  if (!emu) {
-    std::ifstream in(compileWithWavec(o, target, emu, tmp.path, /*metadata=*/true));
+  uint32_t producerBlock = 0;
+  if (!emu || target == "sm_90a") {
+    std::ifstream in(compileWithWavec(o, target, false, tmp.path, /*metadata=*/true));
     std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t at = json.find("\"name\": \"" + kernel.name + "\"");
-    at = at == std::string::npos ? at : json.find("\"dynamic_lds_bytes\": ", at);
+    const size_t named = json.find("\"name\": \"" + kernel.name + "\"");
+    size_t at = named == std::string::npos ? named : json.find("\"dynamic_lds_bytes\": ", named);
     if (at == std::string::npos)
       die(kFailed, "the kernel metadata from wavec names no dynamic_lds_bytes for " + kernel.name);
-    dynamicShared = static_cast<uint32_t>(std::stoul(json.substr(at + 21)));
+    if (!emu)
+      dynamicShared = static_cast<uint32_t>(std::stoul(json.substr(at + 21)));
     maps = readTensorMaps(json, kernel.name);
+    at = json.find("\"block\": [", named);
+    if (at == std::string::npos)
+      die(kFailed, "the kernel metadata from wavec names no block for " + kernel.name);
+    producerBlock = static_cast<uint32_t>(std::stoul(json.substr(at + 10)));
   }
   if (regs && emu) { // what the target's own code object uses (--profile's occupancy)
     std::ifstream in(compileWithWavec(o, target, false, tmp.path, /*metadata=*/true));
@@ -590,6 +599,8 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     block[i] = dist.block[i];
     empty |= *g == 0;
   }
+  if (producerBlock > block[0] && block[1] == 1 && block[2] == 1)
+    block[0] = producerBlock; // the producer warpgroup after the distribution's threads
   // Kept for --bench, so it owns copies of everything it uses.
   run.launch = [dev = run.dev, k, grid, block, empty, packed, dynamicShared] {
     if (!empty)
@@ -634,7 +645,7 @@ void bench(const Options &o, DeviceRun &run, const ir::Kernel &kernel,
 int runMain(const Options &o) {
   if (o.reference == !o.device.empty())
     die(kBadInput, o.reference ? "--reference and --device exclude each other"
-                               : "give --device URI (emu, emu:gfx942, emu:sm_90, hip://0, "
+                               : "give --device URI (emu, emu:gfx942, emu:sm_90, emu:sm_90a, hip://0, "
                                  "cuda://0) or --reference");
   if (o.reference && o.check)
     die(kBadInput, "--check compares a device run against the reference evaluator: give --device "
@@ -910,7 +921,7 @@ int main(int argc, char **argv) {
   app.add_option("-D", o.defines, "bind a symbol at compile time: -DSYM=VALUE");
   app.add_option("--size", o.sizes, "the run-time value of a dynamic symbol: --size SYM=N");
   app.add_option("--device", o.device,
-                 "run on a device: emu, emu:gfx942, emu:sm_90, hip://N, cuda://N, auto");
+                 "run on a device: emu, emu:gfx942, emu:sm_90, emu:sm_90a, hip://N, cuda://N, auto");
   app.add_flag("--reference", o.reference, "run through the reference evaluator");
   app.add_option("--target", o.target,
                  "target of the program (--reference: default gfx942; a device: its own)");

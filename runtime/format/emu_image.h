@@ -53,7 +53,7 @@ constexpr uint32_t kImageVersion = 2;
 constexpr uint32_t kChecksumOffset = 12; // after the magic and the version
 constexpr uint32_t kPayloadOffset = 20;  // the checksum covers [kPayloadOffset, end)
 constexpr uint32_t kNoString = 0xffffffffu;
-constexpr uint32_t kMaxLanes = 64;        // widest vector value
+constexpr uint32_t kMaxLanes = 128;       // widest vector value (aux fields hold a lane count)
 constexpr uint32_t kMaxFrameBytes = 1u << 20;
 
 // 64-bit FNV-1a of `size` bytes: the image checksum (of the bytes from kPayloadOffset on).
@@ -121,7 +121,8 @@ enum class Op : uint16_t {
   Switch,      // a: value (type, scalar int); imm: extra [n, default pc, (value lo, value hi, pc)*n]
   ParCopy,     // imm: extra [n, (dst, src, bytes)*n] copied in parallel (phi moves on an edge)
   Trap,        // llvm.trap / unreachable: fails the launch
-  Barrier,     // workgroup barrier (s_barrier, bar.sync 0)
+  Barrier,     // workgroup barrier (s_barrier, bar.sync 0; imm N > 0: bar.sync with a
+               // thread count, which must be the number of threads that have not ended)
   // data movement
   Copy,        // dst <- a, imm bytes
   Special,     // dst (i32 or i64 by type) <- special register imm
@@ -191,8 +192,62 @@ enum class Op : uint16_t {
   // Op::AsyncCopy's queue, in flight until a wait completes it (an AMD s_waitcnt with vmcnt N
   // translates to AsyncWait N: every DMA of the thread but the N newest lands).
   BufferLoadLds,
+  // NVIDIA wgmma.mma_async (sm_90a), m64nNk16 (f16/bf16) or m64nNk32 (e4m3/e5m2) with f32
+  // accumulators: warpgroup-collective, executed per warp (the thread stops until its warp
+  // reaches it, like Wave): warp w of a warpgroup (w = the warp's index in the workgroup mod 4)
+  // computes rows 16w .. 16w + 15 of the 64 x N product. dst: D, N/2 f32 per lane; c: C (the
+  // same layout); a: the A matrix descriptor (i64) or, with kWgmmaRegA, A's fragment (4 x i32);
+  // b: the B matrix descriptor (i64). Descriptors (PTX ISA "Matrix Descriptor Format"): start
+  // address >> 4 (bits 0-13), leading byte offset >> 4 (16-29), stride byte offset >> 4
+  // (32-45), base offset (49-51, must be 0), swizzle (62-63: 1 128-byte, 2 64-byte, 3 32-byte;
+  // 0, no swizzle, is not modelled and fails the launch). imm: N (bits 0-11) | flags << 12;
+  // aux: WgmmaElem. The product is computed at issue (its shared-memory reads happen then); the
+  // bytes read stay in flight until Op::WgmmaWait retires the group; wgmma.fence translates to
+  // nothing.
+  Wgmma,
+  // NVIDIA mbarriers (sm_90a; the 8-byte barrier object at a shared-memory offset, its state
+  // kept by the interpreter): pending arrivals (reset to the init count when a phase
+  // completes), a transaction byte count and the phase number. A phase completes when no
+  // arrival and no transaction byte is pending.
+  MbarInit,    // a: i32 shared offset; imm: arrival count (mbarrier.init)
+  MbarArrive,  // a: i32 shared offset; imm: transaction bytes expected first (arrive.expect_tx;
+               // 0: mbarrier.arrive)
+  MbarWait,    // a: i32 shared offset; b: i32 parity. Blocks the thread until the phase of that
+               // parity has completed (try_wait.parity in a loop); the scheduler runs others
+  // TMA (cp.async.bulk.tensor.2d) through an EmuTensorMap in global memory (built by the
+  // runtime's wave_tensor_map_2d on an emulator device): a box of box rows x box columns at
+  // (column c0, row c1). Loads land at issue (zeros outside the tensor) in the box's row-major
+  // order, swizzled like Op::Wgmma's addresses, then complete the box's bytes on the mbarrier;
+  // stores write the box's elements inside the tensor from shared memory (clipped).
+  TmaLoad,     // a: i32 shared destination; b: map pointer; c: 2 x i32 (c0, c1); dst: i32 mbarrier
+  TmaStore,    // a: i32 shared source; b: map pointer; c: 2 x i32 (c0, c1)
+  // wgmma.commit_group / wait_group N (per warp: the instructions of lane 0 count). The shared
+  // memory an Op::Wgmma reads stays "read in flight" until a wait retires its group (every
+  // committed group but the N newest): a write to it before then is a race.
+  WgmmaCommit,
+  WgmmaWait,   // imm N
   Count
 };
+
+// The emulator's TMA tensor map (wave_tensor_map_2d on an emulator device), kTensorMapBytes in
+// global memory: a 2D tensor of rows x cols elements (row stride in bytes) copied in boxes.
+constexpr char kTensorMapMagic[8] = {'W', 'A', 'V', 'E', 'T', 'M', 'A', 'P'};
+constexpr uint32_t kTensorMapBytes = 128;
+struct EmuTensorMap {
+  char magic[8];
+  uint64_t base, rows, cols, rowStrideBytes;
+  uint32_t boxRows, boxCols, elementBytes, swizzleBytes; // swizzle 0, 32, 64 or 128
+};
+static_assert(sizeof(EmuTensorMap) <= kTensorMapBytes, "the map fits its allocation");
+
+enum class WgmmaElem : uint8_t { F16, BF16, E4M3, E5M2, Count };
+constexpr uint32_t kWgmmaRegA = 1;    // A from registers (else from its descriptor)
+constexpr uint32_t kWgmmaTransA = 2;  // imm-trans-a 1: A is M-major in shared memory
+constexpr uint32_t kWgmmaTransB = 4;  // imm-trans-b 1: B is N-major in shared memory
+constexpr uint32_t kWgmmaZeroC = 8;   // scale-d false: D = A * B
+constexpr uint32_t kWgmmaNegA = 16;   // imm-scale-a -1
+constexpr uint32_t kWgmmaNegB = 32;   // imm-scale-b -1
+constexpr uint32_t kWgmmaFlags = 63;
 
 enum class Reduce : uint8_t { Add, Mul, And, Or, Xor, SMax, SMin, UMax, UMin, FAdd, FMul, FMax,
                               FMin, FMaximum, FMinimum, Count };

@@ -707,7 +707,10 @@ wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *dr
   return WAVE_SUCCESS;
 }
 
-extern "C" wave_status_t wave_tensor_map_2d(wave_device_t device, const void *data,
+// Declared in kernel_api.h (no export macro there): exported like kernel_api.cpp's entry points,
+// so stubs linked against the shared library find it.
+extern "C" __attribute__((visibility("default"))) wave_status_t
+wave_tensor_map_2d(wave_device_t device, const void *data,
                                             wave_dtype_t dtype, uint64_t rows, uint64_t cols,
                                             uint64_t row_stride_bytes, uint32_t box_rows,
                                             uint32_t box_cols, uint32_t swizzle_bytes,

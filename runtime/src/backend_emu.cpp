@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,11 +30,14 @@ struct EmuTarget {
 const EmuTarget kTargets[] = {
     {"gfx942", 64, 65536, WAVE_VENDOR_AMD}, {"gfx90a", 64, 65536, WAVE_VENDOR_AMD},
     {"gfx1100", 32, 65536, WAVE_VENDOR_AMD}, {"sm_80", 32, 49152, WAVE_VENDOR_NVIDIA},
-    {"sm_90", 32, 49152, WAVE_VENDOR_NVIDIA},
+    {"sm_90", 32, 49152, WAVE_VENDOR_NVIDIA}, {"sm_90a", 32, 49152, WAVE_VENDOR_NVIDIA},
 };
 
 struct EmuDevice {
   const EmuTarget *target;
+  // TMA tensor maps (tensorMap2d): request -> the map's allocation on this device.
+  std::mutex mapMutex;
+  std::map<TensorMapRequest, void *> maps;
 };
 
 // Device memory of every emulated device is one host heap: a buffer allocated on one emulated
@@ -94,6 +98,46 @@ public:
   }
 
   wave_status_t synchronize(void *) override { return WAVE_SUCCESS; }
+
+  // A TMA tensor map for the emulator: the request in an emu::EmuTensorMap (emu_image.h), in an
+  // allocation of the device, so a kernel's TMA instruction reads it through the global-memory
+  // checks. Cached per request like the CUDA back end's maps (launches are synchronous, so the
+  // cache may be emptied at any call); the maps go with the device.
+  wave_status_t tensorMap2d(void *dev, const TensorMapRequest &r, void **out) override {
+    constexpr size_t kMaxMaps = 1024;
+    int type = 0;
+    if (wave_status_t s = checkTensorMapRequest(r, &type))
+      return s;
+    auto *d = static_cast<EmuDevice *>(dev);
+    std::lock_guard<std::mutex> lock(d->mapMutex);
+    if (auto it = d->maps.find(r); it != d->maps.end()) {
+      *out = it->second;
+      return WAVE_SUCCESS;
+    }
+    if (d->maps.size() >= kMaxMaps) {
+      for (auto &m : d->maps)
+        release(dev, m.second);
+      d->maps.clear();
+    }
+    void *p = nullptr;
+    if (wave_status_t s = allocate(dev, emu::kTensorMapBytes, &p))
+      return s;
+    emu::EmuTensorMap map{};
+    std::memcpy(map.magic, emu::kTensorMapMagic, sizeof map.magic);
+    map.base = reinterpret_cast<uintptr_t>(r.base);
+    map.rows = r.rows;
+    map.cols = r.cols;
+    map.rowStrideBytes = r.rowStrideBytes;
+    map.boxRows = r.boxRows;
+    map.boxCols = r.boxCols;
+    map.elementBytes = r.elementBytes;
+    map.swizzleBytes = r.swizzleBytes;
+    std::memset(p, 0, emu::kTensorMapBytes);
+    std::memcpy(p, &map, sizeof map);
+    d->maps[r] = p;
+    *out = p;
+    return WAVE_SUCCESS;
+  }
 
   wave_status_t allocate(void *dev, size_t bytes, void **out) override {
     auto *d = static_cast<EmuDevice *>(dev);

@@ -27,7 +27,8 @@ bool generate(const std::vector<CodegenKernel> &kernels, const TargetInfo &targe
                               .count()});
   if (!mlir)
     return false;
-  if (!lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared))
+  if (!lowerModule(*mlir, kernels, target, options, diags, out, emu, dynamicShared,
+                   producerThreads))
     return false;
   if (options.resources)
     for (KernelResources &r : *options.resources)

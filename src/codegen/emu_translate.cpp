@@ -14,6 +14,7 @@
 #include "llvm/IR/DataLayout.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/InlineAsm.h"
 #include "llvm/IR/GetElementPtrTypeIterator.h"
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
@@ -228,15 +229,68 @@ private:
     unsupported("the pointer constant " + describe(*c));
   }
 
+  // An integer constant expression over shared-memory addresses (the offset the emulator gives
+  // a shared global): ptrtoint, integer arithmetic and casts, as LLVM folds the rounding of the
+  // wgmma arena's base (`0 - ptrtoint @lds`). False when `c` is something else.
+  bool intConstant(const llvm::Constant *c, uint64_t &v) {
+    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
+      if (ci->getBitWidth() > 64)
+        return false;
+      v = ci->getZExtValue();
+      return true;
+    }
+    auto *ce = llvm::dyn_cast<llvm::ConstantExpr>(c);
+    if (!ce || !ce->getType()->isIntegerTy() || ce->getType()->getIntegerBitWidth() > 64)
+      return false;
+    const unsigned bits = ce->getType()->getIntegerBitWidth();
+    const uint64_t mask = bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+    using I = llvm::Instruction;
+    if (ce->getOpcode() == I::PtrToInt) {
+      auto *p = llvm::cast<llvm::Constant>(ce->getOperand(0));
+      const unsigned as = p->getType()->getPointerAddressSpace();
+      if (as != 3)
+        return false;
+      v = pointerConstant(p) & mask;
+      return true;
+    }
+    uint64_t a = 0, b = 0;
+    if (ce->getNumOperands() == 0 ||
+        !intConstant(llvm::cast<llvm::Constant>(ce->getOperand(0)), a))
+      return false;
+    if (ce->isCast()) {
+      if (ce->getOpcode() == I::Trunc || ce->getOpcode() == I::ZExt) {
+        v = a & mask;
+        return true;
+      }
+      return false;
+    }
+    if (ce->getNumOperands() != 2 || !intConstant(llvm::cast<llvm::Constant>(ce->getOperand(1)), b))
+      return false;
+    switch (ce->getOpcode()) {
+    case I::Add: v = a + b; break;
+    case I::Sub: v = a - b; break;
+    case I::Mul: v = a * b; break;
+    case I::And: v = a & b; break;
+    case I::Or: v = a | b; break;
+    case I::Xor: v = a ^ b; break;
+    case I::Shl: v = b >= 64 ? 0 : a << b; break;
+    default: return false;
+    }
+    v &= mask;
+    return true;
+  }
+
   void writeConstant(const llvm::Constant *c, unsigned char *out) {
     llvm::Type *t = c->getType();
     if (llvm::isa<llvm::UndefValue>(c) || llvm::isa<llvm::ConstantAggregateZero>(c) ||
         c->isNullValue())
       return; // zero
-    if (auto *ci = llvm::dyn_cast<llvm::ConstantInt>(c)) {
-      uint64_t v = ci->getZExtValue();
-      std::memcpy(out, &v, emu::typeSize(layoutOf(t).type));
-      return;
+    if (t->isIntegerTy()) {
+      uint64_t v = 0;
+      if (intConstant(c, v)) {
+        std::memcpy(out, &v, emu::typeSize(layoutOf(t).type));
+        return;
+      }
     }
     if (auto *cf = llvm::dyn_cast<llvm::ConstantFP>(c)) {
       uint64_t v = cf->getValueAPF().bitcastToAPInt().getZExtValue();
@@ -403,6 +457,7 @@ private:
   }
 
   void translateCall(const llvm::CallInst &call);
+  void translateAsm(const llvm::CallInst &call);
   bool callControl(const llvm::CallInst &call, const std::string &name, const Layout &rl);
   bool callMath(const llvm::CallInst &call, const std::string &name, const Layout &rl);
   bool callMemory(const llvm::CallInst &call, const std::string &name, const Layout &rl);
@@ -829,7 +884,313 @@ bool FunctionTranslator::callMma(const llvm::CallInst &call, const std::string &
   return false;
 }
 
+// The inline PTX of wgmma (sm_90a), from MLIR's NVVM-to-LLVM conversion and from wavec's own
+// register-A form (src/codegen/nvidia/nvidia_lowering.cpp): the assembler text is matched
+// exactly, instruction by instruction; anything else is refused by its text.
+namespace {
+
+// The asm text with runs of white space made one space and no space around , ; { } [ ].
+std::string compactAsm(const std::string &text) {
+  std::string out;
+  bool space = false;
+  for (char ch : text) {
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      space = !out.empty();
+      continue;
+    }
+    const bool punct = std::strchr(",;{}[]", ch) != nullptr;
+    if (space && !punct && !std::strchr(",;{}[]", out.back()))
+      out += ' ';
+    space = false;
+    out += ch;
+  }
+  return out;
+}
+
+// Splits "a,{b,c},d" at the commas outside braces.
+std::vector<std::string> splitOperands(const std::string &s) {
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (char ch : s) {
+    if (ch == '{')
+      ++depth;
+    if (ch == '}')
+      --depth;
+    if (ch == ',' && depth == 0)
+      parts.emplace_back();
+    else
+      parts.back() += ch;
+  }
+  return parts;
+}
+
+} // namespace
+
+void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
+  auto *ia = llvm::cast<llvm::InlineAsm>(call.getCalledOperand());
+  const std::string raw = ia->getAsmString();
+  const std::string text = compactAsm(raw);
+  auto refuse = [&](const std::string &why) -> void {
+    std::string shown = text.size() > 160 ? text.substr(0, 160) + "..." : text;
+    unsupported("the inline PTX `" + shown + "`" + (why.empty() ? "" : " (" + why + ")"));
+  };
+  // The constraint list: outputs ("=..."), then inputs (call arguments in order).
+  std::vector<std::string> cons;
+  {
+    std::string c = ia->getConstraintString();
+    size_t at = 0;
+    while (at <= c.size()) {
+      size_t comma = c.find(',', at);
+      if (comma == std::string::npos)
+        comma = c.size();
+      cons.push_back(c.substr(at, comma - at));
+      at = comma + 1;
+    }
+    if (c.empty())
+      cons.clear();
+  }
+  uint32_t outputs = 0;
+  while (outputs < cons.size() && cons[outputs].rfind("=", 0) == 0)
+    ++outputs;
+  // Operand $n: an output (n < outputs) or call argument n - outputs.
+  auto argOf = [&](const std::string &tok) -> const llvm::Value * {
+    if (tok.size() < 2 || tok[0] != '$' ||
+        tok.find_first_not_of("0123456789", 1) != std::string::npos)
+      return nullptr;
+    const unsigned n = unsigned(std::stoul(tok.substr(1)));
+    if (n < outputs || n - outputs >= call.arg_size())
+      return nullptr;
+    return call.getArgOperand(n - outputs);
+  };
+  // An immediate: a literal or an operand that is a constant integer.
+  auto immediate = [&](const std::string &tok, int64_t &v) {
+    if (const llvm::Value *a = argOf(tok)) {
+      auto *ci = llvm::dyn_cast<llvm::ConstantInt>(a);
+      if (!ci)
+        return false;
+      v = ci->getSExtValue();
+      return true;
+    }
+    if (tok.empty() || tok.find_first_not_of("-0123456789") != std::string::npos)
+      return false;
+    v = std::stoll(tok);
+    return true;
+  };
+  // wgmma's results are computed at issue (Op::Wgmma); its commit and wait delimit how long its
+  // shared-memory reads stay in flight for the race detector. The register fence and the
+  // generic-to-async proxy fence order nothing more in the emulator.
+  if (text == "wgmma.fence.sync.aligned;" || text == "fence.proxy.async.shared::cta;")
+    return;
+  if (text == "wgmma.commit_group.sync.aligned;") {
+    emit(Op::WgmmaCommit, Type::I8, 1);
+    return;
+  }
+  if (text == "wgmma.wait_group.sync.aligned $0;") {
+    int64_t n = 0;
+    if (!immediate("$0", n) || n < 0 || n > 0xffff)
+      refuse("a group count that is not a small constant");
+    emit(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n));
+    return;
+  }
+  // Warp specialization and the TMA loops (docs/internals.md, "The CPU emulator"): register
+  // reallocation and the fences need nothing in the model; `exit` ends the thread; the TMA
+  // stores land at issue, so their read wait has nothing left to wait for.
+  auto number = [&](const char *format, uint32_t &v) {
+    char rebuilt[160];
+    if (std::sscanf(text.c_str(), format, &v) != 1)
+      return false;
+    std::snprintf(rebuilt, sizeof rebuilt, format, v);
+    return text == rebuilt;
+  };
+  uint32_t count = 0, count2 = 0;
+  if (text == "fence.mbarrier_init.release.cluster;fence.proxy.async.shared::cta;" ||
+      text == "cp.async.bulk.wait_group.read 0;" ||
+      number("setmaxnreg.inc.sync.aligned.u32 %u;", count) ||
+      number("setmaxnreg.dec.sync.aligned.u32 %u;", count))
+    return;
+  if (text == "exit;") {
+    emit(Op::Ret, Type::I8, 1);
+    return;
+  }
+  if (std::sscanf(text.c_str(), "bar.sync %u,%u;", &count, &count2) == 2 &&
+      text == "bar.sync " + std::to_string(count) + "," + std::to_string(count2) + ";") {
+    if (count2 == 0 || count2 % 32 != 0)
+      refuse("a barrier thread count that is not a positive multiple of 32");
+    emit(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, count2);
+    return;
+  }
+  auto i32Operand = [&](const char *tok, const char *what) {
+    const llvm::Value *x = argOf(tok);
+    if (!x || !x->getType()->isIntegerTy(32))
+      refuse(std::string(what) + " that is not an i32 operand");
+    return slot(x);
+  };
+  if (number("mbarrier.init.shared::cta.b64[$0],%u;", count)) {
+    emit(Op::MbarInit, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
+    return;
+  }
+  if (number("{.reg .b64 st;mbarrier.arrive.expect_tx.shared::cta.b64 st,[$0],%u;}", count) ||
+      text == "{.reg .b64 st;mbarrier.arrive.shared::cta.b64 st,[$0];}") {
+    if (text.find("expect_tx") == std::string::npos)
+      count = 0;
+    emit(Op::MbarArrive, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
+    return;
+  }
+  if (text == "{.reg .pred p;wave_wait_${:uid}: mbarrier.try_wait.parity.shared::cta.b64 "
+              "p,[$0],$1;@!p bra wave_wait_${:uid};}") {
+    emit(Op::MbarWait, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"),
+         i32Operand("$1", "a parity"));
+    return;
+  }
+  const bool tmaLoad = text == "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+                               "complete_tx::bytes[$0],[$1,{$2,$3}],[$4];";
+  const bool tmaStore = text == "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+                                "[$0,{$1,$2}],[$3];cp.async.bulk.commit_group;";
+  if (tmaLoad || tmaStore) {
+    const unsigned m = tmaLoad ? 1 : 0; // the map's operand
+    const llvm::Value *map = argOf("$" + std::to_string(m));
+    if (!map || !(map->getType()->isIntegerTy(64) || map->getType()->isPointerTy()))
+      refuse("a tensor map that is not a 64-bit operand");
+    const uint32_t coords = alloc(8);
+    for (unsigned i = 0; i < 2; ++i)
+      emit(Op::Copy, Type::I8, 1, coords + 4 * i,
+           i32Operand(("$" + std::to_string(m + 1 + i)).c_str(), "a TMA coordinate"), 0, 0, 4);
+    if (tmaLoad)
+      emit(Op::TmaLoad, Type::I8, 1, i32Operand("$4", "an mbarrier address"),
+           i32Operand("$0", "a shared-memory address"), slot(map), coords);
+    else
+      emit(Op::TmaStore, Type::I8, 1, 0, i32Operand("$3", "a shared-memory address"), slot(map),
+           coords);
+    return;
+  }
+  const std::string setp = "{.reg .pred p;setp.ne.b32 p,";
+  const std::string op = "wgmma.mma_async.sync.aligned.";
+  if (text.rfind(setp, 0) == 0 && text.find(op) != std::string::npos) {
+    // {.reg .pred p;setp.ne.b32 p,SCALE_D,0;wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T
+    //  {d...},A,B,p,scale-a,scale-b[,trans-a,trans-b | ,trans-b];}
+    const size_t afterSetp = setp.size(), comma = text.find(",0;", afterSetp);
+    const size_t opAt = text.find(op);
+    if (comma == std::string::npos || comma + 3 != opAt || text.substr(text.size() - 2) != ";}")
+      refuse("");
+    const std::string scaleD = text.substr(afterSetp, comma - afterSetp);
+    const size_t brace = text.find('{', opAt);
+    if (brace == std::string::npos)
+      refuse("");
+    const std::string shape = text.substr(opAt + op.size(), brace - opAt - op.size());
+    const std::string list = text.substr(brace, text.size() - 2 - brace);
+    unsigned n = 0, k = 0;
+    char types[64] = {};
+    if (std::sscanf(shape.c_str(), "m64n%uk%u.f32.%63s", &n, &k, types) != 3)
+      refuse("a shape other than m64nNk16/k32 with f32 accumulators");
+    const std::string ty = types;
+    emu::WgmmaElem elem = emu::WgmmaElem::F16;
+    if (ty == "f16.f16" && k == 16)
+      elem = emu::WgmmaElem::F16;
+    else if (ty == "bf16.bf16" && k == 16)
+      elem = emu::WgmmaElem::BF16;
+    else if (ty == "e4m3.e4m3" && k == 32)
+      elem = emu::WgmmaElem::E4M3;
+    else if (ty == "e5m2.e5m2" && k == 32)
+      elem = emu::WgmmaElem::E5M2;
+    else
+      refuse("element types " + ty + " with k" + std::to_string(k));
+    if (n == 0 || n > 256 || n % 8 != 0)
+      refuse("N = " + std::to_string(n));
+    const bool fp8 = k == 32;
+    std::vector<std::string> ops = splitOperands(list);
+    // The accumulators: outputs $0 .. $(N/2 - 1) in order, each tied to the same input.
+    const uint32_t acc = n / 2;
+    if (outputs != acc || cons.size() < 2 * acc || ops.size() < 6)
+      refuse("unexpected operands");
+    for (uint32_t i = 0; i < acc; ++i)
+      if (cons[i] != "=f" || cons[acc + i] != std::to_string(i))
+        refuse("unexpected accumulator constraints");
+    {
+      std::string want = "{";
+      for (uint32_t i = 0; i < acc; ++i)
+        want += (i ? ",$" : "$") + std::to_string(i);
+      if (ops[0] != want + "}")
+        refuse("unexpected accumulator list");
+    }
+    const bool regA = ops[1].front() == '{';
+    const size_t want = regA ? 7 : fp8 ? 6 : 8;
+    if (ops.size() != want || ops[3] != "p")
+      refuse("unexpected operands");
+    uint32_t flags = regA ? emu::kWgmmaRegA : 0;
+    int64_t v = 0;
+    if (!immediate(scaleD, v))
+      refuse("a scale-d that is not a constant");
+    if (v == 0)
+      flags |= emu::kWgmmaZeroC;
+    for (int which = 0; which < 2; ++which) {
+      if (!immediate(ops[4 + which], v) || (v != 1 && v != -1))
+        refuse("a scale-" + std::string(which ? "b" : "a") + " other than 1 or -1");
+      if (v == -1)
+        flags |= which ? emu::kWgmmaNegB : emu::kWgmmaNegA;
+    }
+    for (size_t t = 6; t < ops.size(); ++t) {
+      if (!immediate(ops[t], v) || (v != 0 && v != 1))
+        refuse("a transpose immediate other than 0 or 1");
+      const bool transB = regA || t == 7;
+      if (v == 1)
+        flags |= transB ? emu::kWgmmaTransB : emu::kWgmmaTransA;
+    }
+    // Operands: C gathered into one contiguous slot, A's descriptor or four registers, B's
+    // descriptor.
+    const uint32_t c = alloc(4 * acc);
+    for (uint32_t i = 0; i < acc; ++i) {
+      const llvm::Value *x = call.getArgOperand(i);
+      if (!x->getType()->isFloatTy())
+        refuse("a non-f32 accumulator");
+      emit(Op::Copy, Type::I8, 1, c + 4 * i, slot(x), 0, 0, 4);
+    }
+    uint32_t a = 0;
+    if (regA) {
+      if (fp8)
+        refuse("fp8 with A in registers");
+      std::vector<std::string> regs = splitOperands(ops[1].substr(1, ops[1].size() - 2));
+      if (regs.size() != 4)
+        refuse("an A fragment of other than 4 registers");
+      a = alloc(16);
+      for (unsigned r = 0; r < 4; ++r) {
+        const llvm::Value *x = argOf(regs[r]);
+        if (!x || !x->getType()->isIntegerTy(32))
+          refuse("an A register that is not an i32 operand");
+        emit(Op::Copy, Type::I8, 1, a + 4 * r, slot(x), 0, 0, 4);
+      }
+    } else {
+      const llvm::Value *x = argOf(ops[1]);
+      if (!x || !x->getType()->isIntegerTy(64))
+        refuse("an A descriptor that is not an i64 operand");
+      a = slot(x);
+    }
+    const llvm::Value *b = argOf(ops[2]);
+    if (!b || !b->getType()->isIntegerTy(64))
+      refuse("a B descriptor that is not an i64 operand");
+    if (layoutOf(call.getType()).bytes != 4 * acc)
+      refuse("an unexpected result type");
+    emit(Op::Wgmma, Type::F32, 1, slot(&call), a, slot(b), c, n | flags << 12, uint8_t(elem));
+    return;
+  }
+  // Known sm_90a instructions the emulator does not model yet (docs/internals.md, "The CPU
+  // emulator"), named; anything else as unknown.
+  static const std::pair<const char *, const char *> known[] = {
+      {"cp.async.bulk", "a TMA copy, which the emulator does not model"},
+      {"mbarrier.", "an mbarrier operation (TMA loops), which the emulator does not model"},
+      {"setmaxnreg.", "warp specialization's register reallocation, which the emulator does not "
+                      "model"},
+  };
+  for (const auto &[needle, what] : known)
+    if (text.find(needle) != std::string::npos)
+      refuse(what);
+  refuse("inline PTX the emulator does not model");
+}
+
 void FunctionTranslator::translateCall(const llvm::CallInst &call) {
+  if (call.isInlineAsm()) {
+    translateAsm(call);
+    return;
+  }
   const llvm::Function *callee = call.getCalledFunction();
   if (!callee || !callee->getName().starts_with("llvm."))
     unsupported("a call to " + (callee ? "@" + callee->getName().str() : "a function pointer"));
@@ -1249,12 +1610,16 @@ void putStr(std::string &out, const std::string &s) {
 
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
                          const TargetInfo &target, std::string &image, std::string &error,
-                         const std::map<std::string, int64_t> &dynamicShared) {
+                         const std::map<std::string, int64_t> &dynamicShared,
+                         const std::map<std::string, int64_t> &producerThreads) {
   std::vector<EmuKernelInfo> infos;
   for (const CodegenKernel &ck : kernels) {
     auto dyn = dynamicShared.find(ck.kernel->name);
+    auto prod = producerThreads.find(ck.kernel->name);
+    // A warp-specialized kernel's producer warpgroup runs after the block's threads along x.
+    const unsigned producers = prod == producerThreads.end() ? 0u : unsigned(prod->second);
     infos.push_back({ck.kernel->name,
-                     {ck.dist->block[0], ck.dist->block[1], ck.dist->block[2]},
+                     {ck.dist->block[0] + producers, ck.dist->block[1], ck.dist->block[2]},
                      ck.dist->waveSize,
                      dyn == dynamicShared.end() ? 0u : static_cast<unsigned>(dyn->second)});
   }

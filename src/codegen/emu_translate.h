@@ -23,7 +23,8 @@ namespace wave {
 // unsized arrays start where the sized ones end), so emulator launches need not request it.
 bool translateToEmuImage(const llvm::Module &module, const std::vector<CodegenKernel> &kernels,
                          const TargetInfo &target, std::string &image, std::string &error,
-                         const std::map<std::string, int64_t> &dynamicShared = {});
+                         const std::map<std::string, int64_t> &dynamicShared = {},
+                         const std::map<std::string, int64_t> &producerThreads = {});
 
 // The same for kernels described by name, block and wave size alone (what the image needs).
 struct EmuKernelInfo {

@@ -212,11 +212,12 @@ std::vector<Geometry> geometriesOf(const HostKernel &hk, const std::vector<CodeO
       x.dynamicShared = hk.dynamicShared[obj.variant];
     x.sharedBytes = obj.variant < hk.variantShared.size() ? hk.variantShared[obj.variant]
                                                            : hk.sharedBytes;
-    if (obj.variant < hk.tensorMaps.size() && !emu)
+    // The emulator (emu:sm_90a) runs the TMA loops and the producer warpgroup too.
+    if (obj.variant < hk.tensorMaps.size())
       x.maps = hk.tensorMaps[obj.variant];
-    if (obj.variant < hk.producerThreads.size() && !emu)
+    if (obj.variant < hk.producerThreads.size())
       x.producers = hk.producerThreads[obj.variant];
-    if (obj.variant < hk.persistentPerSM.size() && !emu)
+    if (obj.variant < hk.persistentPerSM.size())
       x.perSM = hk.persistentPerSM[obj.variant];
     size_t g = 0;
     while (g < geometries.size() && geometries[g].key() != x.key())

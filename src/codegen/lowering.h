@@ -11,10 +11,12 @@
 namespace wave {
 
 // `kernels` are the kernels the text was emitted from (their block and wave sizes);
-// `dynamicShared` the dynamic shared memory of those that need it (emitMlir).
+// `dynamicShared` the dynamic shared memory of those that need it (emitMlir),
+// `producerThreads` the warp-specialized kernels' producer threads beyond the block.
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
                  std::string &out, EmuImageResult *emu = nullptr,
-                 const std::map<std::string, int64_t> &dynamicShared = {});
+                 const std::map<std::string, int64_t> &dynamicShared = {},
+                 const std::map<std::string, int64_t> &producerThreads = {});
 
 } // namespace wave

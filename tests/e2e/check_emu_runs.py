@@ -8,7 +8,7 @@ usage: check_emu_runs.py registered BUILD_DIR SOURCE_DIR
 The expected end-to-end emulator cases are derived here from the sources, independently of
 tests/e2e/CMakeLists.txt: every line of tests/e2e/samples.cases and every `# RUN-<CASE>:` line of
 tests/e2e/kernels/*.wave, once per emulated target of the file's `# TARGETS:` line (default
-gfx942 and sm_90; sm_90a has no emulator), as the test `e2e/<stem>/<case>/emu_<target>`.
+gfx942 and sm_90), as the test `e2e/<stem>/<case>/emu_<target>`.
 
 `registered` (a CTest test): every expected case is registered with CTest, and no emulator test
 may skip (exit 77) unless its kernel says `# CODEGEN-PENDING:`.
@@ -24,8 +24,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
-EMU_TARGETS = {"gfx942", "gfx90a", "gfx1100", "sm_80", "sm_90"}
-NATIVE_ONLY = {"sm_90a"}
+EMU_TARGETS = {"gfx942", "gfx90a", "gfx1100", "sm_80", "sm_90", "sm_90a"}
 OTHER_EMU = re.compile(r"^(sample_emu/|emu/|e2e/seeded_bugs/)")
 E2E_EMU = re.compile(r"^e2e/[^/]+/[^/]+/emu_[a-z0-9_]+$")
 
@@ -44,8 +43,6 @@ def expected_cases(src):
         pending = re.search(r"^# CODEGEN-PENDING:", text, re.M) is not None
         stem = os.path.splitext(os.path.basename(path))[0]
         for t in targets_of(text):
-            if t in NATIVE_ONLY:
-                continue
             cases[f"e2e/{stem}/{case}/emu_{t}"] = pending
 
     for line in open(os.path.join(src, "tests/e2e/samples.cases"), encoding="utf-8"):

@@ -5,9 +5,11 @@
 # reference. With a 256 x 128 tile the pipeline needs dynamic shared memory on NVIDIA: the stub
 # must request it for the native object (checked in the stub's text) and the emulator image
 # must hold it itself.
-#   gemm_stub_tiles.sh WAVEC SOURCE_DIR RUNTIME_LIB_DIR TARGET DEVICE "TILES" [DYNAMIC_BYTES]
+# SHAPES (optional, "M N K" separated by commas) replaces the default shapes.
+#   gemm_stub_tiles.sh WAVEC SOURCE_DIR RUNTIME_LIB_DIR TARGET DEVICE "TILES" [DYNAMIC_BYTES] [SHAPES]
 set -euo pipefail
 wavec=$1 src=$2 rtlib=$3 target=$4 device=$5 tiles=$6 dynamic=${7:-}
+shapes=${8:-"256 256 256,250 130 192,300 200 328"}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/samples"
@@ -22,6 +24,7 @@ if [ -n "$dynamic" ] && ! grep -q "shared = $dynamic;" gemm.c; then
   exit 1
 fi
 export WAVE_DEVICE=$device
-for shape in "256 256 256" "250 130 192" "300 200 328"; do
+IFS=, read -ra list <<< "$shapes"
+for shape in "${list[@]}"; do
   ./gemm_main $shape
 done

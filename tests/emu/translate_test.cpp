@@ -361,4 +361,31 @@ declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
       << error;
 }
 
+// Inline PTX is matched by its exact text: a wgmma variant the emulator does not model (an f16
+// accumulator) and an unknown instruction are refused with the text; a TMA multicast is named.
+TEST(EmuTranslate, UnknownInlinePtxIsRefusedByItsText) {
+  const char *head = R"(
+target triple = "nvptx64-nvidia-cuda"
+define ptx_kernel void @k(ptr addrspace(1) %out, i32 %x, i64 %d) {
+)";
+  const std::pair<const char *, const char *> cases[] = {
+      {"  call void asm sideeffect \"nanosleep.u32 $0;\", \"r\"(i32 %x)\n",
+       "the inline PTX `nanosleep.u32 $0;` (inline PTX the emulator does not model)"},
+      {"  %r = call { i32, i32 } asm sideeffect \"{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;"
+       "\\0Awgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {$0, $1}, $2, $3, p, 1, 1, 0, 0;"
+       "\\0A}\", \"=r,=r,0,1,l,l\"(i32 0, i32 0, i64 %d, i64 %d)\n",
+       "(a shape other than m64nNk16/k32 with f32 accumulators)"},
+      {"  call void asm sideeffect \"mbarrier.try_wait.shared::cta.b64 _, [$0];\", "
+       "\"r\"(i32 %x)\n",
+       "(an mbarrier operation (TMA loops), which the emulator does not model)"},
+  };
+  for (const auto &[body, want] : cases) {
+    std::string ir = std::string(head) + body + "  ret void\n}\n";
+    std::string error;
+    std::string image = translate(ir.c_str(), {"k", {128, 1, 1}, 32}, "sm_90a", &error);
+    EXPECT_TRUE(image.empty());
+    EXPECT_NE(error.find(want), std::string::npos) << error;
+  }
+}
+
 } // namespace

@@ -92,7 +92,8 @@ TEST(RuntimeDevice, EmulatorDevicesOpenPerTarget) {
   };
   for (Want w : {Want{"emu", "emu:gfx942", 64}, Want{"emu:gfx942", "emu:gfx942", 64},
                  Want{"emu:gfx90a", "emu:gfx90a", 64}, Want{"emu:gfx1100", "emu:gfx1100", 32},
-                 Want{"emu:sm_80", "emu:sm_80", 32}, Want{"emu:sm_90", "emu:sm_90", 32}}) {
+                 Want{"emu:sm_80", "emu:sm_80", 32}, Want{"emu:sm_90", "emu:sm_90", 32},
+                 Want{"emu:sm_90a", "emu:sm_90a", 32}}) {
     wave_device_t dev = nullptr;
     ASSERT_EQ(wave_device_open(w.uri, &dev), WAVE_SUCCESS) << w.uri << ": " << lastError();
     wave_device_info_t info;
@@ -109,7 +110,7 @@ TEST(RuntimeDevice, EmulatorDevicesOpenPerTarget) {
   EXPECT_EQ(a, b); // one device, one module cache
   wave_device_close(a);
   wave_device_close(b);
-  for (const char *uri : {"emu:", "emu:gfx0", "emu:sm_90a", "emu:GFX942"}) {
+  for (const char *uri : {"emu:", "emu:gfx0", "emu:sm_100a", "emu:GFX942"}) {
     EXPECT_EQ(openStatus(uri), WAVE_ERROR_INVALID_ARGUMENT) << uri;
     EXPECT_TRUE(contains(lastError(), "emu:gfx942")) << lastError();
   }
@@ -501,17 +502,46 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
   }
 }
 
-TEST(RuntimeTensorMap, EmulatorHasNoMapsAndEmptyTensorsNeedNone) {
+// On an emulator device a map is the emulator's own 128-byte record in device memory
+// (EmuTensorMap, runtime/format/emu_image.h: magic "WAVETMAP", base, rows, cols, row stride,
+// box rows, box columns, element bytes, swizzle), cached per request; empty tensors need none.
+TEST(RuntimeTensorMap, EmulatorMapsAreItsOwnRecordsAndEmptyTensorsNeedNone) {
   wave_device_t dev = nullptr;
-  ASSERT_EQ(wave_device_open("emu:sm_90", &dev), WAVE_SUCCESS) << lastError();
-  alignas(16) static char data[64];
+  ASSERT_EQ(wave_device_open("emu:sm_90a", &dev), WAVE_SUCCESS) << lastError();
+  void *data = nullptr;
+  ASSERT_EQ(wave_malloc(dev, 64 * 128, &data), WAVE_SUCCESS);
   const wave_dtype_t f16 = {2, 16, 1};
-  uint64_t map = 1;
-  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 128, 64, 64, 128, &map),
-            WAVE_ERROR_UNSUPPORTED);
-  EXPECT_EQ(map, 0u);
-  EXPECT_NE(std::string(wave_last_error()).find("no TMA tensor maps"), std::string::npos)
-      << wave_last_error();
+  uint64_t map = 1, again = 2, other = 3;
+  ASSERT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 60, 128, 64, 64, 128, &map), WAVE_SUCCESS)
+      << lastError();
+  ASSERT_NE(map, 0u);
+  unsigned char rec[128];
+  ASSERT_EQ(wave_memcpy_dtoh(dev, rec, reinterpret_cast<void *>(uintptr_t(map)), 128),
+            WAVE_SUCCESS)
+      << lastError();
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, rec + at, 8);
+    return v;
+  };
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, rec + at, 4);
+    return v;
+  };
+  EXPECT_EQ(std::memcmp(rec, "WAVETMAP", 8), 0);
+  EXPECT_EQ(u64(8), reinterpret_cast<uintptr_t>(data));
+  EXPECT_EQ(u64(16), 64u);  // rows
+  EXPECT_EQ(u64(24), 60u);  // cols
+  EXPECT_EQ(u64(32), 128u); // row stride
+  EXPECT_EQ(u32(40), 64u);  // box rows
+  EXPECT_EQ(u32(44), 64u);  // box cols
+  EXPECT_EQ(u32(48), 2u);   // element bytes
+  EXPECT_EQ(u32(52), 128u); // swizzle
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 60, 128, 64, 64, 128, &again), WAVE_SUCCESS);
+  EXPECT_EQ(again, map); // a cache hit
+  EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 32, 60, 128, 64, 64, 128, &other), WAVE_SUCCESS);
+  EXPECT_NE(other, map); // another shape, another map
   map = 1;
   EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 0, 64, 128, 64, 64, 128, &map), WAVE_SUCCESS);
   EXPECT_EQ(map, 0u);
@@ -521,6 +551,7 @@ TEST(RuntimeTensorMap, EmulatorHasNoMapsAndEmptyTensorsNeedNone) {
             WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 128, 64, 64, 128, nullptr),
             WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_free(dev, data), WAVE_SUCCESS);
   EXPECT_EQ(wave_device_close(dev), WAVE_SUCCESS);
 }
 

@@ -2,7 +2,7 @@
  *
  * One C API over several GPU back ends, chosen per device by URI: `cuda://N` (NVIDIA driver API,
  * libcuda.so.1), `hip://N` (AMD HIP, libamdhip64.so), `auto` and `emu` / `emu:TARGET` (the CPU
- * emulator of gfx942, gfx90a, gfx1100, sm_80 or sm_90: it runs the emulator images wavec embeds
+ * emulator of gfx942, gfx90a, gfx1100, sm_80, sm_90 or sm_90a: it runs the emulator images wavec embeds
  * next to each native code object, checking every memory access). Vendor libraries are dlopen()ed
  * at the first use of that kind of device, so nothing here links against a vendor SDK.
  *

@@ -89,6 +89,22 @@ wave_status_t runKernel(const Program &program, const KernelCode &kernel,
 void executeMma(Mma kind, uint32_t waveSize, const uint8_t *const *a, const uint8_t *const *b,
                 const uint8_t *const *c, uint8_t *const *d);
 
+/// wgmma (Op::Wgmma): the shared-memory byte offset of element (mn, kk) of an operand read
+/// through matrix descriptor `desc`, where mn indexes M (A) or N (B) and kk indexes K;
+/// `mnMajor` for a transposed operand (imm-trans-a/b 1: consecutive mn are contiguous), `es`
+/// the element bytes. The canonical layouts of the PTX ISA with the swizzle applied to the
+/// address bits (16-byte chunk bits 4.. XOR bits 7..): K-major, start + (mn / 8) * SBO +
+/// (mn % 8) * W + kk * es; MN-major, start + (mn / (W / es)) * LBO + (kk / 8) * SBO +
+/// (kk % 8) * W + (mn % (W / es)) * es, W the swizzle width. False with `why` set for a
+/// descriptor the emulator does not model (no swizzle, a base offset).
+bool wgmmaAddress(uint64_t desc, bool mnMajor, uint32_t es, uint32_t mn, uint32_t kk,
+                  uint64_t &addr, std::string &why);
+/// wgmma's f32 accumulator fragment: element i of lane l of warp w holds (row, col) of the
+/// 64 x N matrix (row = 16w + l/4 + 8 ((i >> 1) & 1), col = 8 (i >> 2) + 2 (l % 4) + (i & 1)).
+void wgmmaAccCoord(uint32_t warp, uint32_t lane, uint32_t i, uint32_t &row, uint32_t &col);
+/// A wgmma operand element as f32 (f16, bf16, OCP e4m3 / e5m2 bytes at `p`).
+float wgmmaElement(WgmmaElem e, const uint8_t *p);
+
 /// NVIDIA shfl.sync: the source lane of `lane` and whether it is in range (else the lane keeps
 /// its own value).
 uint32_t shflSource(WaveOp kind, uint32_t lane, uint32_t b, uint32_t c, bool *inRange);

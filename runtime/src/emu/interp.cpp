@@ -4,7 +4,10 @@
 // wave-collective instruction (lane exchanges, matrix instructions) or ends. Once every thread
 // of a wave has stopped, the collective instruction with the lowest pc among its waiting
 // threads runs for exactly those threads (the others are inactive lanes), and they continue.
-// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens.
+// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens. A thread
+// at an mbarrier wait (sm_90a) whose phase has not completed stops too; the waves are visited
+// again while any made progress, and threads blocked with nothing left to run are a reported
+// deadlock.
 //
 // Detectors: every global access is checked against the device's live allocations; every
 // shared access against the workgroup's shared memory and a per-byte shadow of the last writer
@@ -31,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -38,7 +42,9 @@
 namespace wave::emu {
 namespace {
 
-enum LaneState : uint8_t { Ready, AtBarrier, AtWave, Done };
+// AtMbar: blocked in an mbarrier wait (Op::MbarWait) whose phase has not completed; the
+// scheduler wakes it (Ready, at the same pc) once it has.
+enum LaneState : uint8_t { Ready, AtBarrier, AtWave, AtMbar, Done };
 
 struct Lane {
   uint32_t pc = 0;
@@ -49,7 +55,32 @@ struct Lane {
   uint32_t linear = 0; // within the workgroup
 };
 
-constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd;
+// kAsyncProxy: a write by a TMA load, ordered with the threads' accesses by mbarriers, which
+// the barrier epochs of the detector do not see: such bytes count as written, and neither they
+// nor the accesses that meet them are races.
+constexpr uint16_t kNobody = 0xffff, kManyReaders = 0xfffe, kAtomic = 0xfffd,
+                   kAsyncProxy = 0xfffc;
+
+// One wgmma's shared-memory reads, in flight until a wait_group of its warp retires its group
+// (Op::Wgmma, WgmmaCommit, WgmmaWait).
+struct WgmmaReads {
+  uint32_t group;
+  const Inst *issue;
+  std::vector<uint32_t> bytes; // distinct offsets read
+};
+struct WgmmaQueue {
+  std::vector<WgmmaReads> reads; // in issue order, so in group order
+  size_t head = 0;               // reads before it are retired
+  uint32_t open = 0;             // the group new reads join
+};
+
+// One mbarrier's state (Op::MbarInit ... MbarWait).
+struct Mbar {
+  uint32_t count = 0;   // arrivals per phase
+  uint32_t pending = 0; // arrivals still expected in this phase
+  int64_t tx = 0;       // transaction bytes still expected in this phase
+  uint32_t phase = 0;   // completed phases
+};
 
 struct Shadow {
   uint32_t writeStamp = 0, readStamp = 0;
@@ -90,6 +121,8 @@ public:
     shared_.assign(sharedBytes_, 0);
     shadow_.assign(sharedBytes_, Shadow{});
     async_.resize(threads_);
+    wgmma_.resize((threads_ + 31) / 32);
+    wgmmaReads_.assign(sharedBytes_, 0);
     stepLimit_ = lp.stepLimit ? lp.stepLimit : kDefaultStepLimit;
   }
 
@@ -111,6 +144,10 @@ private:
   uint64_t stepLimit_, steps_ = 0; // instructions this workgroup executed
   std::vector<AsyncQueue> async_;  // per thread (linear id)
   uint32_t asyncInFlight_ = 0;     // copies in flight in the workgroup
+  std::map<uint32_t, Mbar> mbars_; // by shared offset; cleared per workgroup
+  std::vector<WgmmaQueue> wgmma_;  // per warp (linear id / 32)
+  std::vector<uint16_t> wgmmaReads_; // per shared byte: wgmma reads of it in flight
+  uint32_t wgmmaInFlight_ = 0;     // wgmma read sets in flight in the workgroup
   size_t heapHint_ = 0;
   bool faulted_ = false;
   bool framesReady_ = false;
@@ -141,8 +178,19 @@ private:
   bool asyncEnqueue(Lane &lane, const Inst &in, uint64_t dst, const uint8_t *data,
                     uint32_t bytes, const char *what);
   void dropAsync();
-  bool collective(uint32_t firstLane, uint32_t count);
+  bool collective(uint32_t firstLane, uint32_t count, bool &progress);
+  Mbar *mbar(const Lane &lane, const Inst &in, uint64_t off, const char *what);
+  bool mbarArrive(const Lane &lane, const Inst &in, uint64_t off, int64_t txBytes, bool arrive,
+                  const char *what);
+  bool mbarPassed(const Lane &lane) const;
+  bool tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map);
+  bool tmaLoad(Lane &lane, const Inst &in);
+  bool tmaStore(Lane &lane, const Inst &in);
+  bool wgmmaWait(const Lane &lane, uint32_t keep);
+  bool wgmmaRace(const Lane &lane, const Inst &in, const char *what, uint64_t byte);
+  std::string deadlock();
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
+  void execWgmma(const Inst &in, Lane *const *byLane);
 
   // A memory access for the profiler (a no-op unless profiling).
   void record(const Lane &lane, const Inst &in, uint64_t addr, uint32_t bytes, bool first = true) {
@@ -289,7 +337,8 @@ private:
             pending_.byte = off + i;
             pending_.what = what;
           }
-        } else if (s.writeStamp == stamp_ && s.writer != me && !(atomic && s.writer == kAtomic))
+        } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy &&
+                   !(atomic && s.writer == kAtomic))
           return race(lane, in, what, off + i, s.writer, "written");
         if (!atomic) {
           if (s.readStamp == stamp_ && s.reader != me)
@@ -301,8 +350,10 @@ private:
         }
       }
       if (write) {
+        if (wgmmaInFlight_ && wgmmaReads_[off + i])
+          return wgmmaRace(lane, in, what, off + i);
         if (!atomic) {
-          if (s.writeStamp == stamp_ && s.writer != me)
+          if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy)
             return race(lane, in, what, off + i, s.writer, "written");
           if (s.readStamp == stamp_ && s.reader != me)
             return race(lane, in, what, off + i, s.reader, "read");
@@ -414,8 +465,59 @@ void Runner::run(Lane &L) {
       L.state = AtBarrier;
       L.pc = pc;
       return;
+    case Op::MbarInit: {
+      const uint32_t off = rd<uint32_t>(f + in.a);
+      Mbar *m = mbar(L, in, off, "mbarrier.init");
+      if (!m) {
+        L.state = Done;
+        return;
+      }
+      *m = Mbar{};
+      m->count = m->pending = in.imm;
+      break;
+    }
+    case Op::MbarArrive:
+      if (!mbarArrive(L, in, rd<uint32_t>(f + in.a), in.imm, true,
+                      in.imm ? "mbarrier.arrive.expect_tx" : "mbarrier.arrive")) {
+        L.state = Done;
+        return;
+      }
+      break;
+    case Op::MbarWait: {
+      const uint32_t off = rd<uint32_t>(f + in.a);
+      const Mbar *m = mbar(L, in, off, "mbarrier.try_wait");
+      if (!m) {
+        L.state = Done;
+        return;
+      }
+      if ((m->phase & 1) == (rd<uint32_t>(f + in.b) & 1)) { // that phase is still open
+        count();
+        L.state = AtMbar;
+        L.pc = pc;
+        return;
+      }
+      break;
+    }
+    case Op::WgmmaCommit:
+      if (L.lane == 0) // the warp's instruction
+        ++wgmma_[L.linear / 32].open;
+      break;
+    case Op::WgmmaWait:
+      if (L.lane == 0 && !wgmmaWait(L, in.imm)) {
+        L.state = Done;
+        return;
+      }
+      break;
+    case Op::TmaLoad:
+    case Op::TmaStore:
+      if (!(Op(in.op) == Op::TmaLoad ? tmaLoad(L, in) : tmaStore(L, in))) {
+        L.state = Done;
+        return;
+      }
+      break;
     case Op::Wave:
     case Op::Mma:
+    case Op::Wgmma:
       count();
       L.state = AtWave;
       L.pc = pc;
@@ -922,6 +1024,10 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i)
     byLane[lanes[i]->lane] = lanes[i];
   const Type t = Type(in.type);
+  if (Op(in.op) == Op::Wgmma) {
+    execWgmma(in, byLane);
+    return;
+  }
   if (Op(in.op) == Op::Mma) {
     const uint8_t *a[64] = {}, *b[64] = {}, *c[64] = {};
     uint8_t *d[64] = {};
@@ -1063,19 +1169,118 @@ void Runner::execWave(const Inst &in, Lane **lanes, uint32_t n) {
       std::memcpy(byLane[l]->frame + in.dst, result(l), outBytes);
 }
 
+// wgmma.mma_async for one warp of a warpgroup (emu_image.h, Op::Wgmma): every lane of the warp
+// takes part (.aligned) with the same descriptors; the warp's 16 rows of the 64 x N product
+// read their A rows and all of B from shared memory (through the race detector, as reads by the
+// warp's first lane) or A from the lanes' registers.
+void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
+  const uint32_t nn = in.imm & 0xfff, flags = in.imm >> 12;
+  const WgmmaElem elem = WgmmaElem(in.aux);
+  const bool fp8 = elem == WgmmaElem::E4M3 || elem == WgmmaElem::E5M2;
+  const uint32_t es = fp8 ? 1 : 2, kk = fp8 ? 32 : 16;
+  Lane *first = byLane[0];
+  for (uint32_t l = 0; l < 32; ++l)
+    if (!byLane[l]) {
+      const Lane *any = first;
+      for (uint32_t j = 0; !any && j < 32; ++j)
+        any = byLane[j];
+      fault(*any, in, "wgmma with inactive lanes",
+            "lane " + std::to_string(l) +
+                " of the warp does not execute it (wgmma.mma_async is .sync.aligned: every "
+                "thread of the warpgroup must)");
+      return;
+    }
+  const uint32_t warp = (first->linear / 32) % 4;
+  const uint64_t descA = rd<uint64_t>(first->frame + in.a), descB = rd<uint64_t>(first->frame + in.b);
+  for (uint32_t l = 1; l < 32; ++l)
+    if ((!(flags & kWgmmaRegA) && rd<uint64_t>(byLane[l]->frame + in.a) != descA) ||
+        rd<uint64_t>(byLane[l]->frame + in.b) != descB) {
+      fault(*byLane[l], in, "wgmma with different matrix descriptors in one warp",
+            "lane " + std::to_string(l) + " differs from lane 0");
+      return;
+    }
+  std::vector<float> A(size_t(16) * kk, 0.0f), B(size_t(kk) * nn, 0.0f);
+  std::vector<uint32_t> readBytes; // in flight until a wait retires this warp's group
+  std::string why;
+  auto fetch = [&](uint64_t desc, bool mnMajor, uint32_t mn, uint32_t k, float &out,
+                   const char *which) {
+    uint64_t addr = 0;
+    if (!wgmmaAddress(desc, mnMajor, es, mn, k, addr, why))
+      return fault(*first, in, std::string("unsupported wgmma ") + which + " descriptor",
+                   why + " (descriptor " + hex(desc) + ")");
+    if (!checkShared(*first, in, addr, es, true, false, false, "wgmma load"))
+      return false;
+    for (uint32_t i = 0; i < es; ++i)
+      readBytes.push_back(uint32_t(addr + i));
+    out = wgmmaElement(elem, shared_.data() + addr);
+    return true;
+  };
+  if (flags & kWgmmaRegA) {
+    for (uint32_t l = 0; l < 32; ++l)
+      for (uint32_t g = 0; g < 8; ++g) {
+        const uint32_t r = l / 4 + 8 * ((g >> 1) & 1), c = 2 * (l % 4) + (g & 1) + 8 * (g >> 2);
+        A[size_t(r) * kk + c] = wgmmaElement(elem, byLane[l]->frame + in.a + 2 * g);
+      }
+  } else {
+    for (uint32_t r = 0; r < 16; ++r)
+      for (uint32_t k = 0; k < kk; ++k)
+        if (!fetch(descA, flags & kWgmmaTransA, 16 * warp + r, k, A[size_t(r) * kk + k], "A"))
+          return;
+  }
+  for (uint32_t k = 0; k < kk; ++k)
+    for (uint32_t c = 0; c < nn; ++c)
+      if (!fetch(descB, flags & kWgmmaTransB, c, k, B[size_t(k) * nn + c], "B"))
+        return;
+  const float sa = (flags & kWgmmaNegA) ? -1.0f : 1.0f, sb = (flags & kWgmmaNegB) ? -1.0f : 1.0f;
+  std::vector<float> D(size_t(32) * (nn / 2));
+  for (uint32_t l = 0; l < 32; ++l)
+    for (uint32_t i = 0; i < nn / 2; ++i) {
+      uint32_t row = 0, col = 0;
+      wgmmaAccCoord(0, l, i, row, col);
+      // Products of f16/bf16/fp8 values are exact in f32; the sum is accumulated in f32.
+      float acc = (flags & kWgmmaZeroC) ? 0.0f : rd<float>(byLane[l]->frame + in.c + 4 * i);
+      for (uint32_t k = 0; k < kk; ++k)
+        acc += (sa * A[size_t(row) * kk + k]) * (sb * B[size_t(k) * nn + col]);
+      D[size_t(l) * (nn / 2) + i] = acc;
+    }
+  std::sort(readBytes.begin(), readBytes.end());
+  readBytes.erase(std::unique(readBytes.begin(), readBytes.end()), readBytes.end());
+  for (uint32_t b : readBytes)
+    ++wgmmaReads_[b];
+  WgmmaQueue &q = wgmma_[first->linear / 32];
+  q.reads.push_back({q.open, &in, std::move(readBytes)});
+  ++wgmmaInFlight_;
+  // The profile: this warp's A rows (from shared memory) and a quarter of B, which the
+  // warpgroup's instruction reads once.
+  if (prof)
+    prof->wgmma(((flags & kWgmmaRegA) ? 0 : uint64_t(16) * kk * es) + uint64_t(nn) * kk * es / 4);
+  for (uint32_t l = 0; l < 32; ++l)
+    std::memcpy(byLane[l]->frame + in.dst, &D[size_t(l) * (nn / 2)], 2 * nn);
+}
+
 // Settles one wave: runs its ready lanes, then its collective instructions, until every lane
 // waits at a barrier or is done.
-bool Runner::collective(uint32_t first, uint32_t count) {
+bool Runner::collective(uint32_t first, uint32_t count, bool &progress) {
   for (;;) {
+    bool blocked = false;
     for (uint32_t i = 0; i < count; ++i) {
       Lane &l = lanes_[first + i];
-      if (l.state == Ready)
+      if (l.state == AtMbar && mbarPassed(l))
+        l.state = Ready;
+      if (l.state == Ready) {
+        progress = true;
         run(l);
+      }
       if (faulted_)
         return false;
+      blocked = blocked || l.state == AtMbar;
     }
     if (prof)
       prof->flushWave(first, count);
+    // A lane blocked on an mbarrier holds back the wave's collective instructions (they need
+    // their lanes; the scheduler comes back once the phase completes).
+    if (blocked)
+      return true;
     uint32_t pc = UINT32_MAX;
     for (uint32_t i = 0; i < count; ++i)
       if (lanes_[first + i].state == AtWave)
@@ -1090,6 +1295,7 @@ bool Runner::collective(uint32_t first, uint32_t count) {
         group[n++] = &l;
     }
     execWave(k_.code[pc], group, n);
+    progress = true;
     if (faulted_)
       return false;
     for (uint32_t i = 0; i < n; ++i) {
@@ -1136,6 +1342,8 @@ bool Runner::asyncEnqueue(Lane &L, const Inst &in, uint64_t dst, const uint8_t *
     const Shadow &s = shadow_[c.dst + i];
     if (s.async != kNobody)
       return inFlight(L, in, what, c.dst + i, s.async);
+    if (wgmmaInFlight_ && wgmmaReads_[c.dst + i])
+      return wgmmaRace(L, in, what, c.dst + i);
     if (s.writeStamp == stamp_ && s.writer != me)
       return race(L, in, what, c.dst + i, s.writer, "written");
     if (s.readStamp == stamp_ && s.reader != me)
@@ -1183,6 +1391,273 @@ void Runner::dropAsync() {
     q.open = 0;
   }
   asyncInFlight_ = 0;
+  mbars_.clear();
+  for (WgmmaQueue &q : wgmma_) {
+    for (size_t i = q.head; i < q.reads.size(); ++i)
+      for (uint32_t b : q.reads[i].bytes)
+        --wgmmaReads_[b];
+    q = WgmmaQueue{};
+  }
+  wgmmaInFlight_ = 0;
+}
+
+// wgmma.wait_group `keep` of lane's warp: the reads of every committed group but the `keep`
+// newest are retired.
+bool Runner::wgmmaWait(const Lane &lane, uint32_t keep) {
+  WgmmaQueue &q = wgmma_[lane.linear / 32];
+  while (q.head < q.reads.size() && uint64_t(q.reads[q.head].group) + keep < q.open) {
+    for (uint32_t b : q.reads[q.head].bytes)
+      --wgmmaReads_[b];
+    q.reads[q.head].bytes.clear();
+    ++q.head;
+    --wgmmaInFlight_;
+  }
+  if (q.head == q.reads.size()) {
+    q.reads.clear();
+    q.head = 0;
+  }
+  return true;
+}
+
+// A write to a byte that a wgmma still in flight reads.
+bool Runner::wgmmaRace(const Lane &lane, const Inst &in, const char *what, uint64_t byte) {
+  const WgmmaReads *r = nullptr;
+  uint32_t warp = 0;
+  for (uint32_t w = 0; w < wgmma_.size() && !r; ++w)
+    for (size_t i = wgmma_[w].head; i < wgmma_[w].reads.size() && !r; ++i)
+      if (std::binary_search(wgmma_[w].reads[i].bytes.begin(), wgmma_[w].reads[i].bytes.end(),
+                             uint32_t(byte))) {
+        r = &wgmma_[w].reads[i];
+        warp = w;
+      }
+  const bool committed = r && r->group < wgmma_[warp].open;
+  std::string detail = "byte " + std::to_string(byte) + " is read by a wgmma " +
+                       (r ? "issued at " + where(*r->issue) + " " : std::string()) + "by warp " +
+                       std::to_string(warp) + " that is still in flight (" +
+                       (committed ? "no wgmma.wait_group of that warp has retired its group "
+                                    "yet: is a wait count too large?"
+                                  : "its group was not committed and waited for yet") +
+                       ")";
+  return fault(lane, in, std::string("shared-memory race on a ") + what, detail,
+               /*pendingFirst=*/false);
+}
+
+// The mbarrier at shared offset `off`: 8-byte aligned, inside shared memory, initialized (except
+// for mbarrier.init itself, which creates it).
+Mbar *Runner::mbar(const Lane &lane, const Inst &in, uint64_t off, const char *what) {
+  if (off % 8 != 0 || off > sharedBytes_ || sharedBytes_ - off < 8) {
+    fault(lane, in, std::string("bad mbarrier address in ") + what,
+          "offset " + std::to_string(off) + " is not an 8-byte aligned object inside the " +
+              std::to_string(sharedBytes_) + " bytes of shared memory");
+    return nullptr;
+  }
+  auto it = mbars_.find(uint32_t(off));
+  if (Op(in.op) == Op::MbarInit)
+    return &mbars_[uint32_t(off)];
+  if (it == mbars_.end()) {
+    fault(lane, in, std::string(what) + " on an uninitialized mbarrier",
+          "no mbarrier.init at shared offset " + std::to_string(off) + " in this workgroup");
+    return nullptr;
+  }
+  return &it->second;
+}
+
+// An arrival (`arrive`) and/or transaction bytes: expected (txBytes > 0, before the arrival)
+// or completed (txBytes < 0, a TMA load). The phase completes when nothing is pending.
+bool Runner::mbarArrive(const Lane &lane, const Inst &in, uint64_t off, int64_t txBytes,
+                        bool arrive, const char *what) {
+  Mbar *m = mbar(lane, in, off, what);
+  if (!m)
+    return false;
+  m->tx += txBytes;
+  if (arrive) {
+    if (m->pending == 0)
+      return fault(lane, in, std::string("too many arrivals on an mbarrier (") + what + ")",
+                   "the mbarrier at shared offset " + std::to_string(off) + " expects " +
+                       std::to_string(m->count) + " arrivals per phase");
+    --m->pending;
+  }
+  if (m->pending == 0 && m->tx == 0) {
+    ++m->phase;
+    m->pending = m->count;
+  }
+  return true;
+}
+
+// Whether a lane blocked at an Op::MbarWait may go on: its phase has completed.
+bool Runner::mbarPassed(const Lane &l) const {
+  const Inst &in = k_.code[l.pc];
+  auto it = mbars_.find(rd<uint32_t>(l.frame + in.a));
+  return it != mbars_.end() && (it->second.phase & 1) != (rd<uint32_t>(l.frame + in.b) & 1);
+}
+
+// Why no thread can go on: the threads blocked on mbarriers, and what the others do.
+std::string Runner::deadlock() {
+  std::string out;
+  uint32_t blocked = 0, barrier = 0, done = 0;
+  for (const Lane &l : lanes_) {
+    if (l.state == AtBarrier)
+      ++barrier;
+    else if (l.state == Done)
+      ++done;
+    if (l.state != AtMbar)
+      continue;
+    if (blocked++ == 0) {
+      const Inst &in = k_.code[l.pc];
+      const uint32_t off = rd<uint32_t>(l.frame + in.a);
+      const Mbar &m = mbars_.at(off);
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "thread (%u,%u,%u) waits for the phase of parity %u of the mbarrier at shared "
+                    "offset %u, which never completes (phase %u, %u of %u arrivals and %lld "
+                    "transaction bytes pending)",
+                    l.tid[0], l.tid[1], l.tid[2], rd<uint32_t>(l.frame + in.b) & 1, off, m.phase,
+                    m.pending, m.count, (long long)m.tx);
+      out = buf;
+    }
+  }
+  return out + "; " + std::to_string(blocked) + " threads blocked on mbarriers, " +
+         std::to_string(barrier) + " at a barrier, " + std::to_string(done) + " ended";
+}
+
+// The emulator's tensor map at global address `addr` (wave_tensor_map_2d on an emulator device).
+bool Runner::tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map) {
+  if (!checkGlobal(lane, in, addr, kTensorMapBytes, "tensor map read"))
+    return false;
+  std::memcpy(&map, reinterpret_cast<const void *>(uintptr_t(addr)), sizeof map);
+  const uint32_t sw = map.swizzleBytes, es = map.elementBytes;
+  if (std::memcmp(map.magic, kTensorMapMagic, sizeof map.magic) != 0 ||
+      (es != 1 && es != 2 && es != 4) || map.boxRows == 0 || map.boxRows > 256 ||
+      map.boxCols == 0 || map.boxCols > 256 || (sw != 0 && sw != 32 && sw != 64 && sw != 128) ||
+      (sw && uint64_t(map.boxCols) * es != sw && uint64_t(map.boxCols) * es > sw))
+    return fault(lane, in, "bad TMA tensor map",
+                 "the 128 bytes at " + hex(addr) +
+                     " are not a tensor map of the emulator (wave_tensor_map_2d on an emulator "
+                     "device makes them)");
+  return true;
+}
+
+namespace {
+// The shared-memory offset of byte `b` of box row `r` (rows of `rowBytes`) from `base`, swizzled
+// like wgmma's descriptors read it (Op::Wgmma: the 16-byte chunk bits XOR bits 7..).
+uint64_t boxByte(uint64_t base, uint32_t rowBytes, uint32_t swizzle, uint32_t r, uint32_t b) {
+  uint64_t a = base + uint64_t(r) * rowBytes + b;
+  if (swizzle)
+    a ^= ((a >> 7) & (swizzle / 16 - 1)) << 4;
+  return a;
+}
+} // namespace
+
+// cp.async.bulk.tensor.2d global -> shared (Op::TmaLoad): the box lands now, zeros outside the
+// tensor, as a write of the async proxy; then its bytes complete on the mbarrier.
+bool Runner::tmaLoad(Lane &L, const Inst &in) {
+  uint8_t *f = L.frame;
+  EmuTensorMap map;
+  if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
+    return false;
+  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  const uint64_t dst = rd<uint32_t>(f + in.a);
+  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
+  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  if (dst % 128 != 0 || (map.swizzleBytes && dst % (8 * map.swizzleBytes) != 0) ||
+      dst > sharedBytes_ || sharedBytes_ - dst < boxBytes)
+    return fault(L, in, "bad TMA destination",
+                 "shared offset " + std::to_string(dst) + " for a box of " +
+                     std::to_string(boxBytes) + " bytes (128-byte aligned, " +
+                     std::to_string(8 * map.swizzleBytes) +
+                     " with the swizzle, inside the workgroup's " + std::to_string(sharedBytes_) +
+                     " bytes)");
+  std::vector<uint8_t> row(rowBytes);
+  bool firstRow = true; // the profile's accesses of this one instruction
+  uint64_t fill = 0;    // the profile's zero-fill sectors
+  for (uint32_t r = 0; r < map.boxRows; ++r) {
+    const int64_t gr = c1 + r;
+    std::fill(row.begin(), row.end(), 0);
+    uint32_t inside = 0;
+    if (gr >= 0 && uint64_t(gr) < map.rows) {
+      const int64_t from = std::max<int64_t>(c0, 0),
+                    to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+      if (from < to) {
+        inside = uint32_t(to - from) * es;
+        const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+        const uint32_t n = uint32_t(to - from) * es;
+        if (!checkGlobal(L, in, addr, n, "TMA load"))
+          return false;
+        record(L, in, addr, n, firstRow);
+        firstRow = false;
+        std::memcpy(row.data() + (from - c0) * es, reinterpret_cast<const void *>(uintptr_t(addr)),
+                    n);
+      }
+    }
+    fill += (rowBytes - inside + 31) / 32; // 32-byte sectors
+    for (uint32_t b = 0; b < rowBytes; b += 16) {
+      const uint64_t at = boxByte(dst, rowBytes, map.swizzleBytes, r, b);
+      const uint32_t n = std::min<uint32_t>(16, rowBytes - b);
+      for (uint32_t i = 0; i < n; ++i) {
+        Shadow &s = shadow_[at + i];
+        if (asyncInFlight_ && s.async != kNobody)
+          return inFlight(L, in, "TMA load", at + i, s.async);
+        if (wgmmaInFlight_ && wgmmaReads_[at + i])
+          return wgmmaRace(L, in, "TMA load", at + i);
+        s.writeStamp = stamp_;
+        s.writer = kAsyncProxy;
+      }
+      std::memcpy(shared_.data() + at, row.data() + b, n);
+    }
+  }
+  if (prof) { // a box wholly outside the tensor is still an instruction
+    if (firstRow)
+      record(L, in, map.base, 0);
+    prof->tmaFill(fill);
+  }
+  return mbarArrive(L, in, rd<uint32_t>(f + in.dst), -int64_t(boxBytes), false,
+                    "TMA load's complete_tx");
+}
+
+// cp.async.bulk.tensor.2d shared -> global (Op::TmaStore): the box's elements inside the tensor
+// are written now (clipped), read from shared memory as the issuing thread.
+bool Runner::tmaStore(Lane &L, const Inst &in) {
+  uint8_t *f = L.frame;
+  EmuTensorMap map;
+  if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
+    return false;
+  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  const uint64_t src = rd<uint32_t>(f + in.a);
+  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
+  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  if (src % 128 != 0 || (map.swizzleBytes && src % (8 * map.swizzleBytes) != 0) ||
+      src > sharedBytes_ || sharedBytes_ - src < boxBytes)
+    return fault(L, in, "bad TMA source",
+                 "shared offset " + std::to_string(src) + " for a box of " +
+                     std::to_string(boxBytes) + " bytes");
+  std::vector<uint8_t> row(rowBytes);
+  bool firstRow = true;
+  for (uint32_t r = 0; r < map.boxRows; ++r) {
+    const int64_t gr = c1 + r;
+    if (gr < 0 || uint64_t(gr) >= map.rows)
+      continue;
+    const int64_t from = std::max<int64_t>(c0, 0),
+                  to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+    if (from >= to)
+      continue;
+    for (uint32_t b = 0; b < rowBytes; b += 16) {
+      const uint64_t at = boxByte(src, rowBytes, map.swizzleBytes, r, b);
+      const uint32_t n = std::min<uint32_t>(16, rowBytes - b);
+      if (!checkShared(L, in, at, n, true, false, false, "TMA store"))
+        return false;
+      std::memcpy(row.data() + b, shared_.data() + at, n);
+    }
+    const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+    const uint32_t n = uint32_t(to - from) * es;
+    if (!checkGlobal(L, in, addr, n, "TMA store"))
+      return false;
+    record(L, in, addr, n, firstRow);
+    firstRow = false;
+    std::memcpy(reinterpret_cast<void *>(uintptr_t(addr)), row.data() + (from - c0) * es, n);
+  }
+  if (firstRow && prof) // a box wholly outside the tensor is still an instruction
+    record(L, in, map.base, 0);
+  return true;
 }
 
 bool Runner::runWorkgroup(const uint32_t wg[3]) {
@@ -1218,11 +1693,45 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   if (prof)
     prof->workgroup(threads_);
   for (;;) {
-    for (uint32_t w = 0; w < threads_; w += wave_)
-      if (!collective(w, std::min(wave_, threads_ - w)))
-        return false;
+    // Every wave runs until it waits at a barrier, has ended or is blocked on an mbarrier;
+    // blocked waves are visited again while any wave made progress.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (uint32_t w = 0; w < threads_; w += wave_)
+        if (!collective(w, std::min(wave_, threads_ - w), progress))
+          return false;
+    }
     if (!reportPending())
       return false;
+    uint32_t atBarrier = 0, alive = 0, limit = 0;
+    const Inst *barrier = nullptr;
+    const Lane *first = nullptr, *blocked = nullptr;
+    for (const Lane &l : lanes_) {
+      if (l.state == AtMbar && !blocked)
+        blocked = &l;
+      if (l.state != Done)
+        ++alive;
+      if (l.state == AtBarrier) {
+        ++atBarrier;
+        if (!barrier || (k_.code[l.pc].imm && !limit)) {
+          barrier = &k_.code[l.pc];
+          first = &l;
+          limit = barrier->imm;
+        }
+      }
+    }
+    // Threads blocked on mbarriers with nothing left to run: a deadlock, unless a barrier with
+    // a thread count has that many threads waiting (it opens for them; the blocked ones may be
+    // released by what those threads do next).
+    if (blocked && !(limit && atBarrier == limit))
+      return fault(*blocked, k_.code[blocked->pc], "deadlock", deadlock(), /*pendingFirst=*/false);
+    // bar.sync with a thread count: the threads that have not ended must be that many (wavec's
+    // warp-specialized consumers after the producer warpgroup's exit).
+    if (!blocked && limit && atBarrier != limit)
+      return fault(*first, *barrier, "barrier thread count mismatch",
+                   std::to_string(atBarrier) + " threads wait at barriers (" +
+                       std::to_string(alive) + " have not ended), the barrier expects " +
+                       std::to_string(limit));
     bool waiting = false;
     for (Lane &l : lanes_)
       if (l.state == AtBarrier) {

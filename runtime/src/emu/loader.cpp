@@ -269,6 +269,34 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
          slot(in.dst, s.cBytes);
     break;
   }
+  case Op::Wgmma: {
+    const uint32_t nn = in.imm & 0xfff, flags = in.imm >> 12;
+    const bool fp8 = in.aux == uint8_t(WgmmaElem::E4M3) || in.aux == uint8_t(WgmmaElem::E5M2);
+    if (nn == 0 || nn > 256 || nn % 8 != 0 || (flags & ~kWgmmaFlags) != 0 ||
+        in.aux >= uint8_t(WgmmaElem::Count) ||
+        (fp8 && (flags & (kWgmmaRegA | kWgmmaTransA | kWgmmaTransB))) ||
+        ((flags & kWgmmaRegA) && (flags & kWgmmaTransA)) || prog.waveSize != 32)
+      return "bad wgmma";
+    ok = slot(in.dst, 2 * nn) && slot(in.c, 2 * nn) &&
+         slot(in.a, (flags & kWgmmaRegA) ? 16 : 8) && slot(in.b, 8);
+    break;
+  }
+  case Op::WgmmaCommit:
+  case Op::WgmmaWait:
+    break;
+  case Op::MbarInit:
+  case Op::MbarArrive:
+    ok = slot(in.a, 4);
+    break;
+  case Op::MbarWait:
+    ok = slot(in.a, 4) && slot(in.b, 4);
+    break;
+  case Op::TmaLoad:
+    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8) && slot(in.dst, 4);
+    break;
+  case Op::TmaStore:
+    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8);
+    break;
   case Op::Reduce:
     if (in.imm >= uint32_t(Reduce::Count) || in.aux == 0 || in.aux > kMaxLanes || in.lanes != 1)
       return "bad vector reduction";

@@ -6,7 +6,10 @@
 #include "emu.h"
 #include "numeric.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <string>
 #include <vector>
 
 namespace wave::emu {
@@ -95,7 +98,59 @@ float element(Elem e, const uint8_t *p, uint32_t g) {
   }
 }
 
+// OCP fp8 (NVIDIA's e4m3 / e5m2, PTX .e4m3 / .e5m2): e4m3 bias 7 with no infinities, NaN at
+// S.1111.111; e5m2 bias 15 with IEEE infinities and NaNs.
+float ocpFp8ToFloat(uint8_t b, bool e5m2) {
+  const uint32_t mBits = e5m2 ? 2 : 3, eMax = e5m2 ? 31 : 15;
+  const int bias = e5m2 ? 15 : 7;
+  const uint32_t e = (b & 0x7f) >> mBits, m = b & ((1u << mBits) - 1);
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  if (e5m2 && e == eMax)
+    return m ? std::numeric_limits<float>::quiet_NaN() : sign * std::numeric_limits<float>::infinity();
+  if (!e5m2 && e == eMax && m == 7)
+    return std::numeric_limits<float>::quiet_NaN();
+  if (e == 0)
+    return sign * std::ldexp(float(m), 1 - bias - int(mBits));
+  return sign * std::ldexp(float((1u << mBits) | m), int(e) - bias - int(mBits));
+}
+
 } // namespace
+
+bool wgmmaAddress(uint64_t desc, bool mnMajor, uint32_t es, uint32_t mn, uint32_t kk,
+                  uint64_t &addr, std::string &why) {
+  const uint64_t start = (desc & 0x3fff) << 4, lbo = ((desc >> 16) & 0x3fff) << 4,
+                 sbo = ((desc >> 32) & 0x3fff) << 4;
+  const uint32_t base = uint32_t(desc >> 49) & 7, mode = uint32_t(desc >> 62);
+  if (mode == 0) {
+    why = "a matrix descriptor without swizzle (mode 0), which the emulator does not model";
+    return false;
+  }
+  if (base != 0) {
+    why = "a matrix descriptor with a base offset (" + std::to_string(base) +
+          "), which the emulator does not model";
+    return false;
+  }
+  const uint64_t w = mode == 1 ? 128 : mode == 2 ? 64 : 32, per = w / es;
+  uint64_t a = mnMajor ? start + (mn / per) * lbo + (kk / 8) * sbo + (kk % 8) * w + (mn % per) * es
+                       : start + (mn / 8) * sbo + (mn % 8) * w + uint64_t(kk) * es;
+  a ^= ((a >> 7) & (w / 16 - 1)) << 4;
+  addr = a;
+  return true;
+}
+
+void wgmmaAccCoord(uint32_t warp, uint32_t lane, uint32_t i, uint32_t &row, uint32_t &col) {
+  row = 16 * warp + lane / 4 + 8 * ((i >> 1) & 1);
+  col = 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
+}
+
+float wgmmaElement(WgmmaElem e, const uint8_t *p) {
+  switch (e) {
+  case WgmmaElem::F16: return element(Elem::F16, p, 0);
+  case WgmmaElem::BF16: return element(Elem::BF16, p, 0);
+  case WgmmaElem::E4M3: return ocpFp8ToFloat(p[0], false);
+  default: return ocpFp8ToFloat(p[0], true);
+  }
+}
 
 void executeMma(Mma kind, uint32_t waveSize, const uint8_t *const *a, const uint8_t *const *b,
                 const uint8_t *const *c, uint8_t *const *d) {

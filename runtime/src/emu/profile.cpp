@@ -136,13 +136,14 @@ Class classify(const Inst &in) {
   const Op op = Op(in.op);
   const bool shared = in.imm == uint32_t(Space::Shared);
   switch (op) {
-  case Op::Mma: return Mma;
+  case Op::Mma: case Op::Wgmma: return Mma;
   case Op::Wave: return WaveOp(in.aux) == WaveOp::Ldmatrix ? SharedMem : Shuffle;
   case Op::Barrier: return Barrier;
   case Op::Load: case Op::Store: case Op::MaskedLoad: case Op::MaskedStore:
   case Op::AtomicRmw: case Op::CmpXchg:
     return shared ? SharedMem : GlobalMem;
   case Op::BufferLoad: case Op::BufferStore: case Op::AsyncCopy: case Op::BufferLoadLds:
+  case Op::TmaLoad: case Op::TmaStore:
     return GlobalMem;
   case Op::Mbcnt: case Op::CvtFp8ToF32: case Op::CvtPkF32ToFp8: case Op::CvtBf16Pack:
   case Op::Reduce:
@@ -170,6 +171,11 @@ void describe(const Inst &in, Site &s) {
   case Op::BufferStore: s.op = "buffer_store"; s.shared = false; break;
   case Op::AsyncCopy: s.op = "cp.async"; s.shared = false; s.width = in.imm; break;
   case Op::BufferLoadLds: s.op = "buffer_load_lds"; s.shared = false; s.width = in.imm; break;
+  // TMA: one thread's instruction moving a box (its rows inside the tensor are its accesses);
+  // the GPU serves it in the TMA unit, not the LSU pipe (docs/internals.md, "Profiling
+  // counters"), so reports and bench/profile_vs_ncu.py keep these sites apart.
+  case Op::TmaLoad: s.op = "tma_load"; s.shared = false; s.width = 16; break;
+  case Op::TmaStore: s.op = "tma_store"; s.shared = false; s.width = 16; break;
   case Op::Wave: s.op = "ldmatrix"; s.shared = true; s.width = 16; break;
   default: s.op = "memory"; break;
   }
@@ -192,6 +198,9 @@ void KernelProfile::merge(const KernelProfile &o) {
   for (unsigned c = 0; c < kClasses; ++c)
     threadInsts[c] += o.threadInsts[c];
   mmaWaveInsts += o.mmaWaveInsts;
+  wgmmaWaveInsts += o.wgmmaWaveInsts;
+  wgmmaSharedBytes += o.wgmmaSharedBytes;
+  tmaFillSectors += o.tmaFillSectors;
   for (const Site &s : o.sites) {
     auto it = std::lower_bound(sites.begin(), sites.end(), s.pc,
                                [](const Site &a, uint32_t pc) { return a.pc < pc; });

@@ -123,6 +123,14 @@ struct KernelProfile {
   uint64_t threads = 0, waves = 0;                     // over every launch
   std::array<uint64_t, kClasses> threadInsts{};        // instructions each thread executed, summed
   uint64_t mmaWaveInsts = 0;                           // matrix instructions, per wave execution
+  // sm_90a wgmma (per warp execution, as Nsight Compute's smsp__sass_inst_executed_op_shared_gmma
+  // counts them) and the operand bytes they read from shared memory: per warpgroup instruction
+  // A's 64 rows (when not in registers) and B once; read by the tensor cores, not LSU loads.
+  uint64_t wgmmaWaveInsts = 0, wgmmaSharedBytes = 0;
+  // TMA loads: per box row, the 32-byte sectors of its part outside the tensor (rounded up),
+  // which Nsight Compute counts with the bytes L1 receives from L2 for TMA loads
+  // (l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld; docs/performance.md).
+  uint64_t tmaFillSectors = 0;
   std::vector<Site> sites;                             // by pc
   Registers registers;                                 // filled in by the caller (wave-run)
   void merge(const KernelProfile &o);
@@ -170,6 +178,13 @@ public:
   /// One wave execution computed by the interpreter itself (ldmatrix, matrix instructions).
   void waveExecution(uint32_t pc, const std::vector<LaneAccess> &lanes);
   void mma() { ++profile_.mmaWaveInsts; }
+  void tmaFill(uint64_t sectors) { profile_.tmaFillSectors += sectors; }
+  /// One warp's part of a wgmma, which reads `sharedBytes` of the warpgroup's operands.
+  void wgmma(uint64_t sharedBytes) {
+    ++profile_.mmaWaveInsts;
+    ++profile_.wgmmaWaveInsts;
+    profile_.wgmmaSharedBytes += sharedBytes;
+  }
   void workgroup(uint32_t threads);
   /// The profile so far (instruction counts folded in).
   KernelProfile finish();

@@ -190,6 +190,10 @@ std::string kernelJson(const KernelProfile &k, const std::string &device) {
   }
   out += "\"instructions\": {\"per_wave\": {" + perWaveJson + "}, \"thread_total\": {" +
          totalJson + "}, \"mma_wave_instructions\": " + std::to_string(k.mmaWaveInsts) + "}, ";
+  out += format("\"wgmma\": {\"warp_instructions\": %" PRIu64 ", \"shared_bytes\": %" PRIu64
+                ", \"shared_wavefronts\": %" PRIu64 "}, ",
+                k.wgmmaWaveInsts, k.wgmmaSharedBytes, k.wgmmaSharedBytes / 128);
+  out += format("\"tma\": {\"zero_fill_sectors\": %" PRIu64 "}, ", k.tmaFillSectors);
   out += "\"global\": " + globalJson(k.globalTotal()) + ", ";
   out += "\"shared\": " + sharedJson(k.sharedTotal()) + ", \"sites\": [";
   const std::vector<Group> groups = groupSites(k.sites);
@@ -213,6 +217,11 @@ std::string renderText(const std::vector<KernelProfile> &kernels, const std::str
     for (unsigned c = 0; c < kClasses; ++c)
       out += format("%s %s %.1f", c ? "," : "", className(Class(c)), perWave(k, c));
     out += format(" (matrix instructions executed: %" PRIu64 ")\n", k.mmaWaveInsts);
+    if (k.wgmmaWaveInsts)
+      out += format("  wgmma: %" PRIu64 " warp instructions reading %" PRIu64
+                    " B of operands from shared memory (%" PRIu64
+                    " 128-B wavefronts; the tensor cores' reads, not LSU loads)\n",
+                    k.wgmmaWaveInsts, k.wgmmaSharedBytes, k.wgmmaSharedBytes / 128);
     const GlobalCost g = k.globalTotal();
     out += format("  global memory: %" PRIu64 " B requested, %" PRIu64
                   " B moved in %" PRIu64 " 32-B sectors (%" PRIu64 " 64-B, %" PRIu64
