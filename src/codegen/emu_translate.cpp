@@ -71,6 +71,8 @@ struct ModuleState {
   }
 };
 
+struct AsmCall; // an inline PTX call (translateAsm)
+
 class FunctionTranslator {
 public:
   FunctionTranslator(const llvm::Function &f, const llvm::DataLayout &dl, ModuleState &ms,
@@ -458,6 +460,10 @@ private:
 
   void translateCall(const llvm::CallInst &call);
   void translateAsm(const llvm::CallInst &call);
+  bool translateSyncAsm(const AsmCall &a);
+  void translateWgmmaAsm(const AsmCall &a);
+  [[noreturn]] void refuseAsm(const AsmCall &a, const std::string &why);
+  uint32_t asmI32(const AsmCall &a, const char *tok, const char *what);
   bool callControl(const llvm::CallInst &call, const std::string &name, const Layout &rl);
   bool callMath(const llvm::CallInst &call, const std::string &name, const Layout &rl);
   bool callMemory(const llvm::CallInst &call, const std::string &name, const Layout &rl);
@@ -926,34 +932,31 @@ std::vector<std::string> splitOperands(const std::string &s) {
 
 } // namespace
 
-void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
-  auto *ia = llvm::cast<llvm::InlineAsm>(call.getCalledOperand());
-  const std::string raw = ia->getAsmString();
-  const std::string text = compactAsm(raw);
-  auto refuse = [&](const std::string &why) -> void {
-    std::string shown = text.size() > 160 ? text.substr(0, 160) + "..." : text;
-    unsupported("the inline PTX `" + shown + "`" + (why.empty() ? "" : " (" + why + ")"));
-  };
-  // The constraint list: outputs ("=..."), then inputs (call arguments in order).
+// One inline PTX call: its compacted text, the constraint list (outputs "=...", then inputs:
+// the call's arguments in order) and the operand lookups of the patterns below.
+struct AsmCall {
+  const llvm::CallInst &call;
+  std::string text;
   std::vector<std::string> cons;
-  {
-    std::string c = ia->getConstraintString();
+  uint32_t outputs = 0;
+
+  explicit AsmCall(const llvm::CallInst &c) : call(c) {
+    auto *ia = llvm::cast<llvm::InlineAsm>(call.getCalledOperand());
+    text = compactAsm(ia->getAsmString());
+    const std::string con = ia->getConstraintString();
     size_t at = 0;
-    while (at <= c.size()) {
-      size_t comma = c.find(',', at);
+    while (!con.empty() && at <= con.size()) {
+      size_t comma = con.find(',', at);
       if (comma == std::string::npos)
-        comma = c.size();
-      cons.push_back(c.substr(at, comma - at));
+        comma = con.size();
+      cons.push_back(con.substr(at, comma - at));
       at = comma + 1;
     }
-    if (c.empty())
-      cons.clear();
+    while (outputs < cons.size() && cons[outputs].rfind("=", 0) == 0)
+      ++outputs;
   }
-  uint32_t outputs = 0;
-  while (outputs < cons.size() && cons[outputs].rfind("=", 0) == 0)
-    ++outputs;
-  // Operand $n: an output (n < outputs) or call argument n - outputs.
-  auto argOf = [&](const std::string &tok) -> const llvm::Value * {
+  // Operand $n: an output (n < outputs, none here) or call argument n - outputs.
+  const llvm::Value *arg(const std::string &tok) const {
     if (tok.size() < 2 || tok[0] != '$' ||
         tok.find_first_not_of("0123456789", 1) != std::string::npos)
       return nullptr;
@@ -961,10 +964,10 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
     if (n < outputs || n - outputs >= call.arg_size())
       return nullptr;
     return call.getArgOperand(n - outputs);
-  };
+  }
   // An immediate: a literal or an operand that is a constant integer.
-  auto immediate = [&](const std::string &tok, int64_t &v) {
-    if (const llvm::Value *a = argOf(tok)) {
+  bool immediate(const std::string &tok, int64_t &v) const {
+    if (const llvm::Value *a = arg(tok)) {
       auto *ci = llvm::dyn_cast<llvm::ConstantInt>(a);
       if (!ci)
         return false;
@@ -975,113 +978,119 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
       return false;
     v = std::stoll(tok);
     return true;
-  };
-  // wgmma's results are computed at issue (Op::Wgmma); its commit and wait delimit how long its
-  // shared-memory reads stay in flight for the race detector. The register fence and the
-  // generic-to-async proxy fence order nothing more in the emulator.
-  if (text == "wgmma.fence.sync.aligned;" || text == "fence.proxy.async.shared::cta;")
-    return;
-  if (text == "wgmma.commit_group.sync.aligned;") {
-    emit(Op::WgmmaCommit, Type::I8, 1);
-    return;
   }
-  if (text == "wgmma.wait_group.sync.aligned $0;") {
-    int64_t n = 0;
-    if (!immediate("$0", n) || n < 0 || n > 0xffff)
-      refuse("a group count that is not a small constant");
-    emit(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n));
-    return;
-  }
-  // Warp specialization and the TMA loops (docs/internals.md, "The CPU emulator"): register
-  // reallocation and the fences need nothing in the model; `exit` ends the thread; the TMA
-  // stores land at issue, so their read wait has nothing left to wait for.
-  auto number = [&](const char *format, uint32_t &v) {
+  // The text is `format` with one %u filled in (v).
+  bool number(const char *format, uint32_t &v) const {
     char rebuilt[160];
     if (std::sscanf(text.c_str(), format, &v) != 1)
       return false;
     std::snprintf(rebuilt, sizeof rebuilt, format, v);
     return text == rebuilt;
-  };
+  }
+};
+
+// Fences, mbarriers, TMA copies, named barriers, register reallocation and `exit`; false when
+// the text is none of them.
+bool FunctionTranslator::translateSyncAsm(const AsmCall &a) {
+  // wgmma's results are computed at issue (Op::Wgmma); its commit and wait delimit how long its
+  // shared-memory reads stay in flight for the race detector. The register fence and the
+  // generic-to-async proxy fence order nothing more in the emulator.
+  if (a.text == "wgmma.fence.sync.aligned;" || a.text == "fence.proxy.async.shared::cta;")
+    return true;
+  if (a.text == "wgmma.commit_group.sync.aligned;") {
+    emit(Op::WgmmaCommit, Type::I8, 1);
+    return true;
+  }
+  if (a.text == "wgmma.wait_group.sync.aligned $0;") {
+    int64_t n = 0;
+    if (!a.immediate("$0", n) || n < 0 || n > 0xffff)
+      refuseAsm(a, "a group count that is not a small constant");
+    emit(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, uint32_t(n));
+    return true;
+  }
+  // Warp specialization and the TMA loops (docs/internals.md, "The CPU emulator"): register
+  // reallocation and the fences need nothing in the model; `exit` ends the thread; the TMA
+  // stores land at issue, so their read wait has nothing left to wait for.
   uint32_t count = 0, count2 = 0;
-  if (text == "fence.mbarrier_init.release.cluster;fence.proxy.async.shared::cta;" ||
-      text == "cp.async.bulk.wait_group.read 0;" ||
-      number("setmaxnreg.inc.sync.aligned.u32 %u;", count) ||
-      number("setmaxnreg.dec.sync.aligned.u32 %u;", count))
-    return;
-  if (text == "exit;") {
+  if (a.text == "fence.mbarrier_init.release.cluster;fence.proxy.async.shared::cta;" ||
+      a.text == "cp.async.bulk.wait_group.read 0;" ||
+      a.number("setmaxnreg.inc.sync.aligned.u32 %u;", count) ||
+      a.number("setmaxnreg.dec.sync.aligned.u32 %u;", count))
+    return true;
+  if (a.text == "exit;") {
     emit(Op::Ret, Type::I8, 1);
-    return;
+    return true;
   }
-  if (std::sscanf(text.c_str(), "bar.sync %u,%u;", &count, &count2) == 2 &&
-      text == "bar.sync " + std::to_string(count) + "," + std::to_string(count2) + ";") {
+  if (std::sscanf(a.text.c_str(), "bar.sync %u,%u;", &count, &count2) == 2 &&
+      a.text == "bar.sync " + std::to_string(count) + "," + std::to_string(count2) + ";") {
     if (count2 == 0 || count2 % 32 != 0)
-      refuse("a barrier thread count that is not a positive multiple of 32");
+      refuseAsm(a, "a barrier thread count that is not a positive multiple of 32");
     emit(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, count2);
-    return;
+    return true;
   }
-  auto i32Operand = [&](const char *tok, const char *what) {
-    const llvm::Value *x = argOf(tok);
-    if (!x || !x->getType()->isIntegerTy(32))
-      refuse(std::string(what) + " that is not an i32 operand");
-    return slot(x);
-  };
-  if (number("mbarrier.init.shared::cta.b64[$0],%u;", count)) {
-    emit(Op::MbarInit, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
-    return;
+  if (a.number("mbarrier.init.shared::cta.b64[$0],%u;", count)) {
+    emit(Op::MbarInit, Type::I8, 1, 0, asmI32(a, "$0", "an mbarrier address"), 0, 0, count);
+    return true;
   }
-  if (number("{.reg .b64 st;mbarrier.arrive.expect_tx.shared::cta.b64 st,[$0],%u;}", count) ||
-      text == "{.reg .b64 st;mbarrier.arrive.shared::cta.b64 st,[$0];}") {
-    if (text.find("expect_tx") == std::string::npos)
+  if (a.number("{.reg .b64 st;mbarrier.arrive.expect_tx.shared::cta.b64 st,[$0],%u;}", count) ||
+      a.text == "{.reg .b64 st;mbarrier.arrive.shared::cta.b64 st,[$0];}") {
+    if (a.text.find("expect_tx") == std::string::npos)
       count = 0;
-    emit(Op::MbarArrive, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"), 0, 0, count);
-    return;
+    emit(Op::MbarArrive, Type::I8, 1, 0, asmI32(a, "$0", "an mbarrier address"), 0, 0, count);
+    return true;
   }
-  if (text == "{.reg .pred p;wave_wait_${:uid}: mbarrier.try_wait.parity.shared::cta.b64 "
+  if (a.text == "{.reg .pred p;wave_wait_${:uid}: mbarrier.try_wait.parity.shared::cta.b64 "
               "p,[$0],$1;@!p bra wave_wait_${:uid};}") {
-    emit(Op::MbarWait, Type::I8, 1, 0, i32Operand("$0", "an mbarrier address"),
-         i32Operand("$1", "a parity"));
-    return;
+    emit(Op::MbarWait, Type::I8, 1, 0, asmI32(a, "$0", "an mbarrier address"),
+         asmI32(a, "$1", "a parity"));
+    return true;
   }
-  const bool tmaLoad = text == "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
+  const bool tmaLoad = a.text == "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                                "complete_tx::bytes[$0],[$1,{$2,$3}],[$4];";
-  const bool tmaStore = text == "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
+  const bool tmaStore = a.text == "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
                                 "[$0,{$1,$2}],[$3];cp.async.bulk.commit_group;";
   if (tmaLoad || tmaStore) {
     const unsigned m = tmaLoad ? 1 : 0; // the map's operand
-    const llvm::Value *map = argOf("$" + std::to_string(m));
+    const llvm::Value *map = a.arg("$" + std::to_string(m));
     if (!map || !(map->getType()->isIntegerTy(64) || map->getType()->isPointerTy()))
-      refuse("a tensor map that is not a 64-bit operand");
+      refuseAsm(a, "a tensor map that is not a 64-bit operand");
     const uint32_t coords = alloc(8);
     for (unsigned i = 0; i < 2; ++i)
       emit(Op::Copy, Type::I8, 1, coords + 4 * i,
-           i32Operand(("$" + std::to_string(m + 1 + i)).c_str(), "a TMA coordinate"), 0, 0, 4);
+           asmI32(a, ("$" + std::to_string(m + 1 + i)).c_str(), "a TMA coordinate"), 0, 0, 4);
     if (tmaLoad)
-      emit(Op::TmaLoad, Type::I8, 1, i32Operand("$4", "an mbarrier address"),
-           i32Operand("$0", "a shared-memory address"), slot(map), coords);
+      emit(Op::TmaLoad, Type::I8, 1, asmI32(a, "$4", "an mbarrier address"),
+           asmI32(a, "$0", "a shared-memory address"), slot(map), coords);
     else
-      emit(Op::TmaStore, Type::I8, 1, 0, i32Operand("$3", "a shared-memory address"), slot(map),
+      emit(Op::TmaStore, Type::I8, 1, 0, asmI32(a, "$3", "a shared-memory address"), slot(map),
            coords);
-    return;
+    return true;
   }
+  return false;
+}
+
+// {.reg .pred p;setp.ne.b32 p,SCALE_D,0;wgmma.mma_async...;}: MLIR's form (A and B by
+// descriptor) and wavec's register-A form.
+void FunctionTranslator::translateWgmmaAsm(const AsmCall &a) {
   const std::string setp = "{.reg .pred p;setp.ne.b32 p,";
   const std::string op = "wgmma.mma_async.sync.aligned.";
-  if (text.rfind(setp, 0) == 0 && text.find(op) != std::string::npos) {
+  {
     // {.reg .pred p;setp.ne.b32 p,SCALE_D,0;wgmma.mma_async.sync.aligned.m64nNkK.f32.T.T
     //  {d...},A,B,p,scale-a,scale-b[,trans-a,trans-b | ,trans-b];}
-    const size_t afterSetp = setp.size(), comma = text.find(",0;", afterSetp);
-    const size_t opAt = text.find(op);
-    if (comma == std::string::npos || comma + 3 != opAt || text.substr(text.size() - 2) != ";}")
-      refuse("");
-    const std::string scaleD = text.substr(afterSetp, comma - afterSetp);
-    const size_t brace = text.find('{', opAt);
+    const size_t afterSetp = setp.size(), comma = a.text.find(",0;", afterSetp);
+    const size_t opAt = a.text.find(op);
+    if (comma == std::string::npos || comma + 3 != opAt || a.text.substr(a.text.size() - 2) != ";}")
+      refuseAsm(a, "");
+    const std::string scaleD = a.text.substr(afterSetp, comma - afterSetp);
+    const size_t brace = a.text.find('{', opAt);
     if (brace == std::string::npos)
-      refuse("");
-    const std::string shape = text.substr(opAt + op.size(), brace - opAt - op.size());
-    const std::string list = text.substr(brace, text.size() - 2 - brace);
+      refuseAsm(a, "");
+    const std::string shape = a.text.substr(opAt + op.size(), brace - opAt - op.size());
+    const std::string list = a.text.substr(brace, a.text.size() - 2 - brace);
     unsigned n = 0, k = 0;
     char types[64] = {};
     if (std::sscanf(shape.c_str(), "m64n%uk%u.f32.%63s", &n, &k, types) != 3)
-      refuse("a shape other than m64nNk16/k32 with f32 accumulators");
+      refuseAsm(a, "a shape other than m64nNk16/k32 with f32 accumulators");
     const std::string ty = types;
     emu::WgmmaElem elem = emu::WgmmaElem::F16;
     if (ty == "f16.f16" && k == 16)
@@ -1093,44 +1102,44 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
     else if (ty == "e5m2.e5m2" && k == 32)
       elem = emu::WgmmaElem::E5M2;
     else
-      refuse("element types " + ty + " with k" + std::to_string(k));
+      refuseAsm(a, "element types " + ty + " with k" + std::to_string(k));
     if (n == 0 || n > 256 || n % 8 != 0)
-      refuse("N = " + std::to_string(n));
+      refuseAsm(a, "N = " + std::to_string(n));
     const bool fp8 = k == 32;
     std::vector<std::string> ops = splitOperands(list);
-    // The accumulators: outputs $0 .. $(N/2 - 1) in order, each tied to the same input.
+    // The accumulators: a.outputs $0 .. $(N/2 - 1) in order, each tied to the same input.
     const uint32_t acc = n / 2;
-    if (outputs != acc || cons.size() < 2 * acc || ops.size() < 6)
-      refuse("unexpected operands");
+    if (a.outputs != acc || a.cons.size() < 2 * acc || ops.size() < 6)
+      refuseAsm(a, "unexpected operands");
     for (uint32_t i = 0; i < acc; ++i)
-      if (cons[i] != "=f" || cons[acc + i] != std::to_string(i))
-        refuse("unexpected accumulator constraints");
+      if (a.cons[i] != "=f" || a.cons[acc + i] != std::to_string(i))
+        refuseAsm(a, "unexpected accumulator constraints");
     {
       std::string want = "{";
       for (uint32_t i = 0; i < acc; ++i)
         want += (i ? ",$" : "$") + std::to_string(i);
       if (ops[0] != want + "}")
-        refuse("unexpected accumulator list");
+        refuseAsm(a, "unexpected accumulator list");
     }
     const bool regA = ops[1].front() == '{';
     const size_t want = regA ? 7 : fp8 ? 6 : 8;
     if (ops.size() != want || ops[3] != "p")
-      refuse("unexpected operands");
+      refuseAsm(a, "unexpected operands");
     uint32_t flags = regA ? emu::kWgmmaRegA : 0;
     int64_t v = 0;
-    if (!immediate(scaleD, v))
-      refuse("a scale-d that is not a constant");
+    if (!a.immediate(scaleD, v))
+      refuseAsm(a, "a scale-d that is not a constant");
     if (v == 0)
       flags |= emu::kWgmmaZeroC;
     for (int which = 0; which < 2; ++which) {
-      if (!immediate(ops[4 + which], v) || (v != 1 && v != -1))
-        refuse("a scale-" + std::string(which ? "b" : "a") + " other than 1 or -1");
+      if (!a.immediate(ops[4 + which], v) || (v != 1 && v != -1))
+        refuseAsm(a, "a scale-" + std::string(which ? "b" : "a") + " other than 1 or -1");
       if (v == -1)
         flags |= which ? emu::kWgmmaNegB : emu::kWgmmaNegA;
     }
     for (size_t t = 6; t < ops.size(); ++t) {
-      if (!immediate(ops[t], v) || (v != 0 && v != 1))
-        refuse("a transpose immediate other than 0 or 1");
+      if (!a.immediate(ops[t], v) || (v != 0 && v != 1))
+        refuseAsm(a, "a transpose immediate other than 0 or 1");
       const bool transB = regA || t == 7;
       if (v == 1)
         flags |= transB ? emu::kWgmmaTransB : emu::kWgmmaTransA;
@@ -1139,37 +1148,61 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
     // descriptor.
     const uint32_t c = alloc(4 * acc);
     for (uint32_t i = 0; i < acc; ++i) {
-      const llvm::Value *x = call.getArgOperand(i);
+      const llvm::Value *x = a.call.getArgOperand(i);
       if (!x->getType()->isFloatTy())
-        refuse("a non-f32 accumulator");
+        refuseAsm(a, "a non-f32 accumulator");
       emit(Op::Copy, Type::I8, 1, c + 4 * i, slot(x), 0, 0, 4);
     }
-    uint32_t a = 0;
+    uint32_t aSlot = 0;
     if (regA) {
       if (fp8)
-        refuse("fp8 with A in registers");
+        refuseAsm(a, "fp8 with A in registers");
       std::vector<std::string> regs = splitOperands(ops[1].substr(1, ops[1].size() - 2));
       if (regs.size() != 4)
-        refuse("an A fragment of other than 4 registers");
-      a = alloc(16);
+        refuseAsm(a, "an A fragment of other than 4 registers");
+      aSlot = alloc(16);
       for (unsigned r = 0; r < 4; ++r) {
-        const llvm::Value *x = argOf(regs[r]);
+        const llvm::Value *x = a.arg(regs[r]);
         if (!x || !x->getType()->isIntegerTy(32))
-          refuse("an A register that is not an i32 operand");
-        emit(Op::Copy, Type::I8, 1, a + 4 * r, slot(x), 0, 0, 4);
+          refuseAsm(a, "an A register that is not an i32 operand");
+        emit(Op::Copy, Type::I8, 1, aSlot + 4 * r, slot(x), 0, 0, 4);
       }
     } else {
-      const llvm::Value *x = argOf(ops[1]);
+      const llvm::Value *x = a.arg(ops[1]);
       if (!x || !x->getType()->isIntegerTy(64))
-        refuse("an A descriptor that is not an i64 operand");
-      a = slot(x);
+        refuseAsm(a, "an A descriptor that is not an i64 operand");
+      aSlot = slot(x);
     }
-    const llvm::Value *b = argOf(ops[2]);
+    const llvm::Value *b = a.arg(ops[2]);
     if (!b || !b->getType()->isIntegerTy(64))
-      refuse("a B descriptor that is not an i64 operand");
-    if (layoutOf(call.getType()).bytes != 4 * acc)
-      refuse("an unexpected result type");
-    emit(Op::Wgmma, Type::F32, 1, slot(&call), a, slot(b), c, n | flags << 12, uint8_t(elem));
+      refuseAsm(a, "a B descriptor that is not an i64 operand");
+    if (layoutOf(a.call.getType()).bytes != 4 * acc)
+      refuseAsm(a, "an unexpected result type");
+    emit(Op::Wgmma, Type::F32, 1, slot(&a.call), aSlot, slot(b), c, n | flags << 12, uint8_t(elem));
+    return;
+  }
+}
+
+
+void FunctionTranslator::refuseAsm(const AsmCall &a, const std::string &why) {
+  std::string shown = a.text.size() > 160 ? a.text.substr(0, 160) + "..." : a.text;
+  unsupported("the inline PTX `" + shown + "`" + (why.empty() ? "" : " (" + why + ")"));
+}
+
+uint32_t FunctionTranslator::asmI32(const AsmCall &a, const char *tok, const char *what) {
+  const llvm::Value *x = a.arg(tok);
+  if (!x || !x->getType()->isIntegerTy(32))
+    refuseAsm(a, std::string(what) + " that is not an i32 operand");
+  return slot(x);
+}
+
+void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
+  const AsmCall a(call);
+  if (translateSyncAsm(a))
+    return;
+  if (a.text.rfind("{.reg .pred p;setp.ne.b32 p,", 0) == 0 &&
+      a.text.find("wgmma.mma_async.sync.aligned.") != std::string::npos) {
+    translateWgmmaAsm(a);
     return;
   }
   // Known sm_90a instructions the emulator does not model yet (docs/internals.md, "The CPU
@@ -1181,9 +1214,9 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
                       "model"},
   };
   for (const auto &[needle, what] : known)
-    if (text.find(needle) != std::string::npos)
-      refuse(what);
-  refuse("inline PTX the emulator does not model");
+    if (a.text.find(needle) != std::string::npos)
+      refuseAsm(a, what);
+  refuseAsm(a, "inline PTX the emulator does not model");
 }
 
 void FunctionTranslator::translateCall(const llvm::CallInst &call) {

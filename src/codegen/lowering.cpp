@@ -622,6 +622,17 @@ bool linkOrAssemble(const std::string &code, const TargetInfo &target,
 
 } // namespace
 
+// The static figures of --emit=metadata that the optimized module knows: shared bytes, loop
+// matrix ops per iteration, the launch's dynamic shared memory.
+void collectResources(llvm::Module &m, const std::vector<CodegenKernel> &kernels,
+                      const std::map<std::string, int64_t> &dynamicShared,
+                      std::vector<KernelResources> &resources) {
+  collectSharedBytes(m, kernels, resources);
+  collectLoopMatrixOps(m, kernels, resources);
+  for (const auto &[name, bytes] : dynamicShared)
+    resourcesOf(resources, name).dynamicSharedBytes = bytes;
+}
+
 bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &kernels,
                  const TargetInfo &target, const CodegenOptions &options, DiagnosticEngine &diags,
                  std::string &out, EmuImageResult *emu,
@@ -719,12 +730,8 @@ bool lowerModule(const std::string &mlirText, const std::vector<CodegenKernel> &
   if (target.vendor == Vendor::NVIDIA)
     useNvptxNaNMinMax(*llvmModule);
   timer.lap("LLVM optimization");
-  if (options.resources) {
-    collectSharedBytes(*llvmModule, kernels, *options.resources);
-    collectLoopMatrixOps(*llvmModule, kernels, *options.resources);
-    for (const auto &[name, bytes] : dynamicShared)
-      resourcesOf(*options.resources, name).dynamicSharedBytes = bytes;
-  }
+  if (options.resources)
+    collectResources(*llvmModule, kernels, dynamicShared, *options.resources);
   // 4b. the emulator image: this very module, right before instruction selection. What the
   // emulator does not model (inline PTX it does not know, ...) the translation refuses by name.
   if (options.output == CodegenOutput::Emu) {
