@@ -174,6 +174,90 @@ template <class T> void pack(std::vector<uint8_t> &buf, size_t offset, T v) {
   std::memcpy(buf.data() + offset, &v, sizeof(T));
 }
 
+// ---- GEMM images under seeded bugs ------------------------------------------------------------
+// The byte offset of kernel kc's code array inside `image` (found by its content), so that a
+// test can patch instructions in a copy of the image.
+size_t codeOffset(const std::string &image, const KernelCode &kc) {
+  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
+                         kc.code.size() * sizeof(Inst));
+  return image.find(code);
+}
+
+// Sets the immediate of instruction i of the code at `at` in `image`.
+void patchImm(std::string &image, size_t at, size_t i, uint32_t imm) {
+  std::memcpy(&image[at + i * sizeof(Inst) + offsetof(Inst, imm)], &imm, 4);
+}
+
+// C (M x N, f32) = A (M x K) * B (N x K)^T of 16-bit words on an emulator device: the buffers,
+// the arguments a, b, c (plus what a test packs after them), runs of a kernel image with C
+// poisoned first, and the check of C against the product of the operands' float values.
+struct EmuGemm {
+  Device d;
+  int M, N, K;
+  std::vector<float> af, bf;
+  void *da = nullptr, *db = nullptr, *dc = nullptr;
+  std::vector<uint8_t> args;
+  EmuGemm(const char *uri, int m, int n, int k) : d(uri), M(m), N(n), K(k) {}
+  ~EmuGemm() {
+    for (void *p : {da, db, dc})
+      if (p)
+        wave_free(d.dev, p);
+  }
+  // Uploads A and B (their 16-bit words and float values).
+  void init(const std::vector<uint16_t> &a, const std::vector<uint16_t> &b,
+            std::vector<float> aValues, std::vector<float> bValues) {
+    af = std::move(aValues);
+    bf = std::move(bValues);
+    ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, size_t(M) * N * 4, &dc), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
+    pack(args, 0, da);
+    pack(args, 8, db);
+    pack(args, 16, dc);
+  }
+  wave_status_t run(const std::string &img, const KernelCode &kc, uint32_t gx, uint32_t gy) {
+    if (wave_status_t s = wave_memset(d.dev, dc, 0xff, size_t(M) * N * 4))
+      return s;
+    wave_module_t m = nullptr;
+    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
+    if (s)
+      return s;
+    wave_kernel_t k = nullptr;
+    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
+    uint32_t grid[3] = {gx, gy, 1};
+    if (!s)
+      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
+    std::string msg = wave_last_error();
+    wave_module_unload(m);
+    wave::rt::fail(s, msg);
+    return s;
+  }
+  // C equals the product exactly (small integers: every sum is exact in f32).
+  void expectExact() {
+    std::vector<float> c(size_t(M) * N);
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        float want = 0;
+        for (int kk = 0; kk < K; ++kk)
+          want += af[size_t(i) * K + kk] * bf[size_t(j) * K + kk];
+        ASSERT_EQ(c[size_t(i) * N + j], want) << i << "," << j;
+      }
+  }
+};
+
+// Small integers as f16 words (and their values): A's pattern (i * 37 % 7 - 3) or B's
+// (i * 11 % 5 - 2).
+void smallHalfs(size_t n, int mul, int mod, int off, std::vector<uint16_t> &words,
+                std::vector<float> &values) {
+  words.resize(n);
+  values.resize(n);
+  for (size_t i = 0; i < n; ++i)
+    words[i] = floatToHalf(values[i] = float(int(i * mul % mod) - off));
+}
+
 // ---- matrix instructions ---------------------------------------------------------------------
 
 // The per-lane layouts written out again from docs/hardware.md section 3 (independently of
@@ -1342,10 +1426,8 @@ TEST(EmuAsync, PipelinedGemmWithAWrongWaitCountIsReported) {
   ASSERT_EQ(p.kernels.size(), 1u);
   const KernelCode &kc = p.kernels[0];
   ASSERT_EQ(kc.argsSize, 24u); // a, b, c
-  // The waits, patched in the image bytes (the code array is found by its content).
-  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
-                         kc.code.size() * sizeof(Inst));
-  const size_t at = image.find(code);
+  // The waits, patched in the image bytes.
+  const size_t at = codeOffset(image, kc);
   ASSERT_NE(at, std::string::npos);
   std::string wrong = image;
   int waits = 0, copies = 0;
@@ -1354,71 +1436,32 @@ TEST(EmuAsync, PipelinedGemmWithAWrongWaitCountIsReported) {
     if (kc.code[i].op != uint16_t(Op::AsyncWait))
       continue;
     ++waits;
-    uint32_t n = kc.code[i].imm + 1;
-    std::memcpy(&wrong[at + i * sizeof(Inst) + offsetof(Inst, imm)], &n, 4);
+    patchImm(wrong, at, i, kc.code[i].imm + 1);
   }
   ASSERT_GT(copies, 0);
   ASSERT_GT(waits, 0);
   seal(wrong);
 
-  const int M = 128, N = 128, K = 160;
-  std::vector<uint16_t> a(M * K), b(N * K);
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = floatToHalf(float(int(i * 37 % 7) - 3));
-  for (size_t i = 0; i < b.size(); ++i)
-    b[i] = floatToHalf(float(int(i * 11 % 5) - 2));
-  Device d("emu:sm_90");
-  void *da = nullptr, *db = nullptr, *dc = nullptr;
-  ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, M * N * 4, &dc), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
-  std::vector<uint8_t> args;
-  pack(args, 0, da);
-  pack(args, 8, db);
-  pack(args, 16, dc);
-  auto run = [&](const std::string &img) {
-    wave_module_t m = nullptr;
-    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
-    if (s)
-      return s;
-    wave_kernel_t k = nullptr;
-    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
-    uint32_t grid[3] = {M / 64, N / 64, 1};
-    if (!s)
-      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
-    std::string msg = wave_last_error();
-    wave_module_unload(m);
-    wave::rt::fail(s, msg);
-    return s;
-  };
-  ASSERT_EQ(wave_memset(d.dev, dc, 0xff, M * N * 4), WAVE_SUCCESS);
-  ASSERT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
-  std::vector<float> c(M * N);
-  ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float want = 0;
-      for (int kk = 0; kk < K; ++kk)
-        want += halfToFloat(a[i * K + kk]) * halfToFloat(b[j * K + kk]);
-      ASSERT_EQ(c[i * N + j], want) << i << "," << j;
-    }
+  EmuGemm g("emu:sm_90", 128, 128, 160);
+  std::vector<uint16_t> a, b;
+  std::vector<float> af, bf;
+  smallHalfs(size_t(g.M) * g.K, 37, 7, 3, a, af);
+  smallHalfs(size_t(g.N) * g.K, 11, 5, 2, b, bf);
+  ASSERT_NO_FATAL_FAILURE(g.init(a, b, af, bf));
+  ASSERT_EQ(g.run(image, kc, g.M / 64, g.N / 64), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_NO_FATAL_FAILURE(g.expectExact());
 
-  EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH);
+  EXPECT_EQ(g.run(wrong, kc, g.M / 64, g.N / 64), WAVE_ERROR_LAUNCH);
   std::string msg = wave_last_error();
   EXPECT_TRUE(contains(msg, kc.name + ": shared-memory race on a")) << msg;
   EXPECT_TRUE(contains(msg, "is the destination of a cp.async issued at ")) << msg;
   EXPECT_TRUE(contains(msg, "is a wait count too large?")) << msg;
 
   setenv("WAVE_EMU_STEP_LIMIT", "2000", 1);
-  EXPECT_EQ(run(image), WAVE_ERROR_STEP_LIMIT) << wave_last_error();
+  EXPECT_EQ(g.run(image, kc, g.M / 64, g.N / 64), WAVE_ERROR_STEP_LIMIT) << wave_last_error();
   EXPECT_TRUE(contains(wave_last_error(), "step limit reached")) << wave_last_error();
   unsetenv("WAVE_EMU_STEP_LIMIT");
-  EXPECT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
-  wave_free(d.dev, da);
-  wave_free(d.dev, db);
-  wave_free(d.dev, dc);
+  EXPECT_EQ(g.run(image, kc, g.M / 64, g.N / 64), WAVE_SUCCESS) << wave_last_error();
 }
 
 } // namespace
@@ -1740,9 +1783,7 @@ TEST(EmuWgmma, PipelinedGemmWithAWrongWaitCountIsReported) {
   ASSERT_EQ(p.kernels.size(), 1u);
   const KernelCode &kc = p.kernels[0];
   ASSERT_EQ(kc.argsSize, 24u); // a, b, c
-  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
-                         kc.code.size() * sizeof(Inst));
-  const size_t at = image.find(code);
+  const size_t at = codeOffset(image, kc);
   ASSERT_NE(at, std::string::npos);
   std::string wrong = image;
   int waits = 0, products = 0;
@@ -1751,64 +1792,29 @@ TEST(EmuWgmma, PipelinedGemmWithAWrongWaitCountIsReported) {
     if (kc.code[i].op != uint16_t(Op::WgmmaWait))
       continue;
     ++waits;
-    uint32_t n = kc.code[i].imm + 1;
-    std::memcpy(&wrong[at + i * sizeof(Inst) + offsetof(Inst, imm)], &n, 4);
+    patchImm(wrong, at, i, kc.code[i].imm + 1);
   }
   ASSERT_GT(products, 0);
   ASSERT_GT(waits, 0);
   seal(wrong);
 
-  const int M = 128, N = 256, K = 320;
+  EmuGemm g("emu:sm_90a", 128, 256, 320);
   auto bf16 = [](float f) { // small integers: exact in bf16
     uint32_t u;
     std::memcpy(&u, &f, 4);
     return uint16_t(u >> 16);
   };
-  std::vector<uint16_t> a(M * K), b(N * K);
-  std::vector<float> af(M * K), bf(N * K);
+  std::vector<uint16_t> a(size_t(g.M) * g.K), b(size_t(g.N) * g.K);
+  std::vector<float> af(a.size()), bf(b.size());
   for (size_t i = 0; i < a.size(); ++i)
     a[i] = bf16(af[i] = float(int(i * 37 % 7) - 3));
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = bf16(bf[i] = float(int(i * 11 % 5) - 2));
-  Device d("emu:sm_90a");
-  void *da = nullptr, *db = nullptr, *dc = nullptr;
-  ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, M * N * 4, &dc), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
-  std::vector<uint8_t> args;
-  pack(args, 0, da);
-  pack(args, 8, db);
-  pack(args, 16, dc);
-  auto run = [&](const std::string &img) {
-    wave_module_t m = nullptr;
-    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
-    if (s)
-      return s;
-    wave_kernel_t k = nullptr;
-    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
-    uint32_t grid[3] = {M / 128, N / 256, 1};
-    if (!s)
-      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
-    std::string msg = wave_last_error();
-    wave_module_unload(m);
-    wave::rt::fail(s, msg);
-    return s;
-  };
-  ASSERT_EQ(wave_memset(d.dev, dc, 0xff, M * N * 4), WAVE_SUCCESS);
-  ASSERT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
-  std::vector<float> c(M * N);
-  ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float want = 0;
-      for (int kk = 0; kk < K; ++kk)
-        want += af[i * K + kk] * bf[j * K + kk];
-      ASSERT_EQ(c[i * N + j], want) << i << "," << j;
-    }
+  ASSERT_NO_FATAL_FAILURE(g.init(a, b, af, bf));
+  ASSERT_EQ(g.run(image, kc, g.M / 128, g.N / 256), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_NO_FATAL_FAILURE(g.expectExact());
 
-  EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH);
+  EXPECT_EQ(g.run(wrong, kc, g.M / 128, g.N / 256), WAVE_ERROR_LAUNCH);
   const std::string msg = wave_last_error();
   EXPECT_TRUE(contains(msg, kc.name + ": shared-memory race on a")) << msg;
   EXPECT_TRUE(contains(msg, "is read by a wgmma issued at ")) << msg;
@@ -1830,9 +1836,7 @@ TEST(EmuWgmma, WarpSpecializedTmaGemmAndItsSeededBugs) {
   ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
   const KernelCode &kc = p.kernels[0];
   ASSERT_EQ(kc.block[0], 384u); // 256 consumers + the producer warpgroup
-  const std::string code(reinterpret_cast<const char *>(kc.code.data()),
-                         kc.code.size() * sizeof(Inst));
-  const size_t at = image.find(code);
+  const size_t at = codeOffset(image, kc);
   ASSERT_NE(at, std::string::npos);
   std::string wrongBytes = image;
   int loads = 0, stores = 0, expects = 0;
@@ -1841,8 +1845,7 @@ TEST(EmuWgmma, WarpSpecializedTmaGemmAndItsSeededBugs) {
     stores += kc.code[i].op == uint16_t(Op::TmaStore);
     if (kc.code[i].op == uint16_t(Op::MbarArrive) && kc.code[i].imm > 0) { // arrive.expect_tx
       ++expects;
-      uint32_t n = kc.code[i].imm + 16;
-      std::memcpy(&wrongBytes[at + i * sizeof(Inst) + offsetof(Inst, imm)], &n, 4);
+      patchImm(wrongBytes, at, i, kc.code[i].imm + 16);
     }
   }
   ASSERT_GT(loads, 0);
@@ -1850,59 +1853,25 @@ TEST(EmuWgmma, WarpSpecializedTmaGemmAndItsSeededBugs) {
   ASSERT_GT(expects, 0);
   seal(wrongBytes);
 
-  const int M = 128, N = 256, K = 320;
-  std::vector<uint16_t> a(M * K), b(N * K);
-  for (size_t i = 0; i < a.size(); ++i)
-    a[i] = floatToHalf(float(int(i * 37 % 7) - 3));
-  for (size_t i = 0; i < b.size(); ++i)
-    b[i] = floatToHalf(float(int(i * 11 % 5) - 2));
-  Device d("emu:sm_90a");
-  void *da = nullptr, *db = nullptr, *dc = nullptr;
-  ASSERT_EQ(wave_malloc(d.dev, a.size() * 2, &da), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, b.size() * 2, &db), WAVE_SUCCESS);
-  ASSERT_EQ(wave_malloc(d.dev, M * N * 4, &dc), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, da, a.data(), a.size() * 2), WAVE_SUCCESS);
-  ASSERT_EQ(wave_memcpy_htod(d.dev, db, b.data(), b.size() * 2), WAVE_SUCCESS);
+  EmuGemm g("emu:sm_90a", 128, 256, 320);
+  const int M = g.M, N = g.N, K = g.K;
+  std::vector<uint16_t> a, b;
+  std::vector<float> af, bf;
+  smallHalfs(size_t(M) * K, 37, 7, 3, a, af);
+  smallHalfs(size_t(N) * K, 11, 5, 2, b, bf);
+  ASSERT_NO_FATAL_FAILURE(g.init(a, b, af, bf));
   const wave_dtype_t f16 = {2, 16, 1}, f32 = {2, 32, 1};
   uint64_t ma = 0, mb = 0, mc = 0;
-  ASSERT_EQ(wave_tensor_map_2d(d.dev, da, f16, M, K, K * 2, 128, 64, 128, &ma), WAVE_SUCCESS);
-  ASSERT_EQ(wave_tensor_map_2d(d.dev, db, f16, N, K, K * 2, 256, 64, 128, &mb), WAVE_SUCCESS);
-  ASSERT_EQ(wave_tensor_map_2d(d.dev, dc, f32, M, N, N * 4, 128, 32, 128, &mc), WAVE_SUCCESS);
-  std::vector<uint8_t> args;
-  pack(args, 0, da);
-  pack(args, 8, db);
-  pack(args, 16, dc);
-  pack(args, 24, ma);
-  pack(args, 32, mb);
-  pack(args, 40, mc);
-  auto run = [&](const std::string &img) {
-    wave_module_t m = nullptr;
-    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
-    if (s)
-      return s;
-    wave_kernel_t k = nullptr;
-    s = wave_module_get_kernel(m, kc.name.c_str(), &k);
-    uint32_t grid[3] = {1, 1, 1};
-    if (!s)
-      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
-    std::string msg = wave_last_error();
-    wave_module_unload(m);
-    wave::rt::fail(s, msg);
-    return s;
-  };
-  ASSERT_EQ(wave_memset(d.dev, dc, 0xff, M * N * 4), WAVE_SUCCESS);
-  ASSERT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
-  std::vector<float> c(M * N);
-  ASSERT_EQ(wave_memcpy_dtoh(d.dev, c.data(), dc, c.size() * 4), WAVE_SUCCESS);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float want = 0;
-      for (int kk = 0; kk < K; ++kk)
-        want += halfToFloat(a[i * K + kk]) * halfToFloat(b[j * K + kk]);
-      ASSERT_EQ(c[i * N + j], want) << i << "," << j;
-    }
+  ASSERT_EQ(wave_tensor_map_2d(g.d.dev, g.da, f16, M, K, K * 2, 128, 64, 128, &ma), WAVE_SUCCESS);
+  ASSERT_EQ(wave_tensor_map_2d(g.d.dev, g.db, f16, N, K, K * 2, 256, 64, 128, &mb), WAVE_SUCCESS);
+  ASSERT_EQ(wave_tensor_map_2d(g.d.dev, g.dc, f32, M, N, N * 4, 128, 32, 128, &mc), WAVE_SUCCESS);
+  pack(g.args, 24, ma);
+  pack(g.args, 32, mb);
+  pack(g.args, 40, mc);
+  ASSERT_EQ(g.run(image, kc, 1, 1), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_NO_FATAL_FAILURE(g.expectExact());
 
-  EXPECT_EQ(run(wrongBytes), WAVE_ERROR_LAUNCH);
+  EXPECT_EQ(g.run(wrongBytes, kc, 1, 1), WAVE_ERROR_LAUNCH);
   const std::string msg = wave_last_error();
   EXPECT_TRUE(contains(msg, kc.name + ": deadlock at ")) << msg;
   EXPECT_TRUE(contains(msg, "which never completes (phase 0, 0 of 1 arrivals and 16 transaction "
