@@ -266,6 +266,9 @@ bool KernelEmitter::opShape(const ir::Op &op, ShapeMap &shapes) const {
       out.deferred = &op;
       break;
     }
+    RegVal covering; // elementwise.cpp, emitElementwise: the same rule
+    if (like && unionLayout(ins, *like, out.dtype, covering))
+      like = &covering;
     if (like) {
       out.layout = like->layout;
       out.elems = like->elems;

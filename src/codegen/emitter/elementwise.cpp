@@ -18,6 +18,37 @@ const RegVal *KernelEmitter::widestLaidOut(const std::vector<const RegVal *> &in
   return like;
 }
 
+// The layout of an elementwise op whose laid-out operands none of them covers (broadcasts along
+// different dims: select(broadcast(x_N) > 0, broadcast(y_M), ...)): the layout of the kernel's
+// first unmapped access over exactly the union of their dims (the elements each thread must
+// hold of the result), into which every operand is moved (a broadcast along the dims it lacks).
+// False when `like` covers the others or no access has those dims.
+bool KernelEmitter::unionLayout(const std::vector<const RegVal *> &ins, const RegVal &like,
+                                ScalarType t, RegVal &out) const {
+  std::set<std::string> dims;
+  bool covered = true;
+  for (const RegVal *v : ins)
+    if (v && v->laidOut())
+      for (const auto &[dim, di] : v->layout) {
+        dims.insert(dim);
+        covered &= like.layout.count(dim) > 0;
+      }
+  if (covered)
+    return false;
+  for (const AccessIndex &ai : d_.accesses) {
+    if (!ai.op || ai.op->mapping || ai.dims.size() != dims.size())
+      continue;
+    bool same = true;
+    for (const DimIndex &di : ai.dims)
+      same &= dims.count(di.dim.str()) > 0 && di.chunk == 0;
+    if (!same)
+      continue;
+    out = layoutFrom(ai.dims, laneVector(ai.dims).elems, t);
+    return true;
+  }
+  return false;
+}
+
 bool KernelEmitter::emitElementwise(const ir::Op &op) {
   const ir::Value *res = op.results[0];
   RegVal out;
@@ -42,6 +73,9 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
     values_[res] = std::move(out);
     return true;
   }
+  RegVal covering;
+  if (like && unionLayout(ins, *like, out.dtype, covering))
+    like = &covering;
   if (like) {
     out.layout = like->layout;
     out.elems = like->elems;

@@ -496,6 +496,8 @@ private:
   void dumpCarried(const ir::Op &op, const std::vector<RegVal> &carried, bool predicted);
   std::string carriedText_; // the dump, one paragraph per loop in emission order
   static const RegVal *widestLaidOut(const std::vector<const RegVal *> &ins);
+  bool unionLayout(const std::vector<const RegVal *> &ins, const RegVal &like, ScalarType t,
+                   RegVal &out) const;
   bool reducedShape(const ir::Op &op, const RegVal &x, RegVal &out,
                     std::vector<std::vector<int64_t>> &groups) const;
   // Whether a yielded value can be carried in the loop's value `c` as it stands: a uniform

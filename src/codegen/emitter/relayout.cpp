@@ -69,9 +69,8 @@ void KernelEmitter::planRelayouts(const ir::Op &op, const ShapeMap &shapes) {
     const RegVal *res = op.results.empty() ? nullptr : shapeIn(shapes, op.results[0]);
     if (!like || !res)
       return;
-    for (const RegVal *v : ins)
-      if (v != like)
-        planRelayoutTile(op, *v, *res);
+    for (const RegVal *v : ins) // planRelayoutTile plans only the moves shuffles cannot do
+      planRelayoutTile(op, *v, *res);
     return;
   }
   case ir::OpKind::Write: {
