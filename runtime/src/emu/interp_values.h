@@ -101,7 +101,7 @@ inline uint64_t widthMask(Type t) {
   return bits >= 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
 }
 
-uint64_t intBinary(Op op, Type t, const uint8_t *pa, const uint8_t *pb) {
+inline uint64_t intBinary(Op op, Type t, const uint8_t *pa, const uint8_t *pb) {
   uint64_t a = getU(t, pa), b = getU(t, pb);
   int64_t sa = getS(t, pa), sb = getS(t, pb);
   uint32_t bits = t == Type::I1 ? 1 : typeSize(t) * 8;
@@ -128,7 +128,7 @@ uint64_t intBinary(Op op, Type t, const uint8_t *pa, const uint8_t *pb) {
   }
 }
 
-double floatBinary(Op op, double a, double b) {
+inline double floatBinary(Op op, double a, double b) {
   switch (op) {
   case Op::FAdd: return a + b;
   case Op::FSub: return a - b;
@@ -151,7 +151,7 @@ double floatBinary(Op op, double a, double b) {
   }
 }
 
-double floatUnary(Op op, double a) {
+inline double floatUnary(Op op, double a) {
   switch (op) {
   case Op::FNeg: return -a;
   case Op::FAbs: return std::fabs(a);
@@ -174,7 +174,7 @@ double floatUnary(Op op, double a) {
   }
 }
 
-bool fcmp(uint32_t pred, double a, double b) {
+inline bool fcmp(uint32_t pred, double a, double b) {
   bool uno = std::isnan(a) || std::isnan(b);
   switch (pred) {
   case 0: return false;
@@ -222,7 +222,7 @@ template <class To> To saturate(double v) {
   return To(v);
 }
 
-void cast(const Inst &in, uint8_t *f) {
+inline void cast(const Inst &in, uint8_t *f) {
   Type to = Type(in.type), from = Type(in.aux);
   uint32_t ts = typeSize(to), fs = typeSize(from);
   uint8_t *d = f + in.dst;
