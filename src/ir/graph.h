@@ -190,6 +190,10 @@ struct HardwareConstraint {
   // target has it (docs/language.md 12); 0 (the default, docs/performance.md) keeps the copy
   // through registers. Ignored on targets without LDS DMA.
   bool ldsDma = false;
+  // score_ahead = 0 keeps a two-product wgmma loop (attention) issuing and waiting for each
+  // product in body order; 1 (the default) lets the schedule pass issue the first product of
+  // the next tile before the second product of this one (docs/language.md 12).
+  bool scoreAhead = true;
   SourceRange loc;
 };
 

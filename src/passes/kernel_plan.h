@@ -115,6 +115,13 @@ struct LoopSchedule {
   bool readAhead = false;
   bool stepwise = false;
   int mmaInFlight = 0; // wgmma groups left in flight at the end of an iteration
+  // Scores ahead (schedule.cpp, scoreAheadOp): a cp.async wgmma loop of two products where
+  // the first reads only a staged tile, a loop-invariant A and a constant accumulator
+  // (attention's S = Q * K^T) and the second uses what the first's result becomes (P * V).
+  // The first product of tile i + 1 is issued in iteration i, before the second product of
+  // tile i, so the wait for it leaves the second in flight while iteration i + 1 works on its
+  // result; tile 0's is issued before the loop. The first product, when set.
+  const ir::Op *scoreAhead = nullptr;
   int prefetch = 1;    // tiles copied before the loop (the prefetch distance)
   // Warp-specialized (TMA loops only, planWarpSpecialization): a producer warpgroup added to
   // the block issues the copies into the ring, one "full" barrier per buffer (expect-tx) and

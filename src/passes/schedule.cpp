@@ -131,6 +131,45 @@ bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
   return true;
 }
 
+// The first of a loop's two wgmma products when it can be issued one tile ahead
+// (LoopSchedule::scoreAhead): the body's only products are two top-level wgmmas M1 before M2;
+// M1's B is a staged read that only M1 uses, its A comes from outside the loop, its
+// accumulator is a constant, and its result is not yielded (each iteration consumes its own);
+// M2 reads a staged tile and its result is yielded. The loop must keep the products in flight
+// (cp.async with at least 3 buffers) and not be warp-specialized or TMA-copied.
+const ir::Op *scoreAheadOp(const ir::Op &iterate, const LoopSchedule &s) {
+  if (!s.wgmma || !s.async || s.stages < 3 || s.copy != LoopSchedule::Copy::CpAsync)
+    return nullptr;
+  const ir::Region &body = *iterate.regions[0];
+  std::vector<const ir::Op *> mmas;
+  bool nested = false;
+  ir::walk(body, [&](const ir::Op &op) {
+    if (op.kind != ir::OpKind::Mma)
+      return;
+    if (op.parent != &body || !op.mma || op.mma->family != MmaFamily::Wgmma)
+      nested = true;
+    mmas.push_back(&op);
+  });
+  if (nested || mmas.size() != 2)
+    return nullptr;
+  const ir::Op &m1 = *mmas[0], &m2 = *mmas[1];
+  auto staged = [&](const ir::Value *v) {
+    return v->def && std::find(s.staged.begin(), s.staged.end(), v->def) != s.staged.end();
+  };
+  const ir::Value *a = m1.operands[0], *b = m1.operands[1], *c = m1.operands[2];
+  const bool outside = !a->def || a->def->parent != &body;
+  if (!outside || !staged(b) || b->users.size() != 1 || !c->def ||
+      c->def->kind != ir::OpKind::Constant || !staged(m2.operands[1]))
+    return nullptr;
+  for (const ir::Op *u : m1.results[0]->users)
+    if (u->kind == ir::OpKind::Yield)
+      return nullptr;
+  bool m2Yielded = false;
+  for (const ir::Op *u : m2.results[0]->users)
+    m2Yielded |= u->kind == ir::OpKind::Yield && u->parent == &body;
+  return m2Yielded ? &m1 : nullptr;
+}
+
 } // namespace
 
 bool planLoop(PlanContext &c, const ir::Op &iterate) {
@@ -193,6 +232,12 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
   if (tma)
     s.copy = LoopSchedule::Copy::Tma;
+  // Scores ahead (decided below, once the accumulators are counted): the second product
+  // stays in flight into the next iteration (its tile's buffer is free one iteration later),
+  // as with mmaInFlight.
+  const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
+  if (ahead)
+    s.mmaInFlight = 1;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
@@ -217,12 +262,29 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
         n = std::max<int64_t>(ex.count, 1);
     return n;
   };
+  auto regsOf = [&](const ir::Op *m) {
+    return clonesOf(m->dims[0]) * clonesOf(m->dims[1]) * m->mma->m * m->mma->n /
+           std::max(1u, m->mma->waveSize * m->mma->groupWaves);
+  };
   int64_t accRegs = 0;
   for (const ir::Op *m : mmas)
-    accRegs += clonesOf(m->dims[0]) * clonesOf(m->dims[1]) * m->mma->m * m->mma->n /
-               std::max(1u, m->mma->waveSize * m->mma->groupWaves);
+    accRegs += regsOf(m);
   s.interleave = s.interleave && feedsMma && accRegs <= 128;
   s.accRegisters = accRegs;
+  // Scores ahead costs the registers of a second score accumulator (the next tile's, in flight
+  // beside this one's). Taken where the accumulators take at least 96 registers per lane and,
+  // with the second score accumulator, at most 160 (attention with head dim 128 and 64-key
+  // tiles: 32 + 64, 32 more; head dim 64 with 128-key tiles: 64 + 32, 64 more): one
+  // workgroup per SM either way, and the overlap measured +7 % and +14 % on the H100. Below
+  // (head dim 64, 64-key tiles: 32 + 32) the kernel without it fits two workgroups per SM,
+  // which measured faster; above (head dim 128, 128-key tiles: 64 + 64, 64 more) it spilled
+  // (docs/performance.md).
+  if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160)) {
+    ahead = nullptr;
+    s.mmaInFlight = 0;
+  }
+  s.scoreAhead = ahead;
+  s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   c.plan.loops[&iterate] = s;
   return true;
 }

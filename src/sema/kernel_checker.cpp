@@ -307,7 +307,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"warp_specialize", false},
                            {"persistent", false},
                            {"stage_epilogue", false},
-                           {"lds_dma", false}});
+                           {"lds_dma", false},
+                           {"score_ahead", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -383,6 +384,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   flag(5, "persistent", kernel->hardware.persistent);
   flag(6, "stage_epilogue", kernel->hardware.stageEpilogue);
   flag(7, "lds_dma", kernel->hardware.ldsDma);
+  flag(8, "score_ahead", kernel->hardware.scoreAhead);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

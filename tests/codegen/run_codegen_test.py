@@ -1170,9 +1170,13 @@ def test_attention_wgmma(a, tmp):
     # samples/attention/attention_wgmma.wave on sm_90a: S = Q·Kᵀ as eight m64n64k16 wgmmas per
     # key tile (Q from registers, K through K-major descriptors over two 128-byte column blocks
     # of the 256-byte rows), O += P·V as four m64n128k16 wgmmas (P from the first product's
-    # registers, V through N-major descriptors: imm-trans-b 1). The scores are used at once, so
-    # every wait retires everything; ptxas takes it without spills. sm_90 refuses the form
-    # cleanly (mma.sync would walk the head dim in two step sizes), writing nothing.
+    # registers, V through N-major descriptors: imm-trans-b 1). Scores ahead (docs/language.md
+    # 12): tile 0's scores before the loop (waited for at once); in the loop the next tile's
+    # eight products are committed before this tile's four P·V products, whose wait keeps one
+    # group (the P·V products) in flight, retired by a wait for everything before P is made
+    # again; `hardware(score_ahead = 0)` waits for every product at once. ptxas takes every
+    # form without spills. sm_90 refuses the form cleanly (mma.sync would walk the head dim in
+    # two step sizes), writing nothing.
     src = os.path.join(a.source_dir, "samples", "attention", "attention_wgmma.wave")
     ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
     acc = r"\{(?:%f\d+, )*%f\d+\}"
@@ -1180,16 +1184,34 @@ def test_attention_wgmma(a, tmp):
                     r", \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 0;", ptx)
     pv = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 " + acc +
                     r", \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", ptx)
-    check(len(qk) == 8, f"eight register-A m64n64k16 products (K-major B), found {len(qk)}",
-          ptx[:3000])
+    check(len(qk) == 16, f"eight register-A m64n64k16 products (K-major B) before the loop and "
+          f"eight in it, found {len(qk)}", ptx[:3000])
     check(len(pv) == 4, f"four register-A m64n128k16 products (N-major B), found {len(pv)}",
           ptx[:3000])
-    check(ptx.count("wgmma.mma_async") == 12, "no other wgmma", ptx[:3000])
+    check(ptx.count("wgmma.mma_async") == 20, "no other wgmma", ptx[:3000])
     check("mma.sync" not in ptx and "ldmatrix" not in ptx, "no mma.sync, no ldmatrix", ptx[:3000])
-    check("wgmma.wait_group.sync.aligned 0;" in ptx and
-          "wgmma.wait_group.sync.aligned 1;" not in ptx,
-          "every wait retires all products (the scores feed the softmax)", ptx[:3000])
-    check(ptx.count("bar.sync") == 1, "one barrier (per key tile)", ptx[:3000])
+    # The loop body in order: a wait for everything (the previous P·V), the barrier, the next
+    # tile's 8 score products and their commit, the 4 P·V products and their commit, a wait
+    # keeping one group.
+    loop = re.search(r"(\$L__BB0_\d+):\n(?:(?!\$L__BB).*\n)*?\s*@%p\d+ bra\s+\1;", ptx)
+    body = loop.group(0) if loop else ""
+    events = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync|wgmma\.commit_group|"
+                        r"m64n64k16|m64n128k16", body)
+    want = (["wgmma.wait_group.sync.aligned 0", "bar.sync"] + ["m64n64k16"] * 8 +
+            ["wgmma.commit_group"] + ["m64n128k16"] * 4 +
+            ["wgmma.commit_group", "wgmma.wait_group.sync.aligned 1"])
+    check(events == want, f"the scores-ahead loop order, found {events}", body[:3000])
+    check(ptx.count("bar.sync") == 2, "one barrier before the loop (tile 0's scores), one per "
+          "key tile", ptx[:3000])
+    off = os.path.join(tmp, "off.wave")
+    with open(src) as f, open(off, "w") as g:
+        g.write(f.read().replace("hardware(vector_shapes = {B: 0});",
+                                 "hardware(vector_shapes = {B: 0}, score_ahead = 0);"))
+    ptx0 = run([a.wavec, off, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check(ptx0.count("wgmma.mma_async") == 12 and
+          "wgmma.wait_group.sync.aligned 0;" in ptx0 and
+          "wgmma.wait_group.sync.aligned 1;" not in ptx0 and ptx0.count("bar.sync") == 1,
+          "score_ahead = 0: 12 products, every wait retires all, one barrier", ptx0[:3000])
     out = os.path.join(tmp, "x.ptx")
     p = run([a.wavec, src, "--target=sm_90", "-o", out, "--color=never"], ok=False)
     check(p.returncode == 1 and "[unsupported-mma-step]" in p.stderr.decode() and
@@ -1198,7 +1220,7 @@ def test_attention_wgmma(a, tmp):
     if not os.access(PTXAS, os.X_OK):
         print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
         return SKIP
-    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64", "-DBLOCK_K2=128"]):
+    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64"], ["-DD=64", "-DBLOCK_K2=128"]):
         ptx = os.path.join(tmp, "a.ptx")
         run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
         p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])

@@ -177,6 +177,66 @@ TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
   }
 }
 
+// Scores ahead (LoopSchedule::scoreAhead): attention's loop of two wgmma products (S = Q K^T
+// from a loop-invariant Q and a constant accumulator, then P V) issues the first product one
+// tile ahead where its accumulators take at least 96 registers per lane (head dim 128: 32 +
+// 64), keeping the second product in flight (2 tiles copied ahead of 4 buffers instead of
+// 3); not at head dim 64 (32 + 32), nor with `hardware(score_ahead = 0)`, nor in the GEMM
+// (one product).
+std::string attentionWgmma(int d, bool off) {
+  return "symbol B, M, K2, N, K; # N, K: plan() binds them\n"
+         "symbol D = " + std::to_string(d) + ";\n"
+         "kernel attention(q: Memory[B, M, D, global, f16], k: Memory[B, K2, D, shared, f16],\n"
+         "                 v: Memory[B, K2, D, shared, f16], o: Memory[B, M, D, global, f16]) {\n"
+         "  constraints {\n"
+         "    workgroup(M, 128, dim = 0);\n"
+         "    workgroup(B, 1, dim = 2);\n"
+         "    wave(M, 64);\n"
+         "    tiling(K2, 64);\n"
+         "    hardware(vector_shapes = {B: 0}" + std::string(off ? ", score_ahead = 0" : "") + ");\n"
+         "  }\n"
+         "  q_reg = read(q);\n"
+         "  m0 = Register[B, M, f32](-inf);\n"
+         "  acc0 = Register[B, M, D, f32](0.0);\n"
+         "  _m, acc = iterate K2 (m_i = m0, acc = acc0) {\n"
+         "    s = mma(q_reg, read(k), Register[B, M, K2, f32](0.0));\n"
+         "    m_j = max(s, dim = K2, init = m_i);\n"
+         "    alpha = exp2(m_i - m_j);\n"
+         "    p = exp2(s - broadcast(m_j, [B, M, K2]));\n"
+         "    acc_j = mma(cast(p, f16), read(v), acc * broadcast(alpha, [B, M, D]));\n"
+         "    yield m_j, acc_j;\n"
+         "  }\n"
+         "  write(cast(acc, f16), o);\n"
+         "}\n";
+}
+
+TEST(Plan, AttentionIssuesItsScoresAheadWhereTheAccumulatorsAreLarge) {
+  const struct {
+    std::string src;
+    bool ahead;
+  } cases[] = {{attentionWgmma(128, false), true},
+               {attentionWgmma(64, false), false},
+               {attentionWgmma(128, true), false},
+               {kWgmmaGemm, false}};
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    plan(p, c.src, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok) << c.src;
+    const LoopSchedule &s = onlyLoop(p);
+    EXPECT_EQ(s.scoreAhead != nullptr, c.ahead) << c.src;
+    if (s.scoreAhead) {
+      EXPECT_EQ(s.scoreAhead->kind, ir::OpKind::Mma);
+      EXPECT_EQ(s.scoreAhead->operands[1]->def, s.staged.front()); // the k tile
+    }
+    if (c.src != kWgmmaGemm) {
+      EXPECT_EQ(s.stages, 4) << c.src;
+      EXPECT_EQ(s.mmaInFlight, c.ahead ? 1 : 0) << c.src;
+      EXPECT_EQ(s.prefetch, c.ahead ? 2 : 3) << c.src;
+    }
+  }
+}
+
 // Persistent tiles (WarpSpecialization::perSM) only where asked for (`hardware(persistent =
 // 1)`: not the default, measured no faster on the H100) and where warp specialization applies.
 TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {

@@ -54,6 +54,15 @@ struct KernelEmitter::LoopState {
   std::vector<std::map<std::string, std::string>> stepZeroArgs; // per staged read: key -> arg
   std::vector<RegVal> nextStepZero;                           // step 0 of tile i + 1
   std::vector<std::vector<std::string>> prefetched;           // register prefetch
+  // Scores ahead (LoopSchedule::scoreAhead): the first product of tile 0 (prologue), its
+  // clones' iter_args, that of tile i + 1 (issued in iteration i), the carried values the
+  // second product's results arrive in (in flight at the top of an iteration) and whether
+  // this iteration waited for them.
+  RegVal ahead, aheadNext;
+  std::map<std::string, std::string> aheadArgs;
+  std::set<const ir::Value *> inFlight;
+  const ir::Op *inFlightBy = nullptr; // the second product
+  bool aheadWaited = false;
   std::string outer;                                          // indentation outside the loop
   std::map<std::string, std::string> cache;                   // expression cache outside
   bool wgOpen = false;                                        // wgmma groups left in flight
@@ -136,6 +145,8 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
   }
   subs_.erase(s.ivSym);
   s.stepZero.resize(s.staged.size());
+  if (s.sched.scoreAhead && !scoreAheadPrologue(s))
+    return false;
   if (s.sched.readAhead) {
     stageIndex_ = IndexExpr(0);
     stageTag_ = 0;
@@ -145,6 +156,110 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
   }
   stageIndex_ = IndexExpr(0);
   stageTag_ = -1;
+  return true;
+}
+
+// Scores ahead (LoopSchedule::scoreAhead), before the loop: the first product of tile 0 from
+// buffer 0, waited for at once (the loop's first iteration then finds it complete, like the
+// later ones, whose wait behind the second product of the previous tile retired it). Finds
+// the second product and the carried values its results arrive in.
+bool KernelEmitter::scoreAheadPrologue(LoopState &s) {
+  const ir::Op &m1 = *s.sched.scoreAhead;
+  const ir::Region &body = *s.op.regions[0];
+  for (const auto &o : body.ops) {
+    if (o.get() != &m1 && o->kind == ir::OpKind::Mma)
+      s.inFlightBy = o.get();
+    if (o->kind == ir::OpKind::Yield)
+      for (size_t i = 0; i < o->operands.size() && i < body.args.size(); ++i)
+        if (s.inFlightBy && o->operands[i] == s.inFlightBy->results[0])
+          s.inFlight.insert(body.args[i]);
+  }
+  if (!s.inFlightBy)
+    return unsupported("a scores-ahead loop without its second product (a wavec bug)", s.op.loc);
+  const ir::Op &read = *m1.operands[1]->def;
+  if (!emitOp(*m1.operands[2]->def))
+    return false;
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = 0;
+  RegVal desc;
+  const bool ok = ldsRead(read, promotions_.at(&read), desc);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+  if (!ok)
+    return false;
+  values_[read.results[0]] = std::move(desc);
+  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
+  wgmmaKeep_ = 0;
+  wgmmaStages_ = s.sched.stages;
+  const bool issued = emitOp(m1);
+  wgmmaKeep_ = savedKeep;
+  wgmmaStages_ = savedStages;
+  if (!issued)
+    return false;
+  s.ahead = values_.at(m1.results[0]);
+  return true;
+}
+
+// Scores ahead in the body, before op `o` (LoopSchedule::scoreAhead). The first product came
+// with the previous iteration (or the prologue), its staged read too: both are skipped, the
+// product's value being the iter_args. Before the first op that uses a carried value the
+// second product's result arrives in (in flight since the previous iteration), or that makes
+// its A operand (P: the product in flight still reads those registers), every group is waited
+// for. The second product is emitted here, behind the first product of tile i + 1.
+bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) {
+  const ir::Op &m1 = *s.sched.scoreAhead, &m2 = *s.inFlightBy;
+  skip = &o == m1.operands[1]->def || &o == &m1;
+  if (&o == &m1) {
+    RegVal v = s.ahead;
+    v.clones = s.aheadArgs;
+    values_[m1.results[0]] = std::move(v);
+  }
+  if (skip)
+    return true;
+  bool uses = &o == m2.operands[0]->def;
+  for (const ir::Value *x : o.operands)
+    uses |= s.inFlight.count(x) > 0;
+  if (uses && !s.aheadWaited) {
+    s.aheadWaited = true;
+    lower_->warpgroupWait(0);
+    mark(SyncItem{SyncItem::Read, promotions_.at(m2.operands[1]->def).alloc,
+                  s.sched.stages - 1});
+  }
+  if (&o != &m2)
+    return true;
+  skip = true; // the second product, here behind the first of tile i + 1
+  if (!scoreAheadNext(s) || !emitOp(m2))
+    return false;
+  // Its wait (one group kept) retired the scores of tile i + 1.
+  mark(SyncItem{SyncItem::Read, promotions_.at(m1.operands[1]->def).alloc, 1});
+  return true;
+}
+
+// Scores ahead, in iteration i before the second product: the first product of tile i + 1
+// (the last iteration's reads the buffer after the last tile, whose copies fetched the last
+// tile again, and its result is dropped), issued without a wait; the second product's wait
+// (one group kept) then retires it, leaving the second product in flight.
+bool KernelEmitter::scoreAheadNext(LoopState &s) {
+  const ir::Op &m1 = *s.sched.scoreAhead;
+  const ir::Op &read = *m1.operands[1]->def;
+  stageIndex_ = IndexExpr::symbol(s.stNextSym);
+  stageTag_ = 1;
+  RegVal desc;
+  std::string savedLoc = locOf(read.loc);
+  std::swap(loc_, savedLoc);
+  const bool ok = ldsRead(read, promotions_.at(&read), desc);
+  std::swap(loc_, savedLoc);
+  stageIndex_ = IndexExpr(0);
+  stageTag_ = -1;
+  if (!ok)
+    return false;
+  values_[read.results[0]] = std::move(desc);
+  wgmmaNoWait_ = true;
+  const bool issued = emitOp(m1);
+  wgmmaNoWait_ = false;
+  if (!issued)
+    return false;
+  s.aheadNext = values_.at(m1.results[0]);
   return true;
 }
 
@@ -174,6 +289,8 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
   for (size_t i = 0; i < s.staged.size(); ++i)
     for (const auto &[key, ssa] : s.stepZero[i].clones)
       s.stepZeroArgs[i][key] = iterArg(ssa, vecType(s.stepZero[i].dtype, s.stepZero[i].elems));
+  for (const auto &[key, ssa] : s.ahead.clones)
+    s.aheadArgs[key] = iterArg(ssa, vecType(s.ahead.dtype, s.ahead.elems));
   // (The register prefetch's two buffers take IV & 1 instead, loopBufferIndices.)
   // Persistent tiles: the ring's count goes on from the tiles this workgroup consumed before.
   const bool goesOn = s.specialized && !persistBase_.empty();
@@ -369,20 +486,18 @@ bool KernelEmitter::loopBody(LoopState &s) {
       s.yield = o.get();
       break;
     }
+    bool skip = false;
+    if (s.sched.scoreAhead && (!(ok = scoreAheadBefore(s, *o, skip)) || skip)) {
+      if (!ok)
+        break;
+      continue;
+    }
     if (interleave && o.get() == staged.front()) { // the MFMA region opens (schedule.cpp)
       lower_->setPriority(1);
       groupFrom = items_.size();
     }
-    // TMA: the copy of a later tile (behind the barrier placed before it), then every thread
-    // waits for this iteration's tile, before its first read (tensor_copy.cpp).
-    if (s.tma && o.get() == staged.front()) {
-      if (!s.specialized)
-        tmaIssue(staged, IndexExpr::symbol(ivSym) + wgAhead, ivSym, s.li.tripCount,
-                 IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
-      tmaWait(s.bars, symbols_.at(stSym),
-              s.specialized && !persistBase_.empty() ? binop("addi", persistBase_, s.iv) : s.iv,
-              stages);
-    }
+    if (s.tma && o.get() == staged.front())
+      loopTmaTop(s, wgAhead);
     // Reads of a multi-buffered tile use this iteration's buffer.
     if (stages > 1 && staged_.count(o.get())) {
       stageIndex_ = IndexExpr::symbol(stSym);
@@ -432,6 +547,17 @@ bool KernelEmitter::loopBody(LoopState &s) {
   return true;
 }
 
+
+// TMA: the copy of a later tile (behind the barrier placed before it), then every thread
+// waits for this iteration's tile, before its first read (tensor_copy.cpp).
+void KernelEmitter::loopTmaTop(LoopState &s, int wgAhead) {
+  if (!s.specialized)
+    tmaIssue(s.staged, IndexExpr::symbol(s.ivSym) + wgAhead, s.ivSym, s.li.tripCount,
+             IndexExpr::symbol(s.wgBufSym), wgAhead, s.bars);
+  tmaWait(s.bars, symbols_.at(s.stSym),
+          s.specialized && !persistBase_.empty() ? binop("addi", persistBase_, s.iv) : s.iv,
+          s.sched.stages);
+}
 
 // LDS DMA (LoopSchedule::ldsDma): tile i + 1, behind this iteration's reads of tile i (LLVM
 // makes a wave's LDS reads that follow a DMA wait for it: before them it would wait at once),
@@ -548,6 +674,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
     for (size_t i = 0; i < s.staged.size(); ++i)
       for (const auto &[key, arg] : s.stepZeroArgs[i])
         ys.push_back(s.nextStepZero[i].clones.at(key));
+    for (const auto &[key, arg] : s.aheadArgs)
+      ys.push_back(s.aheadNext.clones.at(key));
     if (async)
       ys.push_back(s.stageNext);
     std::string list, ty;

@@ -412,6 +412,10 @@ private:
   // Its steps, in order, over the state they share (iterate.cpp).
   struct LoopState;
   bool loopPrologue(LoopState &s);
+  bool scoreAheadPrologue(LoopState &s);                 // LoopSchedule::scoreAhead
+  bool scoreAheadNext(LoopState &s);                     // the first product of tile i + 1
+  bool scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip);
+  void loopTmaTop(LoopState &s, int wgAhead); // TMA: a later tile's copy, this tile's wait
   void loopOpen(LoopState &s, const std::vector<RegVal> &carried);
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
@@ -613,6 +617,7 @@ private:
   int wgmmaKeep_ = 0;
   int wgmmaStages_ = 0;
   bool wgmmaInFlight_ = false;
+  bool wgmmaNoWait_ = false; // emitWgmma issues and commits only (LoopSchedule::scoreAhead)
   IndexExpr laneZero(const IndexExpr &e);
   const AccessIndex *accessOf(const ir::Op &op) { return wave::accessOf(d_, op); }
   // Clone assignments over `syms` (each $i_<dim> ranges over its expansion count).

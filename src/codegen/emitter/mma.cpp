@@ -215,6 +215,13 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
   // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
   const int keep = wgmmaKeep_;
+  if (wgmmaNoWait_) { // scores ahead: waited for behind the loop's second product (iterate.cpp)
+    wgmmaInFlight_ = true;
+    for (size_t i = 0; i < assigns.size(); ++i)
+      out.clones[cloneKey(assigns[i], out.cloneSyms)] = wgmmaUnpack(regs[i], n);
+    values_[op.results[0]] = std::move(out);
+    return !failed_;
+  }
   lower_->warpgroupWait(keep);
   if (keep > 0)
     wgmmaInFlight_ = true;
