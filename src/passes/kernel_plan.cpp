@@ -146,7 +146,8 @@ std::string printSchedule(const ir::Kernel &kernel, const KernelPlan &plan) {
              "\n";
     if (s.scoreAhead)
       out += "    scores ahead: the product at line " + std::to_string(s.scoreAhead->loc.begin.line) +
-             " for tile i + 1 issued in iteration i, before the loop's second product\n";
+             " for tile i + 1 issued in iteration i, before the loop's second product, which "
+             "stays in flight into iteration i + 1\n";
     if (s.interleave)
       out += "    MFMA interleaving: s_setprio 1 from the tile's LDS reads to the end of the body, "
              "the next tile's global loads behind them, sched.group.barrier pipeline over " +

@@ -232,12 +232,10 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
   if (tma)
     s.copy = LoopSchedule::Copy::Tma;
-  // Scores ahead (decided below, once the accumulators are counted): the second product
-  // stays in flight into the next iteration (its tile's buffer is free one iteration later),
-  // as with mmaInFlight.
+  // Scores ahead (decided below, once the accumulators are counted). The second product
+  // stays in flight into the next iteration, but the wait for everything there comes before
+  // that iteration's barrier, so the copy still fetches tile i + S - 1 (mmaInFlight 0).
   const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
-  if (ahead)
-    s.mmaInFlight = 1;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
@@ -279,12 +277,9 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   // (head dim 64, 64-key tiles: 32 + 32) the kernel without it fits two workgroups per SM,
   // which measured faster; above (head dim 128, 128-key tiles: 64 + 64, 64 more) it spilled
   // (docs/performance.md).
-  if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160)) {
+  if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
     ahead = nullptr;
-    s.mmaInFlight = 0;
-  }
   s.scoreAhead = ahead;
-  s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   c.plan.loops[&iterate] = s;
   return true;
 }

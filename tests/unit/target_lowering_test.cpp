@@ -103,7 +103,7 @@ TEST(TargetLowering, MathIntrinsics) {
   // exp2 has no NVPTX lowering: the PTX approximation, in f32.
   nv.lower->mathIntrinsic("%r", "exp2", "%x", ScalarType::F16, 1);
   EXPECT_EQ(nv.host.text, "%v0 = arith.extf %x : f16 to f32\n"
-                          "%v1 = llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f\"(%v0) : (f32) -> f32\n"
+                          "%v1 = llvm.call_intrinsic \"llvm.nvvm.ex2.approx.ftz.f\"(%v0) : (f32) -> f32\n"
                           "%r = arith.truncf %v1 : f32 to f16\n");
 }
 

@@ -227,12 +227,21 @@ bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) 
   }
   if (&o != &m2)
     return true;
-  skip = true; // the second product, here behind the first of tile i + 1
-  if (!scoreAheadNext(s) || !emitOp(m2))
+  // The second product, here behind the first of tile i + 1; its wait keeps one group (itself)
+  // in flight, retired by the next iteration's wait for everything. For barrier insertion its
+  // reads of tile i end there (stage 0 now; the next iteration's wait marks them retired as
+  // tile i - 1), and the wait retired the scores of tile i + 1.
+  skip = true;
+  if (!scoreAheadNext(s))
     return false;
-  // Its wait (one group kept) retired the scores of tile i + 1.
+  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
+  wgmmaKeep_ = 1;
+  wgmmaStages_ = 0;
+  const bool ok = emitOp(m2);
+  wgmmaKeep_ = savedKeep;
+  wgmmaStages_ = savedStages;
   mark(SyncItem{SyncItem::Read, promotions_.at(m1.operands[1]->def).alloc, 1});
-  return true;
+  return ok;
 }
 
 // Scores ahead, in iteration i before the second product: the first product of tile i + 1

@@ -8,7 +8,7 @@ namespace wave::codegen {
 
 void NvidiaLowering::mathIntrinsic(const std::string &res, const std::string &name,
                                    const std::string &arg, ScalarType inT, int64_t e) {
-  static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.f"},
+  static const std::map<std::string, std::string> nvApprox = {{"exp2", "ex2.approx.ftz.f"},
                                                               {"log2", "lg2.approx.f"},
                                                               {"sin", "sin.approx.f"},
                                                               {"cos", "cos.approx.f"}};
