@@ -90,12 +90,13 @@ std::string TargetLowering::asyncProxyFence() const { return ""; }
 void TargetLowering::warpgroupFence() { missing("warpgroup matrix instructions"); }
 void TargetLowering::warpgroupMma(const std::string &, const MmaKind &, ScalarType,
                                   const std::string &, const std::string &, const std::string &,
-                                  bool) {
+                                  bool, bool) {
   missing("warpgroup matrix instructions");
 }
 void TargetLowering::warpgroupMmaRegisterA(
     const std::string &, const MmaKind &, ScalarType, const std::string &,
-    const std::function<const std::vector<std::string> &()> &, const std::string &, bool) {
+    const std::function<const std::vector<std::string> &()> &, const std::string &, bool,
+    bool) {
   missing("warpgroup matrix instructions");
 }
 void TargetLowering::warpgroupCommit() { missing("warpgroup matrix instructions"); }

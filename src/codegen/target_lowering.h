@@ -139,16 +139,17 @@ public:
   // ---- warpgroup MMA (accumulators an f32Struct, operands through descriptors) ----
   virtual void warpgroupFence();
   // `res` = the product of kind k with A and B through the i64 descriptors `aDesc`, `bDesc`
-  // (`bNMajor`: B is [K, N] in memory) added to the accumulator struct `acc`.
+  // (`bNMajor`: B is [K, N] in memory) added to the accumulator struct `acc` (`zeroC`: not
+  // added, the instruction's scale-d 0; `acc` is then only the registers' initial contents).
   virtual void warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
                             const std::string &aDesc, const std::string &bDesc,
-                            const std::string &acc, bool bNMajor);
+                            const std::string &acc, bool bNMajor, bool zeroC = false);
   // The same with A in registers: `fragments` gives A's 32-bit words (called once the
   // accumulators have been taken apart, so that SSA numbering follows the text).
   virtual void warpgroupMmaRegisterA(
       const std::string &res, const MmaKind &k, ScalarType in, const std::string &acc,
       const std::function<const std::vector<std::string> &()> &fragments,
-      const std::string &bDesc, bool bNMajor);
+      const std::string &bDesc, bool bNMajor, bool zeroC = false);
   virtual void warpgroupCommit();
   // Waits until at most `keep` warpgroup MMA groups are in flight.
   virtual void warpgroupWait(int keep);

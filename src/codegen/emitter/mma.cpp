@@ -159,12 +159,17 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
                          aConv, op.loc))
     return false;
   const RegVal &a = regA ? aConv : a0;
+  // A constant zero accumulator (attention's scores) is the first instruction's scale-d 0:
+  // no registers to zero first.
+  const ir::Op *cDef = op.operands[2]->def;
+  const bool zeroC = cDef && cDef->kind == ir::OpKind::Constant && cDef->fvalue == 0 &&
+                     cDef->ivalue == 0;
   RegVal acc;
   const RegVal &c0 = values_.at(op.operands[2]);
-  if (!convertTo(c0,
-                 layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.operands[2]->type.shape),
-                            k.c.elements, c0.dtype),
-                 acc, op.loc))
+  if (!zeroC && !convertTo(c0,
+                           layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.operands[2]->type.shape),
+                                      k.c.elements, c0.dtype),
+                           acc, op.loc))
     return false;
   RegVal out = layoutFrom(mmaOperandIndex(k_, d_, op, 2, op.results[0]->type.shape),
                           k.c.elements, k.acc);
@@ -174,8 +179,14 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
   const int64_t n = k.c.elements;
   const std::vector<CloneAssign> assigns = clonesOver(out.cloneSyms);
   std::vector<std::string> regs;
-  for (const auto &ca : assigns)
-    regs.push_back(wgmmaPack(operandAt(acc, ca, n), n));
+  for (const auto &ca : assigns) {
+    if (zeroC) {
+      regs.push_back(fresh());
+      line(regs.back() + " = llvm.mlir.undef : " + f32StructType(n));
+    } else {
+      regs.push_back(wgmmaPack(operandAt(acc, ca, n), n));
+    }
+  }
   std::map<std::string, std::vector<std::string>> fragments; // wgmmaFragments' cache
   auto descAt = [&](const RegVal &v, const CloneAssign &ab, int st) {
     const std::string key = cloneKey(ab, v.cloneSyms);
@@ -199,15 +210,16 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
         CloneAssign ab = assigns[i];
         ab[kSym] = kk;
         std::string r = fresh();
+        const bool first = zeroC && kk == 0 && st == 0;
         if (!regA) {
           lower_->warpgroupMma(r, k, in, descAt(a, ab, st), descAt(b, ab, st), regs[i],
-                               b.descNMajor);
+                               b.descNMajor, first);
         } else {
           lower_->warpgroupMmaRegisterA(r, k, in, regs[i],
                          [&]() -> const std::vector<std::string> & {
                            return wgmmaFragments(a, ab, st, steps, in, k, fragments);
                          },
-                         descAt(b, ab, st), b.descNMajor);
+                         descAt(b, ab, st), b.descNMajor, first);
         }
         regs[i] = r;
       }

@@ -217,7 +217,7 @@ void NvidiaLowering::warpgroupFence() { line("nvvm.wgmma.fence.aligned"); }
 
 void NvidiaLowering::warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
                                   const std::string &aDesc, const std::string &bDesc,
-                                  const std::string &acc, bool bNMajor) {
+                                  const std::string &acc, bool bNMajor, bool zeroC) {
   const std::string ty = in == ScalarType::F16        ? "f16"
                          : in == ScalarType::BF16     ? "bf16"
                          : in == ScalarType::F8E4M3FN ? "e4m3"
@@ -226,7 +226,7 @@ void NvidiaLowering::warpgroupMma(const std::string &res, const MmaKind &k, Scal
                             ", n = " + std::to_string(k.n) + ", k = " + std::to_string(k.k) + ">";
   const std::string sty = f32StructType(k.c.elements);
   line(res + " = nvvm.wgmma.mma_async " + aDesc + ", " + bDesc + ", " + acc + ", " + shape +
-       ", D [<f32>, #nvvm.wgmma_scale_out<one>], A [<" + ty +
+       ", D [<f32>, #nvvm.wgmma_scale_out<" + (zeroC ? "zero" : "one") + ">], A [<" + ty +
        ">, #nvvm.wgmma_scale_in<one>, <row>], B [<" + ty + ">, #nvvm.wgmma_scale_in<one>, <" +
        (bNMajor ? "row" : "col") + ">] : " + sty + " -> " + sty);
 }
@@ -236,13 +236,14 @@ void NvidiaLowering::warpgroupMma(const std::string &res, const MmaKind &k, Scal
 void NvidiaLowering::warpgroupMmaRegisterA(
     const std::string &res, const MmaKind &k, ScalarType in, const std::string &acc,
     const std::function<const std::vector<std::string> &()> &fragments, const std::string &bDesc,
-    bool bNMajor) {
+    bool bNMajor, bool zeroC) {
   const int64_t n = k.c.elements;
   const std::string sty = f32StructType(n);
   const std::string ty = in == ScalarType::F16 ? "f16" : "bf16";
   const std::string ptxShape = "m" + std::to_string(k.m) + "n" + std::to_string(k.n) + "k" +
                                std::to_string(k.k);
-  std::string text = "{\\0A.reg .pred p;\\0Asetp.ne.b32 p, 1, 0;\\0Awgmma.mma_async.sync.aligned." +
+  std::string text = std::string("{\\0A.reg .pred p;\\0Asetp.ne.b32 p, ") + (zeroC ? "0" : "1") +
+                     ", 0;\\0Awgmma.mma_async.sync.aligned." +
                      ptxShape + ".f32." + ty + "." + ty + " {";
   std::string cons, args, types;
   for (int64_t j = 0; j < n; ++j) {

@@ -35,11 +35,11 @@ public:
   void warpgroupFence() override;
   void warpgroupMma(const std::string &res, const MmaKind &k, ScalarType in,
                     const std::string &aDesc, const std::string &bDesc, const std::string &acc,
-                    bool bNMajor) override;
+                    bool bNMajor, bool zeroC) override;
   void warpgroupMmaRegisterA(const std::string &res, const MmaKind &k, ScalarType in,
                              const std::string &acc,
                              const std::function<const std::vector<std::string> &()> &fragments,
-                             const std::string &bDesc, bool bNMajor) override;
+                             const std::string &bDesc, bool bNMajor, bool zeroC) override;
   void warpgroupCommit() override;
   void warpgroupWait(int keep) override;
   std::string matrixLoad(const std::string &ptr, unsigned regs, bool trans,
