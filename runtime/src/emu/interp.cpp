@@ -76,6 +76,10 @@ void Runner::run(Lane &L) {
   for (;;) {
     const Inst &in = code[pc];
     const Type t = Type(in.type);
+    if (L.wgLive && !regCheck(L, in)) { // a wgmma in flight (regcheck.cpp)
+      L.state = Done;
+      return;
+    }
     switch (Op(in.op)) {
     case Op::Ret:
       count();
@@ -127,12 +131,14 @@ void Runner::run(Lane &L) {
     case Op::WgmmaCommit:
       if (L.lane == 0) // the warp's instruction
         ++wgmma_[L.linear / 32].open;
+      ++L.wgOpen;
       break;
     case Op::WgmmaWait:
       if (L.lane == 0 && !wgmmaWait(L, in.imm)) {
         L.state = Done;
         return;
       }
+      regWait(L, in.imm);
       break;
     case Op::TmaLoad:
     case Op::TmaStore:
@@ -945,6 +951,7 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   pending_.set = false;
   steps_ = 0;
   dropAsync();
+  regWorkgroup();
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)
