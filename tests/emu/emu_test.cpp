@@ -2026,4 +2026,74 @@ TEST(EmuWgmma, AccumulatorsTouchedInFlightAreReported) {
       << wave_last_error();
 }
 
+// samples/attention/attention_wgmma.wave for sm_90a (B = 1, M = 128, K2 = 192: the prologue's
+// scores, the loop, the epilogue), whose products take Q and P as register A operands and whose
+// P*V accumulators stay in flight through the next tile's softmax. Unchanged it runs clean;
+// with any one of its wgmma.wait_group counts raised by one, an accumulator that wait should
+// have retired (the scores read by the softmax, O rescaled or divided) is read while in flight.
+TEST(EmuWgmma, AttentionWithAWaitTooLateIsReported) {
+  const std::string image =
+      readFile(std::string(EMU_TEST_IMAGES) + "/attention_wgmma_sm_90a.wemu");
+  ASSERT_FALSE(image.empty());
+  Program p;
+  ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const KernelCode &kc = p.kernels[0];
+  ASSERT_GE(kc.argsSize, 36u); // q, k, v, o, scale
+  const size_t at = codeOffset(image, kc);
+  ASSERT_NE(at, std::string::npos);
+  Device d("emu:sm_90a");
+  const size_t qBytes = size_t(128) * 128 * 2, kBytes = size_t(192) * 128 * 2;
+  void *buf[4] = {};
+  std::vector<uint8_t> args;
+  for (int i = 0; i < 4; ++i) {
+    const size_t bytes = i == 0 || i == 3 ? qBytes : kBytes;
+    ASSERT_EQ(wave_malloc(d.dev, bytes, &buf[i]), WAVE_SUCCESS);
+    std::vector<uint16_t> h(bytes / 2);
+    for (size_t j = 0; j < h.size(); ++j)
+      h[j] = floatToHalf(float(int((j * (7 + i)) % 9) - 4) / 8.0f);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, buf[i], h.data(), bytes), WAVE_SUCCESS);
+    pack(args, 8 * i, buf[i]);
+  }
+  pack(args, 32, 0.125f);
+  args.resize(kc.argsSize);
+  auto run = [&](const std::string &img) {
+    wave_module_t m = nullptr;
+    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
+    wave_kernel_t k = nullptr;
+    if (!s)
+      s = wave_module_get_kernel(m, kc.name.c_str(), &k);
+    const uint32_t grid[3] = {1, 1, 1};
+    if (!s)
+      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
+    std::string msg = wave_last_error();
+    wave_module_unload(m);
+    wave::rt::fail(s, msg);
+    return s;
+  };
+  EXPECT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
+  int waits = 0, products = 0;
+  for (size_t i = 0; i < kc.code.size(); ++i) {
+    products += kc.code[i].op == uint16_t(Op::Wgmma) &&
+                ((kc.code[i].imm >> 12) & kWgmmaRegA);
+    if (kc.code[i].op != uint16_t(Op::WgmmaWait))
+      continue;
+    ++waits;
+    std::string wrong = image;
+    patchImm(wrong, at, i, kc.code[i].imm + 1);
+    seal(wrong);
+    EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH) << "wait at instruction " << i;
+    const std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, "attention: wgmma register hazard: a read of an accumulator "
+                              "register of a wgmma in flight at "))
+        << msg;
+    EXPECT_TRUE(contains(msg, "hold an accumulator (D) of the wgmma issued at ")) << msg;
+    EXPECT_TRUE(contains(msg, "attention_wgmma.wave:")) << msg;
+  }
+  EXPECT_GE(waits, 3);
+  EXPECT_GT(products, 0); // register A: Q and P
+  for (void *b : buf)
+    wave_free(d.dev, b);
+}
+
 } // namespace

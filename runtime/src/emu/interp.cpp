@@ -76,7 +76,7 @@ void Runner::run(Lane &L) {
   for (;;) {
     const Inst &in = code[pc];
     const Type t = Type(in.type);
-    if (L.wgLive && !regCheck(L, in)) { // a wgmma in flight (regcheck.cpp)
+    if (L.wgLive && !regSkip_[pc] && !regCheck(L, in)) { // a wgmma in flight (regcheck.cpp)
       L.state = Done;
       return;
     }

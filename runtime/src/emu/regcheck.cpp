@@ -109,6 +109,102 @@ uint32_t footprint(const Inst &in, Range r[4], Range &w) {
 
 } // namespace
 
+// A's registers of a register-A wgmma: the sources of the four 4-byte copies into A's
+// gathered slot just before it (the translator's form); without them, the gathered slot.
+void Runner::regASources(const Inst &in, uint32_t src[4]) const {
+  for (uint32_t r = 0; r < 4; ++r)
+    src[r] = in.a + 4 * r;
+  for (size_t pc = size_t(&in - k_.code.data()); pc-- > 0;) {
+    const Inst &c = k_.code[pc];
+    if (Op(c.op) != Op::Copy || c.imm != 4 || c.dst < in.a || c.dst >= in.a + 16 ||
+        (c.dst - in.a) % 4 != 0)
+      break;
+    src[(c.dst - in.a) / 4] = c.a;
+  }
+}
+
+// Which instructions need no check (regSkip_): the frame words that can ever hold a tag are
+// the wgmmas' D and A registers and, to a fixed point, the destinations of moves from such
+// words; an instruction that touches none of them is skipped.
+void Runner::regPlan() {
+  std::vector<uint8_t> can(frameStride_ / 4, 0);
+  auto any = [&](uint32_t at, uint32_t bytes) {
+    for (uint32_t x = at / 4; x < (at + bytes + 3) / 4; ++x)
+      if (can[x])
+        return true;
+    return false;
+  };
+  auto mark = [&](uint32_t at, uint32_t bytes) {
+    bool changed = false;
+    for (uint32_t x = at / 4; x < (at + bytes + 3) / 4; ++x)
+      changed |= !can[x], can[x] = 1;
+    return changed;
+  };
+  // The moves' (destination, source) ranges.
+  struct Move {
+    uint32_t dst, dstBytes, src, srcBytes;
+  };
+  std::vector<std::vector<Move>> moves(k_.code.size());
+  for (size_t pc = 0; pc < k_.code.size(); ++pc) {
+    const Inst &in = k_.code[pc];
+    const uint32_t es = typeSize(Type(in.type)), full = es * in.lanes;
+    switch (Op(in.op)) {
+    case Op::Wgmma: {
+      mark(in.dst, 2 * (in.imm & 0xfff));
+      uint32_t src[4];
+      regASources(in, src);
+      for (uint32_t r = 0; (in.imm >> 12) & kWgmmaRegA && r < 4; ++r)
+        mark(src[r], 4);
+      break;
+    }
+    case Op::Copy: moves[pc].push_back({in.dst, in.imm, in.a, in.imm}); break;
+    case Op::ParCopy:
+      for (uint32_t i = 0; i < k_.extra[in.imm]; ++i) {
+        const uint32_t *w = &k_.extra[in.imm + 1 + 3 * i];
+        moves[pc].push_back({w[0], w[2], w[1], w[2]});
+      }
+      break;
+    case Op::Extract: moves[pc].push_back({in.dst, es, in.a, es * in.aux}); break;
+    case Op::Insert:
+      moves[pc].push_back({in.dst, full, in.a, full});
+      moves[pc].push_back({in.dst, full, in.b, es});
+      break;
+    case Op::Shuffle:
+      moves[pc].push_back({in.dst, full, in.a, es * k_.extra[in.imm]});
+      moves[pc].push_back({in.dst, full, in.b, es * k_.extra[in.imm]});
+      break;
+    default: break;
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto &list : moves)
+      for (const Move &m : list)
+        if (any(m.src, m.srcBytes))
+          changed |= mark(m.dst, m.dstBytes);
+  }
+  regSkip_.assign(k_.code.size(), 0);
+  for (size_t pc = 0; pc < k_.code.size(); ++pc) {
+    const Inst &in = k_.code[pc];
+    bool touches = false;
+    if (Op(in.op) == Op::Wgmma)
+      touches = false;
+    else if (!moves[pc].empty())
+      for (const Move &m : moves[pc])
+        touches |= any(m.dst, m.dstBytes);
+    else {
+      Range r[4], w;
+      const uint32_t n = footprint(in, r, w);
+      touches = any(w.at, w.bytes);
+      for (uint32_t i = 0; i < n; ++i)
+        touches |= any(r[i].at, r[i].bytes);
+      if (Op(in.op) == Op::Extract) // not a move: an index out of range writes zeros
+        touches |= any(in.dst, typeSize(Type(in.type)));
+    }
+    regSkip_[pc] = !touches;
+  }
+}
+
 // Op::Wgmma issued for the warp of `byLane`: tag its D and A registers in every lane.
 void Runner::regIssue(const Inst &in, Lane *const *byLane) {
   if (regTags_.empty())
@@ -116,19 +212,12 @@ void Runner::regIssue(const Inst &in, Lane *const *byLane) {
   const uint32_t warp = byLane[0]->linear / 32, group = wgmma_[warp].open;
   const uint32_t serial = regSerial_++;
   regIssues_.push_back({group, warp, &in});
-  // A's registers: the sources of the four 4-byte copies into A's gathered slot just before
-  // the wgmma (the translator's form); without them, the gathered slot itself.
   uint32_t src[4];
-  for (uint32_t r = 0; r < 4; ++r)
-    src[r] = in.a + 4 * r;
   const bool regA = (in.imm >> 12) & kWgmmaRegA;
-  for (size_t pc = size_t(&in - k_.code.data()); regA && pc-- > 0;) {
-    const Inst &c = k_.code[pc];
-    if (Op(c.op) != Op::Copy || c.imm != 4 || c.dst < in.a || c.dst >= in.a + 16 ||
-        (c.dst - in.a) % 4 != 0)
-      break;
-    src[(c.dst - in.a) / 4] = c.a;
-  }
+  regASources(in, src);
+  const uint32_t aIndex = regABase_ + uint32_t(regA_.size());
+  for (uint32_t r = 0; regA && r < 4; ++r)
+    regA_.push_back({serial, src[r] / 4});
   const uint32_t nn = in.imm & 0xfff;
   for (uint32_t l = 0; l < 32; ++l) {
     Lane &lane = *byLane[l];
@@ -136,7 +225,7 @@ void Runner::regIssue(const Inst &in, Lane *const *byLane) {
     for (uint32_t i = 0; i < nn / 2; ++i)
       tags[in.dst / 4 + i] = serial;
     for (uint32_t r = 0; regA && r < 4; ++r)
-      tags[src[r] / 4] = kRegA | serial;
+      tags[src[r] / 4] = kRegA | (aIndex + r);
     lane.wgLast = group;
     lane.wgLive = true;
   }
@@ -149,26 +238,29 @@ void Runner::regWait(Lane &lane, uint32_t keep) {
   lane.wgLive = lane.wgLive && lane.wgLast >= lane.wgRetired;
 }
 
-// A new workgroup: its serials start above every tag in the frames.
+// A new workgroup: its serials and A indices start above every tag in the frames.
 void Runner::regWorkgroup() {
   regIssues_.clear();
-  if (regSerial_ > 0x70000000u) {
+  regA_.clear();
+  if (regSerial_ > 0x70000000u || regABase_ > 0x70000000u) {
     std::fill(regTags_.begin(), regTags_.end(), 0u);
-    regSerial_ = 1;
+    regSerial_ = regABase_ = 1;
   }
   regBase_ = regSerial_;
 }
 
-bool Runner::regHazard(const Lane &lane, const Inst &in, uint32_t byte, uint32_t tag,
+bool Runner::regHazard(const Lane &lane, const Inst &in, uint32_t word, uint32_t tag,
                        bool write) {
-  const WgmmaIssue &w = regIssues_[(tag & ~kRegA) - regBase_];
-  const bool a = tag & kRegA, committed = w.group < lane.wgOpen;
+  const bool a = tag & kRegA;
+  const uint32_t serial = a ? regA_[(tag & ~kRegA) - regABase_].serial : tag;
+  const WgmmaIssue &w = regIssues_[serial - regBase_];
+  const bool committed = w.group < lane.wgOpen;
   const std::string what = std::string("wgmma register hazard: ") +
                            (write ? "a write to " : "a read of ") +
                            (a ? "an A operand register" : "an accumulator register") +
                            " of a wgmma in flight";
   const std::string detail =
-      "frame bytes " + std::to_string(byte) + ".." + std::to_string(byte + 3) +
+      "frame bytes " + std::to_string(4 * word) + ".." + std::to_string(4 * word + 3) +
       " hold " + (a ? "a register that the wgmma" : "an accumulator (D) of the wgmma") +
       " issued at " + where(*w.issue) + " by warp " + std::to_string(w.warp % 4) +
       " of its warpgroup" + (a ? " reads as its A operand" : "") +
@@ -181,27 +273,29 @@ bool Runner::regHazard(const Lane &lane, const Inst &in, uint32_t byte, uint32_t
   return fault(lane, in, what, detail, /*pendingFirst=*/false);
 }
 
-// A move of `bytes` from frame offset `src` to `dst`: an accumulator in flight carries its tag
-// along; overwriting an A register in flight is a hazard.
+// A move of `bytes` from frame offset `src` to `dst`: the tags go along (an accumulator's stays
+// one; an A register's tag names its own word, so its copy is no A register); overwriting an A
+// register in flight is a hazard.
 bool Runner::regMove(const Lane &lane, const Inst &in, uint32_t dst, uint32_t src,
                      uint32_t bytes) {
   if (dst == src || bytes == 0)
     return true;
   uint32_t *tags = regTags(lane);
-  const uint32_t words = (bytes + 3) / 4;
-  uint32_t buf[256];
-  std::vector<uint32_t> big;
-  uint32_t *from = words <= 256 ? buf : (big.resize(words), big.data());
-  for (uint32_t i = 0; i < words; ++i) {
-    const uint32_t t = tags[src / 4 + i];
-    from[i] = t && !(t & kRegA) && regLive(lane, t) ? t : 0;
-  }
-  for (uint32_t i = 0; i < words; ++i) {
-    uint32_t &t = tags[dst / 4 + i];
-    if ((t & kRegA) && regLive(lane, t))
-      return regHazard(lane, in, (dst / 4 + i) * 4, t, true);
-    t = from[i];
-  }
+  const uint32_t words = (bytes + 3) / 4, dw = dst / 4, sw = src / 4;
+  uint32_t aBits = 0;
+  for (uint32_t i = 0; i < words; ++i)
+    aBits |= tags[dw + i];
+  if (aBits & kRegA)
+    for (uint32_t i = 0; i < words; ++i)
+      if ((tags[dw + i] & kRegA) && regLive(lane, tags[dw + i], dw + i))
+        return regHazard(lane, in, dw + i, tags[dw + i], true);
+  if (words == 1)
+    tags[dw] = tags[sw];
+  else if (dw + words <= sw || sw + words <= dw)
+    for (uint32_t i = 0; i < words; ++i)
+      tags[dw + i] = tags[sw + i];
+  else
+    std::memmove(tags + dw, tags + sw, size_t(words) * 4);
   return true;
 }
 
@@ -209,6 +303,7 @@ bool Runner::regMove(const Lane &lane, const Inst &in, uint32_t dst, uint32_t sr
 bool Runner::regCheck(const Lane &lane, const Inst &in) {
   const uint8_t *f = lane.frame;
   const uint32_t es = typeSize(Type(in.type));
+  uint32_t *tags = regTags(lane);
   switch (Op(in.op)) {
   case Op::Wgmma: // a later wgmma of the chain: reads C, writes D (regIssue)
     return true;
@@ -219,38 +314,43 @@ bool Runner::regCheck(const Lane &lane, const Inst &in) {
     if (w[0] == 1)
       return regMove(lane, in, w[1], w[2], w[3]);
     // Parallel: every source's tags before any destination is written.
-    uint32_t *tags = regTags(lane);
-    std::vector<uint32_t> from;
+    uint32_t total = 0;
     for (uint32_t i = 0; i < w[0]; ++i)
-      for (uint32_t j = 0; j < (w[3 + 3 * i] + 3) / 4; ++j) {
-        const uint32_t t = tags[w[2 + 3 * i] / 4 + j];
-        from.push_back(t && !(t & kRegA) && regLive(lane, t) ? t : 0);
-      }
-    size_t at = 0;
+      total += (w[3 + 3 * i] + 3) / 4;
+    uint32_t buf[512];
+    std::vector<uint32_t> big;
+    uint32_t *from = total <= 512 ? buf : (big.resize(total), big.data());
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < w[0]; ++i)
+      for (uint32_t j = 0; j < (w[3 + 3 * i] + 3) / 4; ++j)
+        from[at++] = tags[w[2 + 3 * i] / 4 + j];
+    at = 0;
     for (uint32_t i = 0; i < w[0]; ++i)
       for (uint32_t j = 0; j < (w[3 + 3 * i] + 3) / 4; ++j, ++at) {
-        uint32_t &t = tags[w[1 + 3 * i] / 4 + j];
-        if (w[1 + 3 * i] != w[2 + 3 * i] && (t & kRegA) && regLive(lane, t))
-          return regHazard(lane, in, (w[1 + 3 * i] / 4 + j) * 4, t, true);
-        t = from[at];
+        const uint32_t x = w[1 + 3 * i] / 4 + j;
+        if (w[1 + 3 * i] != w[2 + 3 * i] && (tags[x] & kRegA) && regLive(lane, tags[x], x))
+          return regHazard(lane, in, x, tags[x], true);
+        tags[x] = from[at];
       }
     return true;
   }
   case Op::Extract: {
     const uint64_t i = rd<uint64_t>(f + in.b);
-    return regMove(lane, in, in.dst, i < in.aux ? in.a + uint32_t(i) * es : in.b, es);
+    if (i < in.aux)
+      return regMove(lane, in, in.dst, in.a + uint32_t(i) * es, es);
+    break; // zeros: a write
   }
   case Op::Insert: {
     const uint64_t i = rd<uint64_t>(f + in.c);
-    const uint32_t saved = regTags(lane)[in.b / 4];
+    const uint32_t saved = tags[in.b / 4];
     if (!regMove(lane, in, in.dst, in.a, es * in.lanes))
       return false;
     if (i >= in.lanes)
       return true;
-    uint32_t &t = regTags(lane)[(in.dst + uint32_t(i) * es) / 4];
-    if ((t & kRegA) && regLive(lane, t) && in.dst + uint32_t(i) * es != in.b)
-      return regHazard(lane, in, (in.dst + uint32_t(i) * es) / 4 * 4, t, true);
-    t = saved && !(saved & kRegA) && regLive(lane, saved) ? saved : 0;
+    const uint32_t x = (in.dst + uint32_t(i) * es) / 4;
+    if (x != in.b / 4 && (tags[x] & kRegA) && regLive(lane, tags[x], x))
+      return regHazard(lane, in, x, tags[x], true);
+    tags[x] = saved;
     return true;
   }
   case Op::Shuffle: {
@@ -269,15 +369,16 @@ bool Runner::regCheck(const Lane &lane, const Inst &in) {
     break;
   }
   Range r[4], w;
-  const uint32_t n = footprint(in, r, w);
-  const uint32_t *tags = regTags(lane);
+  uint32_t n = footprint(in, r, w);
+  if (Op(in.op) == Op::Extract) // an index out of range writes zeros
+    w = {in.dst, es}, n = 0;
   for (uint32_t i = 0; i < n; ++i)
     for (uint32_t x = r[i].at / 4; x < (r[i].at + r[i].bytes + 3) / 4; ++x)
-      if (tags[x] && !(tags[x] & kRegA) && regLive(lane, tags[x]))
-        return regHazard(lane, in, x * 4, tags[x], false);
+      if (tags[x] && !(tags[x] & kRegA) && regLive(lane, tags[x], x))
+        return regHazard(lane, in, x, tags[x], false);
   for (uint32_t x = w.at / 4; x < (w.at + w.bytes + 3) / 4; ++x)
-    if (tags[x] && regLive(lane, tags[x]))
-      return regHazard(lane, in, x * 4, tags[x], true);
+    if (tags[x] && regLive(lane, tags[x], x))
+      return regHazard(lane, in, x, tags[x], true);
   return true;
 }
 
