@@ -16,8 +16,10 @@
 //  - any other instruction that reads a word tagged as an accumulator in flight, or writes a
 //    word tagged as either in flight, is a hazard, reported like a shared-memory race.
 // A tag is in flight while the thread's own wgmma.wait_group has not retired its group. The
-// translator gives the values that can hold these tags slots of their own (no slot reuse), so
-// that a tag never outlives its value into an unrelated one.
+// translator (emu_translate.cpp, pinWgmmaValues) keeps A's registers out of slot reuse and lets
+// the accumulators' moves share slots only among themselves, so that no other instruction
+// writes a slot whose tag belongs to a dead value. An instruction that touches no frame word a
+// tag can reach is not checked (regPlan, regSkip_).
 #include "runner.h"
 
 namespace wave::emu::runner_detail {
@@ -153,6 +155,7 @@ void Runner::regPlan() {
       mark(in.dst, 2 * (in.imm & 0xfff));
       uint32_t src[4];
       regASources(in, src);
+      regHasA_ |= ((in.imm >> 12) & kWgmmaRegA) != 0;
       for (uint32_t r = 0; (in.imm >> 12) & kWgmmaRegA && r < 4; ++r)
         mark(src[r], 4);
       break;
@@ -198,8 +201,6 @@ void Runner::regPlan() {
       touches = any(w.at, w.bytes);
       for (uint32_t i = 0; i < n; ++i)
         touches |= any(r[i].at, r[i].bytes);
-      if (Op(in.op) == Op::Extract) // not a move: an index out of range writes zeros
-        touches |= any(in.dst, typeSize(Type(in.type)));
     }
     regSkip_[pc] = !touches;
   }
@@ -283,7 +284,7 @@ bool Runner::regMove(const Lane &lane, const Inst &in, uint32_t dst, uint32_t sr
   uint32_t *tags = regTags(lane);
   const uint32_t words = (bytes + 3) / 4, dw = dst / 4, sw = src / 4;
   uint32_t aBits = 0;
-  for (uint32_t i = 0; i < words; ++i)
+  for (uint32_t i = 0; regHasA_ && i < words; ++i)
     aBits |= tags[dw + i];
   if (aBits & kRegA)
     for (uint32_t i = 0; i < words; ++i)

@@ -163,6 +163,7 @@ private:
   std::vector<WgmmaIssue> regIssues_; // this workgroup's wgmmas, serial regBase_ first
   std::vector<WgmmaRegA> regA_;       // this workgroup's A registers, index regABase_ first
   std::vector<uint8_t> regSkip_;      // per pc: touches no frame word that can hold a tag
+  bool regHasA_ = false;              // the kernel has a wgmma with A from registers
   uint32_t regBase_ = 1, regSerial_ = 1, regABase_ = 1;
   size_t heapHint_ = 0;
   bool faulted_ = false;
