@@ -14,7 +14,9 @@
 // and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
 // one of them writes; an uninitialised read: a byte never written in this workgroup), and of the
 // asynchronous copy (cp.async) in flight to it, if any: such a byte may be touched by no one
-// until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy).
+// until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy). On sm_90a,
+// the registers of a wgmma in flight (its A registers, its accumulators) are checked too
+// (regcheck.cpp).
 //
 // Step limit: a workgroup may execute at most WAVE_EMU_STEP_LIMIT instructions (all its threads
 // together; default kDefaultStepLimit); past it the launch fails with WAVE_ERROR_STEP_LIMIT

@@ -1,6 +1,6 @@
 // The workgroup runner of the CPU emulator (interp.cpp: the interpreter loop, collectives,
-// cp.async and the scheduler; hopper.cpp: sm_90a's wgmma, TMA and mbarriers). Internal to
-// runtime/src/emu.
+// cp.async and the scheduler; hopper.cpp: sm_90a's wgmma, TMA and mbarriers; regcheck.cpp:
+// the register hazards of wgmmas in flight). Internal to runtime/src/emu.
 #pragma once
 
 #include "emu.h"
