@@ -802,6 +802,40 @@ void FunctionTranslator::translate(const llvm::Instruction &i) {
   unsupported("the instruction " + describe(i));
 }
 
+// The interpreter's wgmma register-hazard check (runtime/src/emu/regcheck.cpp) tags the frame
+// words of a wgmma's A registers and accumulators, and moves carry an accumulator's tag along:
+// the asm call's i32 operands (A's registers) keep slots of their own, and the call and every
+// value moved out of its result (extractvalue, vector inserts and extracts, shuffles, bit
+// casts, phis) share slots only among themselves, so that no instruction other than a move
+// writes a slot that may hold an accumulator while its wgmma is in flight.
+void FunctionTranslator::pinWgmmaValues() {
+  std::vector<const llvm::Value *> work;
+  for (const llvm::BasicBlock &bb : f_)
+    for (const llvm::Instruction &i : bb) {
+      auto *call = llvm::dyn_cast<llvm::CallInst>(&i);
+      if (!call || !call->isInlineAsm() ||
+          llvm::cast<llvm::InlineAsm>(call->getCalledOperand())
+                  ->getAsmString()
+                  .find("wgmma.mma_async") == std::string::npos)
+        continue;
+      work.push_back(call);
+      for (const llvm::Value *op : call->args())
+        if (op->getType()->isIntegerTy(32) && llvm::isa<llvm::Instruction>(op))
+          pinned_.insert(op);
+    }
+  while (!work.empty()) {
+    const llvm::Value *v = work.back();
+    work.pop_back();
+    if (!accMoves_.insert(v).second)
+      continue;
+    for (const llvm::User *u : v->users())
+      if (llvm::isa<llvm::ExtractValueInst, llvm::InsertValueInst, llvm::ExtractElementInst,
+                    llvm::InsertElementInst, llvm::ShuffleVectorInst, llvm::BitCastInst,
+                    llvm::PHINode, llvm::FreezeInst>(u))
+        work.push_back(u);
+  }
+}
+
 void FunctionTranslator::run() {
   // Arguments: the packed buffer at natural alignment (kernel_abi.h).
   uint32_t offset = 0;
@@ -815,6 +849,7 @@ void FunctionTranslator::run() {
       unsupported("a shared-memory pointer argument");
     offset += size;
   }
+  pinWgmmaValues();
   for (const llvm::BasicBlock &bb : f_) {
     blockPc_[&bb] = uint32_t(insts.size());
     planReuse(bb);

@@ -324,7 +324,7 @@ private:
     uint32_t bytes = layoutOf(v->getType()).bytes;
     // A value that lives inside one block takes a slot freed by an earlier one there.
     if (local_.count(v)) {
-      auto &free = free_[bytes];
+      auto &free = free_[freeKey(v, bytes)];
       if (!free.empty()) {
         uint32_t s = free.back();
         free.pop_back();
@@ -337,6 +337,15 @@ private:
   // Slot reuse: values defined and used only inside their block (no phi use), and the last
   // instruction of the block that uses each of them.
   std::set<const llvm::Value *> local_;
+  // wgmma's registers (pinWgmmaValues): its A operands keep slots of their own (never local);
+  // the values moved out of its results share slots only among themselves (their own free
+  // lists), so an instruction that is not a move never writes a slot that may hold an
+  // accumulator in flight.
+  std::set<const llvm::Value *> pinned_, accMoves_;
+  void pinWgmmaValues();
+  uint32_t freeKey(const llvm::Value *v, uint32_t bytes) const {
+    return accMoves_.count(v) ? bytes | 0x80000000u : bytes;
+  }
   std::map<const llvm::Instruction *, std::vector<const llvm::Value *>> lastUses_;
   std::map<uint32_t, std::vector<uint32_t>> free_; // bytes -> free slots
   void planReuse(const llvm::BasicBlock &bb) {
@@ -355,7 +364,7 @@ private:
           break;
         }
       }
-      if (inBlock && !i.use_empty())
+      if (inBlock && !i.use_empty() && !pinned_.count(&i))
         local_.insert(&i);
     }
     for (const llvm::Instruction &i : bb)
@@ -378,7 +387,7 @@ private:
     if (it == lastUses_.end())
       return;
     for (const llvm::Value *v : it->second)
-      free_[layoutOf(v->getType()).bytes].push_back(slots_.at(v));
+      free_[freeKey(v, layoutOf(v->getType()).bytes)].push_back(slots_.at(v));
   }
 
   std::map<int64_t, uint32_t> i64Consts_;

@@ -1878,3 +1878,222 @@ TEST(EmuWgmma, WarpSpecializedTmaGemmAndItsSeededBugs) {
                             "bytes pending)"))
       << msg;
 }
+
+// ---- wgmma register hazards (runtime/src/emu/regcheck.cpp) -------------------------------------
+
+namespace {
+
+// The seeded instruction of runRegWgmma.
+enum class RegSeed {
+  None,
+  WriteA,      // an add writes A's register a0 (the next iteration's conversion of the bug)
+  MoveOntoA,   // a copy (a move) writes A's register a1
+  ReadAcc,     // an fadd reads the second product's D
+  ReadAccCopy, // D copied (a move: no report), then an fadd reads the copy
+  WriteAcc,    // an fadd writes the first product's D, the second's C (its chain)
+};
+enum class At { BeforeCommit, BeforeWait, AfterWait };
+
+// One warp on sm_90a: B (8 x 16 f16 ones) in shared memory, A (16 x 16 f16 ones) from the
+// registers a0..a3, gathered the way the translator does it (emu_translate_asm.cpp: four
+// 4-byte copies right before the wgmma); two m64n8k16 wgmmas, the second accumulating into the
+// first's D moved into its C, one commit, a wait_group 0, and `seed` at `at`. out: the second
+// D per lane (4 floats; 32 each).
+wave_status_t runRegWgmma(RegSeed seed, At at, std::vector<float> *out) {
+  KernelBuilder k;
+  k.name = "regs";
+  k.block[0] = 32;
+  k.shared = 256;
+  const uint32_t dst = k.arg(0, 8), t64 = k.tid64();
+  const uint32_t sh = k.slot(8), o = k.slot(8), aSlot = k.slot(16), c1 = k.slot(16),
+                 d1 = k.slot(16), c2 = k.slot(16), d2 = k.slot(16), copy = k.slot(16),
+                 x = k.slot(4);
+  uint32_t a[4];
+  for (uint32_t &r : a)
+    r = k.slot(4);
+  const uint32_t ones = k.constant<uint64_t>(0x3c003c003c003c00ull), one32 = k.constant<uint32_t>(0x3c003c00u),
+                 two32 = k.constant<uint32_t>(0x40004000u), zero32 = k.constant<uint32_t>(0),
+                 one = k.constant<float>(1.0f),
+                 descB = k.constant<uint64_t>(3ull << 62); // 32-byte swizzle, start 0
+  k.op(Op::PtrAdd, Type::Ptr, 1, sh, k.constant<uint64_t>(0), t64, 0, 8);
+  k.op(Op::Store, Type::I64, 1, 0, sh, ones, 0, uint32_t(Space::Shared));
+  k.op(Op::Barrier, Type::I8, 1);
+  for (uint32_t r : a)
+    k.op(Op::Copy, Type::I8, 1, r, one32, 0, 0, 4);
+  auto wgmma = [&](uint32_t d, uint32_t c, uint32_t flags) {
+    for (uint32_t r = 0; r < 4; ++r)
+      k.op(Op::Copy, Type::I8, 1, aSlot + 4 * r, a[r], 0, 0, 4);
+    k.op(Op::Wgmma, Type::F32, 1, d, aSlot, descB, c, 8 | (kWgmmaRegA | flags) << 12,
+         uint8_t(WgmmaElem::F16));
+  };
+  auto seeded = [&] {
+    switch (seed) {
+    case RegSeed::None: break;
+    case RegSeed::WriteA: k.op(Op::Add, Type::I32, 1, a[0], a[0], zero32); break;
+    case RegSeed::MoveOntoA: k.op(Op::Copy, Type::I8, 1, a[1], two32, 0, 0, 4); break;
+    case RegSeed::ReadAcc: k.op(Op::FAdd, Type::F32, 1, x, d2 + 4, one); break;
+    case RegSeed::ReadAccCopy:
+      k.op(Op::Copy, Type::I8, 1, copy, d2, 0, 0, 16);
+      k.op(Op::FAdd, Type::F32, 1, x, copy + 8, one);
+      break;
+    case RegSeed::WriteAcc: k.op(Op::FAdd, Type::F32, 1, d1 + 12, one, one); break;
+    }
+  };
+  wgmma(d1, c1, kWgmmaZeroC);
+  k.op(Op::Copy, Type::I8, 1, c2, d1, 0, 0, 16); // the chain: a move of D into the next C
+  wgmma(d2, c2, 0);
+  if (at == At::BeforeCommit)
+    seeded();
+  k.op(Op::WgmmaCommit, Type::I8, 1);
+  if (at == At::BeforeWait)
+    seeded();
+  k.op(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, 0);
+  if (at == At::AfterWait)
+    seeded();
+  k.op(Op::PtrAdd, Type::Ptr, 1, o, dst, t64, 0, 16);
+  k.op(Op::Store, Type::F32, 4, 0, o, d2, 0, uint32_t(Space::Global));
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  Device d("emu:sm_90a");
+  void *res = nullptr;
+  EXPECT_EQ(wave_malloc(d.dev, 32 * 16, &res), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memset(d.dev, res, 0xff, 32 * 16), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, res);
+  wave_status_t s = launch(d.dev, assemble("sm_90a", 32, {k}), "regs", 1, 32, args);
+  std::string msg = wave_last_error();
+  if (out) {
+    out->resize(32 * 4);
+    EXPECT_EQ(wave_memcpy_dtoh(d.dev, out->data(), res, 32 * 16), WAVE_SUCCESS);
+  }
+  wave_free(d.dev, res);
+  wave::rt::fail(s, msg);
+  return s;
+}
+
+// Each seeded instruction after the wait: clean, and D is the chained product (2 x 16 ones).
+TEST(EmuWgmma, RegisterOperandsAfterTheWaitAreClean) {
+  for (RegSeed seed : {RegSeed::None, RegSeed::WriteA, RegSeed::MoveOntoA, RegSeed::ReadAcc,
+                       RegSeed::ReadAccCopy, RegSeed::WriteAcc}) {
+    std::vector<float> out;
+    ASSERT_EQ(runRegWgmma(seed, At::AfterWait, &out), WAVE_SUCCESS)
+        << int(seed) << ": " << wave_last_error();
+    for (size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(out[i], 32.0f) << int(seed) << " element " << i;
+  }
+  // Reads of A's registers and the chain's moves of D before the wait are fine too.
+  EXPECT_EQ(runRegWgmma(RegSeed::None, At::BeforeWait, nullptr), WAVE_SUCCESS)
+      << wave_last_error();
+}
+
+// A's registers written (by an add, or by a move) before the wait that retires the wgmma.
+TEST(EmuWgmma, ARegistersWrittenInFlightAreReported) {
+  for (RegSeed seed : {RegSeed::WriteA, RegSeed::MoveOntoA}) {
+    EXPECT_EQ(runRegWgmma(seed, At::BeforeWait, nullptr), WAVE_ERROR_LAUNCH) << int(seed);
+    const std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, "regs: wgmma register hazard: a write to an A operand register of "
+                              "a wgmma in flight at handmade.wave:7:3 in workgroup (0,0,0) "
+                              "thread (0,0,0): frame bytes "))
+        << msg;
+    EXPECT_TRUE(contains(msg, "hold a register that the wgmma issued at handmade.wave:7:3 by "
+                              "warp 0 of its warpgroup reads as its A operand, which is still "
+                              "in flight (no wgmma.wait_group of this thread has retired its "
+                              "group yet: a wait is missing before this instruction, or its "
+                              "count is too large)"))
+        << msg;
+  }
+  EXPECT_EQ(runRegWgmma(RegSeed::WriteA, At::BeforeCommit, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "(its group was not committed and waited for yet)"))
+      << wave_last_error();
+}
+
+// The accumulators read (directly, or through a move) or written before the wait.
+TEST(EmuWgmma, AccumulatorsTouchedInFlightAreReported) {
+  for (RegSeed seed : {RegSeed::ReadAcc, RegSeed::ReadAccCopy}) {
+    EXPECT_EQ(runRegWgmma(seed, At::BeforeWait, nullptr), WAVE_ERROR_LAUNCH) << int(seed);
+    const std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, "regs: wgmma register hazard: a read of an accumulator register "
+                              "of a wgmma in flight at handmade.wave:7:3 in workgroup (0,0,0) "
+                              "thread (0,0,0): frame bytes "))
+        << msg;
+    EXPECT_TRUE(contains(msg, "hold an accumulator (D) of the wgmma issued at handmade.wave:7:3 "
+                              "by warp 0 of its warpgroup, which is still in flight"))
+        << msg;
+  }
+  EXPECT_EQ(runRegWgmma(RegSeed::WriteAcc, At::BeforeWait, nullptr), WAVE_ERROR_LAUNCH);
+  EXPECT_TRUE(contains(wave_last_error(), "a write to an accumulator register of a wgmma in "
+                                          "flight"))
+      << wave_last_error();
+}
+
+// samples/attention/attention_wgmma.wave for sm_90a (B = 1, M = 128, K2 = 192: the prologue's
+// scores, the loop, the epilogue), whose products take Q and P as register A operands and whose
+// P*V accumulators stay in flight through the next tile's softmax. Unchanged it runs clean;
+// with any one of its wgmma.wait_group counts raised by one, an accumulator that wait should
+// have retired (the scores read by the softmax, O rescaled or divided) is read while in flight.
+TEST(EmuWgmma, AttentionWithAWaitTooLateIsReported) {
+  const std::string image =
+      readFile(std::string(EMU_TEST_IMAGES) + "/attention_wgmma_sm_90a.wemu");
+  ASSERT_FALSE(image.empty());
+  Program p;
+  ASSERT_EQ(loadProgram(image.data(), image.size(), p), WAVE_SUCCESS) << wave_last_error();
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const KernelCode &kc = p.kernels[0];
+  ASSERT_GE(kc.argsSize, 36u); // q, k, v, o, scale
+  const size_t at = codeOffset(image, kc);
+  ASSERT_NE(at, std::string::npos);
+  Device d("emu:sm_90a");
+  const size_t qBytes = size_t(128) * 128 * 2, kBytes = size_t(192) * 128 * 2;
+  void *buf[4] = {};
+  std::vector<uint8_t> args;
+  for (int i = 0; i < 4; ++i) {
+    const size_t bytes = i == 0 || i == 3 ? qBytes : kBytes;
+    ASSERT_EQ(wave_malloc(d.dev, bytes, &buf[i]), WAVE_SUCCESS);
+    std::vector<uint16_t> h(bytes / 2);
+    for (size_t j = 0; j < h.size(); ++j)
+      h[j] = floatToHalf(float(int((j * (7 + i)) % 9) - 4) / 8.0f);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, buf[i], h.data(), bytes), WAVE_SUCCESS);
+    pack(args, 8 * i, buf[i]);
+  }
+  pack(args, 32, 0.125f);
+  args.resize(kc.argsSize);
+  auto run = [&](const std::string &img) {
+    wave_module_t m = nullptr;
+    wave_status_t s = wave_module_load_data(d.dev, img.data(), img.size(), &m);
+    wave_kernel_t k = nullptr;
+    if (!s)
+      s = wave_module_get_kernel(m, kc.name.c_str(), &k);
+    const uint32_t grid[3] = {1, 1, 1};
+    if (!s)
+      s = wave_launch(d.dev, nullptr, k, grid, kc.block, 0, args.data(), args.size());
+    std::string msg = wave_last_error();
+    wave_module_unload(m);
+    wave::rt::fail(s, msg);
+    return s;
+  };
+  EXPECT_EQ(run(image), WAVE_SUCCESS) << wave_last_error();
+  int waits = 0, products = 0;
+  for (size_t i = 0; i < kc.code.size(); ++i) {
+    products += kc.code[i].op == uint16_t(Op::Wgmma) &&
+                ((kc.code[i].imm >> 12) & kWgmmaRegA);
+    if (kc.code[i].op != uint16_t(Op::WgmmaWait))
+      continue;
+    ++waits;
+    std::string wrong = image;
+    patchImm(wrong, at, i, kc.code[i].imm + 1);
+    seal(wrong);
+    EXPECT_EQ(run(wrong), WAVE_ERROR_LAUNCH) << "wait at instruction " << i;
+    const std::string msg = wave_last_error();
+    EXPECT_TRUE(contains(msg, "attention: wgmma register hazard: a read of an accumulator "
+                              "register of a wgmma in flight at "))
+        << msg;
+    EXPECT_TRUE(contains(msg, "hold an accumulator (D) of the wgmma issued at ")) << msg;
+    EXPECT_TRUE(contains(msg, "attention_wgmma.wave:")) << msg;
+  }
+  EXPECT_GE(waits, 3);
+  EXPECT_GT(products, 0); // register A: Q and P
+  for (void *b : buf)
+    wave_free(d.dev, b);
+}
+
+} // namespace

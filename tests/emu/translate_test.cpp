@@ -388,4 +388,92 @@ define ptx_kernel void @k(ptr addrspace(1) %out, i32 %x, i64 %d) {
   }
 }
 
+// A register-A wgmma in a loop, as wavec emits it (the inline PTX of nvidia_lowering.cpp),
+// translated and run on emu:sm_90a: one warp, B (8 x 16 f16 ones) in shared memory, A's four
+// registers made in the loop body from %one (f16 ones), two iterations whose accumulators chain
+// through a phi, and a local value computed from A right after the wgmma (without
+// pinWgmmaValues it would take A's freed slot). With the wait in the loop: clean, D = 2 x 16.
+// With the only wait after the loop, the second iteration's add writes A's register while the
+// first wgmma is in flight: reported (docs/internals.md, "The CPU emulator").
+TEST(EmuTranslate, RegisterAWgmmaLoopAndItsMissingWait) {
+  const std::string head = R"(
+target triple = "nvptx64-nvidia-cuda"
+@lds = internal addrspace(3) global [32 x i64] undef, align 1024
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare void @llvm.nvvm.barrier0()
+define ptx_kernel void @k(ptr addrspace(1) %out, i64 %desc, i32 %one, ptr addrspace(1) %side) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %t64 = zext i32 %tid to i64
+  %sp = getelementptr i64, ptr addrspace(3) @lds, i64 %t64
+  store i64 4323521613979991040, ptr addrspace(3) %sp, align 8
+  call void @llvm.nvvm.barrier0()
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %c0 = phi float [ 0.0, %entry ], [ %d0, %loop ]
+  %c1 = phi float [ 0.0, %entry ], [ %d1, %loop ]
+  %c2 = phi float [ 0.0, %entry ], [ %d2, %loop ]
+  %c3 = phi float [ 0.0, %entry ], [ %d3, %loop ]
+  %a0 = add i32 %one, %i
+  %a1 = or i32 %one, 0
+  %a2 = or i32 %one, 0
+  %a3 = or i32 %one, 0
+  call void asm sideeffect "wgmma.fence.sync.aligned;", ""()
+  %r = call { float, float, float, float } asm sideeffect "{\0A.reg .pred p;\0Asetp.ne.b32 p, 1, 0;\0Awgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {$0, $1, $2, $3}, {$8, $9, $10, $11}, $12, p, 1, 1, 0;\0A}", "=f,=f,=f,=f,0,1,2,3,r,r,r,r,l"(float %c0, float %c1, float %c2, float %c3, i32 %a0, i32 %a1, i32 %a2, i32 %a3, i64 %desc)
+  %after = mul i32 %a1, 3
+  %sidep = getelementptr i32, ptr addrspace(1) %side, i64 %t64
+  store i32 %after, ptr addrspace(1) %sidep, align 4
+  call void asm sideeffect "wgmma.commit_group.sync.aligned;", ""()
+)";
+  const std::string tail = R"(
+  %d0 = extractvalue { float, float, float, float } %r, 0
+  %d1 = extractvalue { float, float, float, float } %r, 1
+  %d2 = extractvalue { float, float, float, float } %r, 2
+  %d3 = extractvalue { float, float, float, float } %r, 3
+  %i1 = add i32 %i, 1
+  %more = icmp ult i32 %i1, 2
+  br i1 %more, label %loop, label %done
+done:
+  call void asm sideeffect "wgmma.wait_group.sync.aligned $0;", "n"(i32 0)
+  %v0 = insertelement <4 x float> poison, float %d0, i64 0
+  %v1 = insertelement <4 x float> %v0, float %d1, i64 1
+  %v2 = insertelement <4 x float> %v1, float %d2, i64 2
+  %v3 = insertelement <4 x float> %v2, float %d3, i64 3
+  %op = getelementptr <4 x float>, ptr addrspace(1) %out, i64 %t64
+  store <4 x float> %v3, ptr addrspace(1) %op, align 16
+  ret void
+}
+)";
+  const std::string wait = "  call void asm sideeffect \"wgmma.wait_group.sync.aligned $0;\", \"n\"(i32 0)\n";
+  for (bool waitInLoop : {true, false}) {
+    const std::string ir = head + (waitInLoop ? wait : "") + tail;
+    const std::string image = translate(ir.c_str(), {"k", {32, 1, 1}, 32}, "sm_90a");
+    ASSERT_FALSE(image.empty());
+    Launcher l("emu:sm_90a", image, "k");
+    void *out = l.alloc(32 * 16), *side = l.alloc(32 * 4);
+    // The packed arguments (8-byte words): the descriptor with the 32-byte swizzle at start 0
+    // (@lds is the only shared global); two f16 ones in the low word of %one (%i = 1 makes the
+    // first 1 + 2^-10, which the tolerance below covers).
+    const uint64_t desc = 3ull << 62, one = 0x3c003c00u;
+    wave_status_t s = l.launch(1, 32, {out, reinterpret_cast<void *>(desc),
+                                       reinterpret_cast<void *>(one), side});
+    if (waitInLoop) {
+      ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+      for (float v : l.read<float>(out, 32 * 4))
+        EXPECT_NEAR(v, 32.0f, 0.05f);
+      continue;
+    }
+    EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+    const std::string msg = wave_last_error();
+    EXPECT_NE(msg.find("k: wgmma register hazard: a write to an A operand register of a wgmma "
+                       "in flight at "),
+              std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("(no wgmma.wait_group of this thread has retired its group yet"),
+              std::string::npos)
+        << msg;
+  }
+}
+
 } // namespace

@@ -93,6 +93,7 @@ void Runner::execWgmma(const Inst &in, Lane *const *byLane) {
     prof->wgmma(((flags & kWgmmaRegA) ? 0 : uint64_t(16) * kk * es) + uint64_t(nn) * kk * es / 4);
   for (uint32_t l = 0; l < 32; ++l)
     std::memcpy(byLane[l]->frame + in.dst, &D[size_t(l) * (nn / 2)], 2 * nn);
+  regIssue(in, byLane);
 }
 
 

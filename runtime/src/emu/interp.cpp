@@ -14,7 +14,9 @@
 // and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
 // one of them writes; an uninitialised read: a byte never written in this workgroup), and of the
 // asynchronous copy (cp.async) in flight to it, if any: such a byte may be touched by no one
-// until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy).
+// until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy). On sm_90a,
+// the registers of a wgmma in flight (its A registers, its accumulators) are checked too
+// (regcheck.cpp).
 //
 // Step limit: a workgroup may execute at most WAVE_EMU_STEP_LIMIT instructions (all its threads
 // together; default kDefaultStepLimit); past it the launch fails with WAVE_ERROR_STEP_LIMIT
@@ -76,6 +78,10 @@ void Runner::run(Lane &L) {
   for (;;) {
     const Inst &in = code[pc];
     const Type t = Type(in.type);
+    if (L.wgLive && !regSkip_[pc] && !regCheck(L, in)) { // a wgmma in flight (regcheck.cpp)
+      L.state = Done;
+      return;
+    }
     switch (Op(in.op)) {
     case Op::Ret:
       count();
@@ -127,12 +133,14 @@ void Runner::run(Lane &L) {
     case Op::WgmmaCommit:
       if (L.lane == 0) // the warp's instruction
         ++wgmma_[L.linear / 32].open;
+      ++L.wgOpen;
       break;
     case Op::WgmmaWait:
       if (L.lane == 0 && !wgmmaWait(L, in.imm)) {
         L.state = Done;
         return;
       }
+      regWait(L, in.imm);
       break;
     case Op::TmaLoad:
     case Op::TmaStore:
@@ -945,6 +953,7 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   pending_.set = false;
   steps_ = 0;
   dropAsync();
+  regWorkgroup();
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)

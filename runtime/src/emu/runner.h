@@ -1,6 +1,6 @@
 // The workgroup runner of the CPU emulator (interp.cpp: the interpreter loop, collectives,
-// cp.async and the scheduler; hopper.cpp: sm_90a's wgmma, TMA and mbarriers). Internal to
-// runtime/src/emu.
+// cp.async and the scheduler; hopper.cpp: sm_90a's wgmma, TMA and mbarriers; regcheck.cpp:
+// the register hazards of wgmmas in flight). Internal to runtime/src/emu.
 #pragma once
 
 #include "emu.h"
@@ -36,6 +36,10 @@ struct Lane {
   uint32_t tid[3] = {0, 0, 0};
   uint32_t lane = 0;   // within the wave
   uint32_t linear = 0; // within the workgroup
+  // wgmma register hazards (regcheck.cpp): this thread's commits and waits. Groups below
+  // wgRetired are retired for it; wgLive while the newest wgmma of its warp (group wgLast) is not.
+  uint32_t wgOpen = 0, wgRetired = 0, wgLast = 0;
+  bool wgLive = false;
 };
 
 // kAsyncProxy: a write by a TMA load, ordered with the threads' accesses by mbarriers, which
@@ -51,6 +55,19 @@ struct WgmmaReads {
   const Inst *issue;
   std::vector<uint32_t> bytes; // distinct offsets read
 };
+// One wgmma issued in the workgroup (by serial number), for the register-hazard check.
+struct WgmmaIssue {
+  uint32_t group; // the warp's open group at issue
+  uint32_t warp;
+  const Inst *issue;
+};
+constexpr uint32_t kRegA = 0x80000000u; // a register tag's kind bit: an A register (else D)
+// An A register of a wgmma (tag kRegA | its index): the frame word it tags, so that a tag a
+// move copied elsewhere does not protect the copy.
+struct WgmmaRegA {
+  uint32_t serial, word;
+};
+
 struct WgmmaQueue {
   std::vector<WgmmaReads> reads; // in issue order, so in group order
   size_t head = 0;               // reads before it are retired
@@ -106,6 +123,12 @@ public:
     async_.resize(threads_);
     wgmma_.resize((threads_ + 31) / 32);
     wgmmaReads_.assign(sharedBytes_, 0);
+    for (const Inst &in : k.code)
+      if (Op(in.op) == Op::Wgmma) {
+        regTags_.assign(size_t(threads_) * (frameStride_ / 4), 0);
+        regPlan();
+        break;
+      }
     stepLimit_ = lp.stepLimit ? lp.stepLimit : kDefaultStepLimit;
   }
 
@@ -131,6 +154,17 @@ private:
   std::vector<WgmmaQueue> wgmma_;  // per warp (linear id / 32)
   std::vector<uint16_t> wgmmaReads_; // per shared byte: wgmma reads of it in flight
   uint32_t wgmmaInFlight_ = 0;     // wgmma read sets in flight in the workgroup
+  // Register hazards of wgmmas in flight (regcheck.cpp): per thread and frame word, the serial
+  // of the wgmma whose accumulator (D) the word holds or, with kRegA, the index of the A
+  // register record (WgmmaRegA) of a wgmma; 0 none. Serials and indices count over the
+  // Runner's workgroups: those of earlier workgroups are below the bases and so retired, and
+  // nothing is cleared between workgroups.
+  std::vector<uint32_t> regTags_;
+  std::vector<WgmmaIssue> regIssues_; // this workgroup's wgmmas, serial regBase_ first
+  std::vector<WgmmaRegA> regA_;       // this workgroup's A registers, index regABase_ first
+  std::vector<uint8_t> regSkip_;      // per pc: touches no frame word that can hold a tag
+  bool regHasA_ = false;              // the kernel has a wgmma with A from registers
+  uint32_t regBase_ = 1, regSerial_ = 1, regABase_ = 1;
   size_t heapHint_ = 0;
   bool faulted_ = false;
   bool framesReady_ = false;
@@ -174,6 +208,26 @@ private:
   std::string deadlock();
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
   void execWgmma(const Inst &in, Lane *const *byLane);
+  void regPlan();
+  void regASources(const Inst &in, uint32_t src[4]) const;
+  void regIssue(const Inst &in, Lane *const *byLane);
+  void regWait(Lane &lane, uint32_t keep);
+  void regWorkgroup();
+  bool regCheck(const Lane &lane, const Inst &in);
+  // Whether `tag` on frame word `word` belongs to a wgmma that is in flight for `lane`.
+  bool regLive(const Lane &lane, uint32_t tag, uint32_t word) const {
+    uint32_t s = tag;
+    if (tag & kRegA) {
+      const uint32_t i = tag & ~kRegA;
+      if (i < regABase_ || i - regABase_ >= regA_.size() || regA_[i - regABase_].word != word)
+        return false;
+      s = regA_[i - regABase_].serial;
+    }
+    return s >= regBase_ && s < regSerial_ && regIssues_[s - regBase_].group >= lane.wgRetired;
+  }
+  uint32_t *regTags(const Lane &lane) { return regTags_.data() + size_t(lane.linear) * (frameStride_ / 4); }
+  bool regMove(const Lane &lane, const Inst &in, uint32_t dst, uint32_t src, uint32_t bytes);
+  bool regHazard(const Lane &lane, const Inst &in, uint32_t word, uint32_t tag, bool write);
 
   // A memory access for the profiler (a no-op unless profiling).
   void record(const Lane &lane, const Inst &in, uint64_t addr, uint32_t bytes, bool first = true) {
