@@ -12,7 +12,9 @@ cp -r "$src/runtime" "$out/"
 cp -r "$src/samples/common" "$src/samples/attention" "$out/samples/"
 cp "$src/bench/attention_cuda.py" "$src/bench/wave_bench.py" "$out/"
 # name: head dim: source (samples/attention/): target: -D flags. ATTENTION_VARIANTS (the same
-# form, space-separated entries joined by ';') replaces the list.
+# form, space-separated entries joined by ';') replaces the list. A source `FILE@FIELDS`
+# compiles FILE with FIELDS added to its hardware(...) constraint (e.g.
+# `attention_wgmma.wave@score_ahead = 0`).
 variants=(
   "d128_m128_k64:128:attention.wave:sm_90:-DBLOCK_M=128 -DBLOCK_K2=64"
   "d64_k32_w32:64:attention.wave:sm_90:-DBLOCK_K2=32 -DWAVE_M=32 -DBLOCK_M=128"
@@ -27,10 +29,15 @@ fi
 for v in "${variants[@]}"; do
   IFS=':' read -r name d file target flags <<<"$v"
   mkdir -p "$out/$name"
+  source="$src/samples/attention/${file%%@*}"
+  if [[ "$file" == *@* ]]; then
+    sed "s/hardware(\(.*\));/hardware(\1, ${file#*@});/" "$source" > "$out/$name/attention.wave"
+    source="$out/$name/attention.wave"
+  fi
   # shellcheck disable=SC2086
-  "$wavec" "$src/samples/attention/$file" --target=$target -DD=$d $flags --no-cache \
+  "$wavec" "$source" --target=$target -DD=$d $flags --no-cache \
     -o "$out/$name/attention.cubin" --header "$out/$name/attention.h" --stub "$out/$name/attention.c"
-  "$wavec" "$src/samples/attention/$file" --target=$target -DD=$d $flags --no-cache \
+  "$wavec" "$source" --target=$target -DD=$d $flags --no-cache \
     -o "$out/$name/attention.ptx"
   echo "$d" > "$out/$name/headdim"
   echo "$file $target $flags" > "$out/$name/flags"
