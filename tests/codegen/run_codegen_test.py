@@ -1190,17 +1190,19 @@ def test_attention_wgmma(a, tmp):
           ptx[:3000])
     check(ptx.count("wgmma.mma_async") == 20, "no other wgmma", ptx[:3000])
     check("mma.sync" not in ptx and "ldmatrix" not in ptx, "no mma.sync, no ldmatrix", ptx[:3000])
-    # The loop body in order: a wait for everything (the previous P·V), the barrier, the next
-    # tile's 8 score products and their commit, the 4 P·V products and their commit, a wait
-    # keeping one group.
-    loop = re.search(r"(\$L__BB0_\d+):\n(?:(?!\$L__BB).*\n)*?\s*@%p\d+ bra\s+\1;", ptx)
-    body = loop.group(0) if loop else ""
+    # In the loop (one basic block from the barrier to the wait; LLVM may lay the loop's blocks
+    # out in another order, so the whole text is searched): the barrier, the next tile's 8
+    # score products and their commit, the 4 P·V products and their commit, a wait keeping one
+    # group; and a wait for everything somewhere (before P is made again).
     events = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync|wgmma\.commit_group|"
-                        r"m64n64k16|m64n128k16", body)
-    want = (["wgmma.wait_group.sync.aligned 0", "bar.sync"] + ["m64n64k16"] * 8 +
-            ["wgmma.commit_group"] + ["m64n128k16"] * 4 +
+                        r"m64n64k16|m64n128k16", ptx)
+    want = (["bar.sync"] + ["m64n64k16"] * 8 + ["wgmma.commit_group"] + ["m64n128k16"] * 4 +
             ["wgmma.commit_group", "wgmma.wait_group.sync.aligned 1"])
-    check(events == want, f"the scores-ahead loop order, found {events}", body[:3000])
+    found = any(events[i:i + len(want)] == want for i in range(len(events)))
+    check(found and events.count("wgmma.wait_group.sync.aligned 1") == 1 and
+          events.count("wgmma.wait_group.sync.aligned 0") == 3,
+          f"the scores-ahead loop order (prologue wait, loop wait 0 and 1, final wait), found "
+          f"{events}", ptx[:3000])
     check(ptx.count("bar.sync") == 2, "one barrier before the loop (tile 0's scores), one per "
           "key tile", ptx[:3000])
     off = os.path.join(tmp, "off.wave")

@@ -94,6 +94,10 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   }
   const ScalarType inT = ins.empty() ? out.dtype : ins.back()->dtype;
   for (const auto &a : clonesOver(out.cloneSyms)) {
+    if (std::string r; op.kind == ir::OpKind::Select && boundsMaskSelect(op, ins, out, a, r)) {
+      out.clones[cloneKey(a, out.cloneSyms)] = r;
+      continue;
+    }
     std::vector<std::string> x;
     for (const RegVal *v : ins)
       x.push_back(operandIn(*v, out, a));
@@ -103,6 +107,62 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   }
   values_[res] = std::move(out);
   return true;
+}
+
+// A select whose condition is a bounds mask, `apply_expr(self_index(D), j => j < E)` (or
+// `<=`; through broadcasts and permutes), as attention's ragged last key tile writes it: where
+// the lane's largest index of D in this clone is in bounds, so is every other (they differ
+// from it by constants), and the select is its first value; otherwise each element is
+// selected as usual. One compare and a branch instead of a compare and a select per element,
+// so a loop's full tiles skip the mask (the element-wise form was 94 of the 560 SASS
+// instructions of attention's loop). A self_index narrower than the index wraps only for
+// indices past 2^31, where an index below E is still below E: the same results either way.
+bool KernelEmitter::boundsMaskSelect(const ir::Op &op, const std::vector<const RegVal *> &ins,
+                                     const RegVal &out, const CloneAssign &a, std::string &r) {
+  const ir::Op *d = ins[0]->deferred;
+  while (d && (d->kind == ir::OpKind::Broadcast || d->kind == ir::OpKind::Permute))
+    d = values_.at(d->operands[0]).deferred;
+  if (!d || d->kind != ir::OpKind::ApplyExpr || !d->pred)
+    return false;
+  const ir::Op *self = values_.at(d->operands[0]).deferred;
+  const sym::Pred &p = *d->pred;
+  if (!self || self->kind != ir::OpKind::SelfIndex || !isInteger(self->results[0]->type.dtype) ||
+      p.kind != sym::Pred::Cmp || (p.op != sym::Pred::Lt && p.op != sym::Pred::Le) ||
+      !facts_.provesEqual(p.lhs, IndexExpr::symbol(d->lambdaVar)) ||
+      p.rhs.dependsOn(d->lambdaVar))
+    return false;
+  auto it = out.layout.find(self->dims[0].str());
+  if (it == out.layout.end())
+    return false;
+  std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(0)}};
+  for (const auto &[sym, v] : a)
+    subs[sym] = IndexExpr(v);
+  const IndexExpr first = facts_.simplify(it->second.start.subs(subs));
+  int64_t most = 0;
+  for (int64_t g = 1; g < out.elems; ++g) {
+    subs["$g"] = IndexExpr(g);
+    auto c = facts_.simplify(it->second.start.subs(subs) - first).asInteger();
+    if (!c)
+      return false;
+    most = std::max(most, *c);
+  }
+  const std::string x1 = operandIn(*ins[1], out, a), x2 = operandIn(*ins[2], out, a);
+  const std::string all = fresh(), ty = vecType(out.dtype, out.elems), saved = indent_;
+  line(all + " = arith.cmpi " + (p.op == sym::Pred::Lt ? "slt" : "sle") + ", " +
+       lowerIndex(facts_.simplify(first + most)) + ", " + lowerIndex(p.rhs) + " : index");
+  r = fresh();
+  auto cache = exprCache_;
+  line(r + " = scf.if " + all + " -> (" + ty + ") {");
+  line("  scf.yield " + x1 + " : " + ty);
+  line("} else {");
+  indent_ += "  ";
+  const std::string sel =
+      elementwiseClone(op, {operandIn(*ins[0], out, a), x1, x2}, ins[2]->dtype, out.elems);
+  line("scf.yield " + sel + " : " + ty);
+  indent_ = saved;
+  exprCache_ = cache;
+  line("}");
+  return !failed_;
 }
 
 // ---- f64 math without libm ----------------------------------------------------------------

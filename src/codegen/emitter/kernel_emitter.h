@@ -262,6 +262,8 @@ private:
   void unbindIndexValue(const ir::Op &op);
   void forgetIndexValue(const std::string &name);
   bool emitElementwise(const ir::Op &op);
+  bool boundsMaskSelect(const ir::Op &op, const std::vector<const RegVal *> &ins,
+                        const RegVal &out, const CloneAssign &a, std::string &r);
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
   bool emitReduce(const ir::Op &op);
