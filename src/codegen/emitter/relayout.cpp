@@ -4,7 +4,8 @@
 // the carried-shapes rules, for the conversions the elementwise ops and writes make); convertTo
 // takes the planned tile when planRelayout finds the move Impossible (relayoutShared). The
 // stores and loads are shared-memory items, so barrier insertion (passes/barrier_insertion.cpp)
-// puts the barrier between them and before the tile's next stores.
+// puts the barrier between them and before the tile's next stores. A tile too large for the
+// shared memory left goes in pieces (splitRelayouts), one after the other through one tile.
 #include "codegen/emitter/kernel_emitter.h"
 
 namespace wave::codegen::detail {
