@@ -101,6 +101,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
     case ir::OpKind::Select:
     case ir::OpKind::Cast:
     case ir::OpKind::Broadcast:
+    case ir::OpKind::Permute:
       if (streamedIn)
         return deferStreamed(op);
       break;

@@ -882,6 +882,11 @@ private:
         vs = x->vectorShape.asInteger();
       else if (auto declared = kernel.vectorShapeFor(d))
         vs = declared->asInteger();
+      // A vector shape past the dim's static size is the whole dim (as collectExpansion
+      // makes it): a dim of one element is no lane dim, whatever its declared vector shape
+      // (lanes along it would leave the other dims, a streamed one included, to no lane).
+      if (auto size = d.size.asInteger(); vs && size && *vs > *size && !split(d))
+        vs = std::max<int64_t>(*size, 1);
       const bool streamed = !x && !kernel.tilingFor(d) && !d.size.asInteger();
       return (vs.has_value() && *vs > 1) || streamed;
     };

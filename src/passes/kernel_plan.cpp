@@ -171,6 +171,8 @@ std::string printSharedMemory(const KernelPlan &plan) {
     out += "  tile " + std::to_string(i) + " at " + std::to_string(t.offsetBytes) + ": " +
            (t.relayout ? "layout move for " : t.scratch ? "reduction scratch of " : "") + opLabel(t.op) + ", " +
            std::to_string(t.stages) + " x " + std::to_string(t.bytes) + " bytes";
+    if (t.pieces > 1)
+      out += " (the move in " + std::to_string(t.pieces) + " pieces)";
     if (m.reused) {
       std::string with;
       for (size_t j = 0; j < plan.tiles.size(); ++j)

@@ -38,6 +38,7 @@ struct SharedTile {
   const ir::Op *op = nullptr;   // the promoted read, or the reduction whose scratch it is
   bool scratch = false;         // a cross-wave reduction's scratch (sized before emission)
   bool relayout = false;        // a move between thread layouts (codegen/emitter/relayout.cpp)
+  int64_t pieces = 1;           // a layout move made in this many pieces of the tile, one by one
   ScalarType dtype = ScalarType::F32;
   int64_t offsetBytes = 0, bytes = 0;  // offset in the arena (shared-memory-plan); one buffer
   std::vector<int64_t> tile;           // per memory dim (unpadded)

@@ -4,6 +4,7 @@
 #include "passes/kernel_plan.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 namespace wave {
@@ -228,6 +229,53 @@ struct Legalizer {
       if (fromStreamedRow(o, depth + 1))
         return true;
     return false;
+  }
+  // The dims the streamed reads feeding `v` through deferred ops stream along (stream.cpp,
+  // deferStreamed: the element-wise ops, broadcasts and permutes of a streamed row; access.cpp:
+  // a read's first dim with chunks).
+  void streamedDims(const ir::Value *v, std::set<std::string> &dims, int depth = 0) const {
+    const ir::Op *def = v->def;
+    if (!def || depth > 64)
+      return;
+    if (def->kind == ir::OpKind::Read) {
+      if (ir::indexOperand(*def) || isPromotedRead(*def)) // gathers, promoted reads: held
+        return;
+      if (const AccessIndex *ai = accessOf(d, *def))
+        for (const auto &di : def->mapping ? ai->regDims : ai->dims)
+          if (di.chunk > 0) {
+            dims.insert(di.dim.str());
+            break;
+          }
+      return;
+    }
+    if (elementwiseLike(def->kind) && def->kind != ir::OpKind::ApplyExpr)
+      for (const ir::Value *o : def->operands)
+        streamedDims(o, dims, depth + 1);
+  }
+  // stream.cpp: the operands of a deferred op stream along one dim, and a write of a streamed
+  // row loops over the dim its own access streams, which must be the row's (a transposing copy
+  // whose two dims are both dynamic and unsplit streams the read along one, the write along the
+  // other).
+  void streamedRows(const ir::Op &op) {
+    std::set<std::string> dims;
+    const bool write = op.kind == ir::OpKind::Write;
+    for (size_t i = 0; i < (write ? 1 : op.operands.size()); ++i)
+      streamedDims(op.operands[i], dims);
+    if (dims.empty())
+      return;
+    std::string own;
+    if (const AccessIndex *ai = write ? accessOf(d, op) : nullptr)
+      for (const auto &di : op.mapping ? ai->regDims : ai->dims)
+        if (di.chunk > 0) {
+          own = di.dim.str();
+          break;
+        }
+    if (write && dims.size() == 1 && *dims.begin() != own)
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {"a write of a streamed row in another layout"}, "a streamed row written across");
+    else if (!write && dims.size() > 1)
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {"operands streamed along different dims"}, "streamed rows along different dims");
   }
   // Whether `v` may be computed from thread indices only (layout.cpp, computeDeferred: a
   // self_index, an apply_expr, element-wise ops on those), so that it has no layout of its own.
@@ -656,6 +704,7 @@ struct Legalizer {
         break;
       }
       access(op, op.operands[1]);
+      streamedRows(op);
       if (isAllocated(op.operands[1]) && allocatedAccess(op, op.operands[1])) {
         // access.cpp, emitWrite: one lane stores each element (atomic_owners.cpp).
         int64_t owners[3];
@@ -673,7 +722,10 @@ struct Legalizer {
     case ir::OpKind::Binary:
     case ir::OpKind::Math:
     case ir::OpKind::Select:
-    case ir::OpKind::Cast: elementwise(op); break;
+    case ir::OpKind::Cast:
+      streamedRows(op);
+      elementwise(op);
+      break;
     case ir::OpKind::SelfIndex: {
       // layout.cpp, computeDeferred: an index as an integer or a float with arithmetic.
       const ScalarType ty = op.results[0]->type.dtype;
@@ -684,9 +736,9 @@ struct Legalizer {
         note("computed in the layout of each user");
       break;
     }
-    case ir::OpKind::ApplyExpr:
     case ir::OpKind::Broadcast:
-    case ir::OpKind::Permute: note("no code of its own"); break;
+    case ir::OpKind::Permute: streamedRows(op); [[fallthrough]];
+    case ir::OpKind::ApplyExpr: note("no code of its own"); break;
     case ir::OpKind::Mma: mma(op); break;
     case ir::OpKind::Reduce: reduce(op); break;
     case ir::OpKind::Cumsum: cumsum(op); break;

@@ -396,6 +396,7 @@ private:
     // Loads of elements outside the tile read a written cell (and take 0): the box's first
     // cell may be a hole no source element lands on.
     p.writtenCell = std::find(written_.begin(), written_.end(), true) - written_.begin();
+    p.stored = written_;
     return true;
   }
 };

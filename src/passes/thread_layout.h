@@ -139,6 +139,10 @@ struct SharedRelayout {
   // atomic exchange (owners, skip and ranges are empty). All copies of an element hold the same
   // value, so the stores agree, and atomics do not race with each other.
   bool copiesStore = false;
+  // Per cell of the tile (row-major over `extent`): whether some thread stores it. A move too
+  // large for shared memory goes in pieces (codegen/emitter/relayout.cpp), each loading from
+  // outside the tile at a cell of its own that is stored.
+  std::vector<bool> stored;
   int64_t elements() const;
 };
 

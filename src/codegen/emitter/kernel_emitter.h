@@ -486,6 +486,17 @@ private:
   struct PlannedRelayout {
     SharedRelayout plan;
     int alloc = -1;
+    // > 0: the move goes in pieces of this many cells of the tile (row-major over its extent),
+    // one after the other through one tile of that size (splitRelayouts); pieceCell[k] is a
+    // cell of piece k that is stored (relative to the piece; -1: piece k stores nothing).
+    int64_t piece = 0;
+    std::vector<int64_t> pieceCell;
+  };
+  // Where one element of a layout move sits: its cell of the whole tile and, when it may fall
+  // outside the tile, the condition that it does not.
+  struct RelayoutPlace {
+    IndexExpr cell;
+    std::string inside;
   };
   std::map<std::string, PlannedRelayout> relayouts_;
   std::map<std::string, std::string> relayoutFailures_; // key -> why the shared move failed
@@ -494,6 +505,15 @@ private:
   void planRelayouts(const ir::Op &op, const ShapeMap &shapes);
   bool writeShape(const ir::Op &op, RegVal &out) const;
   bool relayoutShared(const RegVal &v, RegVal &out, const PlannedRelayout &r);
+  void splitRelayouts();
+  RelayoutPlace relayoutPlace(const SharedRelayout &p, bool dst, const CloneAssign &a,
+                              int64_t g);
+  std::string relayoutPiece(const IndexExpr &cell, const PlannedRelayout &r, int64_t k,
+                            bool &never);
+  std::string relayoutPtr(int alloc, const std::string &off, ScalarType st);
+  void relayoutStores(const RegVal &v, const PlannedRelayout &r, int64_t k);
+  void relayoutLoads(RegVal &out, const PlannedRelayout &r, int64_t k,
+                     std::vector<std::vector<std::string>> &elems, std::string &zero);
   void relayoutStore(std::string x, const std::string &ptr, ScalarType st, bool exchange);
   bool ifShape(const ir::Op &op, ShapeMap &shapes) const;
   bool opShape(const ir::Op &op, ShapeMap &shapes) const;

@@ -150,6 +150,7 @@ void KernelEmitter::planScratchTiles() {
   ShapeMap shapes;
   scratchIn(k_.body.ops, shapes);
   allocatesIn(k_.body.ops);
+  splitRelayouts(); // after every other tile: the shared memory they leave
 }
 
 } // namespace wave::codegen::detail
