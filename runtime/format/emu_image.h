@@ -263,6 +263,23 @@ struct Inst {
 };
 static_assert(sizeof(Inst) == 32, "Inst is 32 bytes in the file");
 
+// An instruction of the image (the translator's and the tests' hand-built images).
+inline Inst makeInst(Op op, Type type, uint32_t lanes, uint32_t dst, uint32_t a, uint32_t b,
+                     uint32_t c, uint32_t imm, uint8_t aux, uint32_t loc) {
+  Inst i{};
+  i.op = uint16_t(op);
+  i.type = uint8_t(type);
+  i.aux = aux;
+  i.lanes = lanes;
+  i.dst = dst;
+  i.a = a;
+  i.b = b;
+  i.c = c;
+  i.imm = imm;
+  i.loc = loc;
+  return i;
+}
+
 // Per-lane operand sizes of the matrix kinds (bytes of A, B, C/D per lane) and their names.
 struct MmaShape {
   const char *name;

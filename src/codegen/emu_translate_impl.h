@@ -404,18 +404,7 @@ private:
 
   size_t emit(Op op, Type type, uint32_t lanes, uint32_t dst = 0, uint32_t a = 0, uint32_t b = 0,
               uint32_t c = 0, uint32_t imm = 0, uint8_t aux = 0) {
-    Inst i{};
-    i.op = uint16_t(op);
-    i.type = uint8_t(type);
-    i.aux = aux;
-    i.lanes = lanes;
-    i.dst = dst;
-    i.a = a;
-    i.b = b;
-    i.c = c;
-    i.imm = imm;
-    i.loc = curLoc_;
-    insts.push_back(i);
+    insts.push_back(makeInst(op, type, lanes, dst, a, b, c, imm, aux, curLoc_));
     return insts.size() - 1;
   }
 

@@ -61,17 +61,7 @@ struct KernelBuilder {
   }
   size_t op(Op o, Type t, uint32_t lanes, uint32_t dst = 0, uint32_t a = 0, uint32_t b = 0,
             uint32_t c = 0, uint32_t imm = 0, uint8_t aux = 0) {
-    Inst i{};
-    i.op = uint16_t(o);
-    i.type = uint8_t(t);
-    i.aux = aux;
-    i.lanes = lanes;
-    i.dst = dst;
-    i.a = a;
-    i.b = b;
-    i.c = c;
-    i.imm = imm;
-    code.push_back(i);
+    code.push_back(makeInst(o, t, lanes, dst, a, b, c, imm, aux, 0));
     return code.size() - 1;
   }
   // dst (i64) = the thread's linear id in x (ZExt of the i32 special register).

@@ -176,28 +176,46 @@ bool KernelEmitter::scoreAheadPrologue(LoopState &s) {
   }
   if (!s.inFlightBy)
     return unsupported("a scores-ahead loop without its second product (a wavec bug)", s.op.loc);
-  const ir::Op &read = *m1.operands[1]->def;
-  if (!emitOp(*m1.operands[2]->def))
-    return false;
-  stageIndex_ = IndexExpr(0);
-  stageTag_ = 0;
+  return emitOp(*m1.operands[2]->def) && scoreAheadIssue(s, IndexExpr(0), 0, true, s.ahead);
+}
+
+// The first product of the tile in buffer `buffer` (barrier-insertion stage tag `tag`): its
+// staged read's descriptors, then the product, waited for at once (`wait`: before the loop)
+// or issued and committed only (in the loop: the second product's wait retires it).
+bool KernelEmitter::scoreAheadIssue(LoopState &s, const IndexExpr &buffer, int tag, bool wait,
+                                    RegVal &out) {
+  const ir::Op &m1 = *s.sched.scoreAhead, &read = *m1.operands[1]->def;
+  stageIndex_ = buffer;
+  stageTag_ = tag;
   RegVal desc;
+  std::string savedLoc = locOf(read.loc);
+  std::swap(loc_, savedLoc);
   const bool ok = ldsRead(read, promotions_.at(&read), desc);
+  std::swap(loc_, savedLoc);
   stageIndex_ = IndexExpr(0);
   stageTag_ = -1;
   if (!ok)
     return false;
   values_[read.results[0]] = std::move(desc);
-  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
-  wgmmaKeep_ = 0;
-  wgmmaStages_ = s.sched.stages;
-  const bool issued = emitOp(m1);
-  wgmmaKeep_ = savedKeep;
-  wgmmaStages_ = savedStages;
+  wgmmaNoWait_ = !wait;
+  const bool issued = emitWgmmaKeeping(m1, 0, s.sched.stages);
+  wgmmaNoWait_ = false;
   if (!issued)
     return false;
-  s.ahead = values_.at(m1.results[0]);
+  out = values_.at(m1.results[0]);
   return true;
+}
+
+// emitOp on a wgmma with `keep` groups left in flight by its wait and `stages` buffers for its
+// reads' retire marks (mma.cpp, emitWgmma), the emitter's own settings restored after.
+bool KernelEmitter::emitWgmmaKeeping(const ir::Op &mma, int keep, int stages) {
+  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
+  wgmmaKeep_ = keep;
+  wgmmaStages_ = stages;
+  const bool ok = emitOp(mma);
+  wgmmaKeep_ = savedKeep;
+  wgmmaStages_ = savedStages;
+  return ok;
 }
 
 // Scores ahead in the body, before op `o` (LoopSchedule::scoreAhead). The first product came
@@ -205,7 +223,9 @@ bool KernelEmitter::scoreAheadPrologue(LoopState &s) {
 // product's value being the iter_args. Before the first op that uses a carried value the
 // second product's result arrives in (in flight since the previous iteration), or that makes
 // its A operand (P: the product in flight still reads those registers), every group is waited
-// for. The second product is emitted here, behind the first product of tile i + 1.
+// for. The second product is emitted here, behind the first product of tile i + 1 (the last
+// iteration's reads the buffer after the last tile, whose copies fetched the last tile again;
+// its result is dropped).
 bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) {
   const ir::Op &m1 = *s.sched.scoreAhead, &m2 = *s.inFlightBy;
   skip = &o == m1.operands[1]->def || &o == &m1;
@@ -232,43 +252,10 @@ bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) 
   // reads of tile i end there (stage 0 now; the next iteration's wait marks them retired as
   // tile i - 1), and the wait retired the scores of tile i + 1.
   skip = true;
-  if (!scoreAheadNext(s))
+  if (!scoreAheadIssue(s, IndexExpr::symbol(s.stNextSym), 1, false, s.aheadNext) ||
+      !emitWgmmaKeeping(m2, 1, 0))
     return false;
-  const int savedKeep = wgmmaKeep_, savedStages = wgmmaStages_;
-  wgmmaKeep_ = 1;
-  wgmmaStages_ = 0;
-  const bool ok = emitOp(m2);
-  wgmmaKeep_ = savedKeep;
-  wgmmaStages_ = savedStages;
   mark(SyncItem{SyncItem::Read, promotions_.at(m1.operands[1]->def).alloc, 1});
-  return ok;
-}
-
-// Scores ahead, in iteration i before the second product: the first product of tile i + 1
-// (the last iteration's reads the buffer after the last tile, whose copies fetched the last
-// tile again, and its result is dropped), issued without a wait; the second product's wait
-// (one group kept) then retires it, leaving the second product in flight.
-bool KernelEmitter::scoreAheadNext(LoopState &s) {
-  const ir::Op &m1 = *s.sched.scoreAhead;
-  const ir::Op &read = *m1.operands[1]->def;
-  stageIndex_ = IndexExpr::symbol(s.stNextSym);
-  stageTag_ = 1;
-  RegVal desc;
-  std::string savedLoc = locOf(read.loc);
-  std::swap(loc_, savedLoc);
-  const bool ok = ldsRead(read, promotions_.at(&read), desc);
-  std::swap(loc_, savedLoc);
-  stageIndex_ = IndexExpr(0);
-  stageTag_ = -1;
-  if (!ok)
-    return false;
-  values_[read.results[0]] = std::move(desc);
-  wgmmaNoWait_ = true;
-  const bool issued = emitOp(m1);
-  wgmmaNoWait_ = false;
-  if (!issued)
-    return false;
-  s.aheadNext = values_.at(m1.results[0]);
   return true;
 }
 
@@ -495,12 +482,11 @@ bool KernelEmitter::loopBody(LoopState &s) {
       s.yield = o.get();
       break;
     }
-    bool skip = false;
-    if (s.sched.scoreAhead && (!(ok = scoreAheadBefore(s, *o, skip)) || skip)) {
-      if (!ok)
-        break;
+    bool skip = false; // made by scoreAheadBefore (or before the loop)
+    if (s.sched.scoreAhead && !(ok = scoreAheadBefore(s, *o, skip)))
+      break;
+    if (skip)
       continue;
-    }
     if (interleave && o.get() == staged.front()) { // the MFMA region opens (schedule.cpp)
       lower_->setPriority(1);
       groupFrom = items_.size();

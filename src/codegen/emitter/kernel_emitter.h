@@ -415,7 +415,9 @@ private:
   struct LoopState;
   bool loopPrologue(LoopState &s);
   bool scoreAheadPrologue(LoopState &s);                 // LoopSchedule::scoreAhead
-  bool scoreAheadNext(LoopState &s);                     // the first product of tile i + 1
+  bool scoreAheadIssue(LoopState &s, const sym::IndexExpr &buffer, int tag, bool wait,
+                       RegVal &out);
+  bool emitWgmmaKeeping(const ir::Op &mma, int keep, int stages);
   bool scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip);
   void loopTmaTop(LoopState &s, int wgAhead); // TMA: a later tile's copy, this tile's wait
   void loopOpen(LoopState &s, const std::vector<RegVal> &carried);
