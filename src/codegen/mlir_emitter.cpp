@@ -106,7 +106,7 @@ bool KernelEmitter::emitOp(const ir::Op &op) {
         return deferStreamed(op);
       break;
     case ir::OpKind::Write:
-      if (streamedIn || streamedDim(op))
+      if (streamedIn || streamedDim(op) || !walkedDims(op).empty())
         return emitStreamedWrite(op);
       break;
     case ir::OpKind::Reduce: break;

@@ -460,8 +460,13 @@ private:
       if (x && x->vectorShape.asInteger() == std::optional<int64_t>(1))
         continue;
       if (auto lane = laneUse_.find(name); lane != laneUse_.end()) {
-        if (!x) // a dynamic row a reduction or a stream walks: its own layout covers it
+        if (!x) { // a dynamic row that another access streams: this one walks it in a loop
+          if (!split(d) && !d.size.asInteger() &&
+              !out.facts.prove(sym::Pred::cmp(sym::Pred::Le, d.size, IndexExpr(1))).value_or(false) &&
+              walked_.insert(name).second)
+            bindIterator(out.facts, "$W_" + name, d);
           continue;
+        }
         diags.report(
             DiagId::BadVectorShape, use.first->loc,
             {d.str(), fmt::format("is {}: the lanes run along '{}' at {}:{}, but this access "
@@ -488,6 +493,8 @@ private:
   }
   // Per dim name: the first access whose lanes run along it / whose clones alone walk it.
   std::map<std::string, std::pair<const ir::Op *, ir::Dim>> laneUse_, rowUse_;
+  // Dims walked by loops (DimIndex::walked): a row dim here, a streamed lane dim elsewhere.
+  std::set<std::string> walked_;
   bool collecting_ = false;
 
   // visit's thread terms and element counts of an MMA operand or accumulator (`role`): the
@@ -615,11 +622,19 @@ private:
       return;
     }
     std::map<std::string, IndexExpr> regIndex; // register dim name -> index
+    auto onLanes = [&](const ir::Dim &d) {
+      for (const auto &[td, t] : thread)
+        if (td == d)
+          return true;
+      return false;
+    };
     auto registerIndex = [&](const ir::Dim &d) {
       IndexExpr e = uniformIndex(kernel, out, op, d);
       for (const auto &[td, t] : thread)
         if (td == d)
           e = e + t;
+      if (walked_.count(d.str()) && !onLanes(d))
+        e = e + S("$W_" + d.str());
       return e;
     };
     auto elementsOf = [&](const ir::Dim &d) -> IndexExpr {
@@ -652,6 +667,10 @@ private:
       if (overrun && *overrun == d)
         di.masked |= !facts.provesExact(d.size, IndexExpr(di.elements * out.groupSize)) ||
                      !facts.prove(sym::Pred::cmp(sym::Pred::Lt, di.start, d.size)).value_or(false);
+      if (walked_.count(d.str()) && !onLanes(d)) {
+        di.walked = true;
+        di.masked = false;
+      }
       if (isWrite)
         maskWorkgroupTile(di, facts, gCount);
       return di;
@@ -1162,6 +1181,8 @@ std::string printDistribution(const ir::Kernel &kernel, const TargetInfo &target
                                : fmt::format("streamed, {} per lane per trip", di.chunk);
       if (di.contiguous)
         note += ", contiguous";
+      if (di.walked)
+        note += std::string(note.empty() ? "" : ", ") + "walked by a loop";
       if (di.masked || di.maskedBelow)
         note += (note.empty() ? "" : ", ") +
                 (di.maskedBelow && di.masked ? "masked to [0, " + di.dim.size.str() + ")"

@@ -41,6 +41,12 @@ struct DimIndex {
   // A streamed row (elements == 0: a dynamic or long reduced row): its consumers walk it in a
   // loop, `chunk` elements per lane per trip (g = trip * chunk + 0 .. chunk - 1).
   int64_t chunk = 0;
+  // A dynamic dim that no constraint splits and no lane of this access runs along, while the
+  // lanes of another access run along it (a transposing copy whose two dims are both dynamic
+  // and unsplit): its index is the symbol `$W_<dim>`, and a write walks it one element per trip
+  // of a loop over the whole dim (stream.cpp, emitLoopedWrite), with the streamed reads its
+  // value depends on re-read in the write's layout. Not masked: the loop stays inside the dim.
+  bool walked = false;
 };
 
 struct AccessIndex {

@@ -270,12 +270,124 @@ struct Legalizer {
           own = di.dim.str();
           break;
         }
-    if (write && dims.size() == 1 && *dims.begin() != own)
+    std::string why;
+    if (write && dims.size() == 1 && *dims.begin() != own &&
+        !(walksDim(op, *dims.begin()) && rereadable(op.operands[0], why)))
       refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
-             {"a write of a streamed row in another layout"}, "a streamed row written across");
+             {why.empty() ? std::string("a write of a streamed row in another layout") : why},
+             "a streamed row written across");
     else if (!write && dims.size() > 1)
       refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
              {"operands streamed along different dims"}, "streamed rows along different dims");
+  }
+  // Whether the access of `op` walks dim `dim` by a loop (DimIndex::walked).
+  bool walksDim(const ir::Op &op, const std::string &dim) const {
+    if (const AccessIndex *ai = accessOf(d, op))
+      for (const auto &di : op.mapping ? ai->regDims : ai->dims)
+        if (di.walked && di.dim.str() == dim)
+          return true;
+    return false;
+  }
+  // stream.cpp, emitStreamedWrite: a write that streams another dim than its value (or none)
+  // re-emits the value in its own layout, re-reading its streamed reads there (access.cpp,
+  // prepareAccess under relayout_). The value must be made of such reads (unmapped, not
+  // gathers, promoted or allocated), constants, scalars, self_index and the deferred
+  // element-wise ops, broadcasts and permutes on them: a value held in registers would have to
+  // move to the write's layout inside the loop.
+  bool rereadable(const ir::Value *v, std::string &why, int depth = 0) const {
+    const ir::Op *def = v->def;
+    if (depth > 64) {
+      why = "a streamed row written across through too many ops";
+      return false;
+    }
+    if (!def || v->type.shape.empty())
+      return true; // a scalar: the same in every lane
+    switch (def->kind) {
+    case ir::OpKind::Constant:
+    case ir::OpKind::SelfIndex: return true;
+    case ir::OpKind::Read:
+      if (def->mapping || ir::indexOperand(*def) || isPromotedRead(*def) ||
+          isAllocated(def->operands[0]) || !fromStreamedRow(v)) {
+        why = "a streamed row written across, with a read that cannot be re-read in the write's "
+              "layout (mapped, a gather, promoted, allocated or held in registers)";
+        return false;
+      }
+      return true;
+    case ir::OpKind::Unary:
+    case ir::OpKind::Binary:
+    case ir::OpKind::Math:
+    case ir::OpKind::Select:
+    case ir::OpKind::Cast:
+    case ir::OpKind::Broadcast:
+    case ir::OpKind::Permute:
+      for (const ir::Value *o : def->operands)
+        if (!rereadable(o, why, depth + 1))
+          return false;
+      return true;
+    default:
+      why = std::string("a streamed row written across, combined with the result of ") +
+            ir::opKindName(def->kind) + " (held in registers)";
+      return false;
+    }
+  }
+  // An access that walks a dim by a loop (DimIndex::walked: a dynamic unsplit dim that another
+  // access streams): a write loops over it (stream.cpp, emitStreamedWrite); a streamed read is
+  // re-emitted by the loops of the writes it feeds. Anything else would see one element of it.
+  void walkedAccess(const ir::Op &op) {
+    const AccessIndex *ai = accessOf(d, op);
+    if (!ai)
+      return;
+    std::string dim;
+    for (const auto *dims : {&ai->dims, &ai->regDims})
+      for (const auto &di : *dims)
+        if (di.walked && dim.empty())
+          dim = di.dim.str();
+    if (dim.empty())
+      return;
+    auto no = [&](const ir::Op &at, const std::string &why) {
+      refuse(&at, at.loc, DiagId::UnsupportedStreamedRow,
+             {why + " (the lanes of another access run along " + dim +
+              ", a dynamic dim no constraint splits; this one walks it in a loop)"},
+             "a walked row");
+    };
+    if (op.kind == ir::OpKind::Write) {
+      if (ir::indexOperand(op) || isAllocated(op.operands[1]))
+        no(op, "a scatter or a write to an allocated tile along a walked row of " + dim);
+      return;
+    }
+    if (op.kind != ir::OpKind::Read || ir::indexOperand(op) || isPromotedRead(op) ||
+        isAllocated(op.operands[0]) || !fromStreamedRow(op.results[0])) {
+      no(op, std::string("a ") + ir::opKindName(op.kind) + " held in registers along " + dim);
+      return;
+    }
+    // Every use, through the deferred ops, must be the value of a write.
+    std::vector<const ir::Value *> work{op.results[0]};
+    std::set<const ir::Value *> seen;
+    while (!work.empty()) {
+      const ir::Value *v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second)
+        continue;
+      for (const ir::Op *u : v->users) {
+        switch (u->kind) {
+        case ir::OpKind::Unary:
+        case ir::OpKind::Binary:
+        case ir::OpKind::Math:
+        case ir::OpKind::Select:
+        case ir::OpKind::Cast:
+        case ir::OpKind::Broadcast:
+        case ir::OpKind::Permute: work.push_back(u->results[0]); break;
+        case ir::OpKind::Write:
+          if (u->operands[0] == v && !ir::indexOperand(*u))
+            break;
+          [[fallthrough]];
+        default:
+          no(*u, std::string("a streamed row walked along ") + dim + " used by " +
+                     ir::opKindName(u->kind) + " (only writes loop over it)");
+          return;
+        }
+      }
+    }
   }
   // Whether `v` may be computed from thread indices only (layout.cpp, computeDeferred: a
   // self_index, an apply_expr, element-wise ops on those), so that it has no layout of its own.
@@ -688,6 +800,7 @@ struct Legalizer {
       return;
     switch (op.kind) {
     case ir::OpKind::Read:
+      walkedAccess(op);
       if (ir::indexOperand(op)) {
         dynamicAccess(op, op.operands[0]);
         break;
@@ -699,6 +812,7 @@ struct Legalizer {
         allocatedAccess(op, op.operands[0]);
       break;
     case ir::OpKind::Write:
+      walkedAccess(op);
       if (ir::indexOperand(op)) {
         dynamicAccess(op, op.operands[1]);
         break;
@@ -763,7 +877,10 @@ struct Legalizer {
       return;
     case ir::OpKind::AtomicAdd:
     case ir::OpKind::AtomicMin:
-    case ir::OpKind::AtomicMax: atomic(op); break;
+    case ir::OpKind::AtomicMax:
+      atomic(op);
+      walkedAccess(op);
+      break;
     case ir::OpKind::Allocate: allocate(op); return;
     }
     for (const auto &r : op.regions)

@@ -29,6 +29,30 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     acc.dims.push_back(*di);
     acc.sizes.push_back(memDim.size);
   }
+  // A read re-emitted by a write that lays its value out otherwise (stream.cpp,
+  // emitStreamedWrite): each dim takes the write's index, so the lane loads what it stores.
+  if (relayout_ && op.kind == ir::OpKind::Read && !registerSide) {
+    if (op.mapping || allocated)
+      return unsupported(DiagId::UnsupportedStreamedRow,
+                         "a mapped read, or a read of an allocated tile, re-read in the layout "
+                         "of a write that streams another dim",
+                         op.loc);
+    for (size_t i = 0; i < acc.dims.size(); ++i) {
+      auto it = relayout_->find(acc.dims[i].dim.str());
+      if (it == relayout_->end())
+        return unsupported(DiagId::UnsupportedStreamedRow,
+                           "a streamed read with a dim its write lacks (" +
+                               acc.dims[i].dim.str() + ")",
+                           op.loc);
+      DimIndex di = it->second;
+      di.maskedTile = false;
+      di.contiguous = i + 1 == acc.dims.size() && di.start.dependsOn("$g") &&
+                      facts_.provesEqual(di.start.subs({{"$g", IndexExpr::symbol("$g") + 1}}) -
+                                             di.start,
+                                         1);
+      acc.dims[i] = di;
+    }
+  }
   if (op.mapping) {
     acc.mapped = true;
     acc.reg = ai->regDims;
@@ -62,9 +86,9 @@ bool KernelEmitter::prepareAccess(const ir::Op &op, const ir::Value *mem, Access
     if (ri.masked)
       acc.iter.push_back(ri);
   // A tensor that may have no elements has no element 0 for a masked-off load to clamp to.
-  // (A streamed dim is exempt: when it is empty its consumer's loop runs no trips.)
+  // (A streamed or walked dim is exempt: when it is empty its consumer's loop runs no trips.)
   for (const auto &d : acc.dims)
-    acc.mayBeEmpty |= d.chunk <= 0 && mayBeEmptyDim(d.dim);
+    acc.mayBeEmpty |= d.chunk <= 0 && !d.walked && mayBeEmptyDim(d.dim);
   // A streamed row is accessed one chunk per trip of its consumer's loop.
   for (size_t i = 0; i < acc.dims.size(); ++i) {
     if (acc.dims[i].chunk <= 0)
@@ -791,7 +815,7 @@ bool KernelEmitter::emitRead(const ir::Op &op) {
     values_[op.results[0]] = std::move(v);
     return true;
   }
-  if (const DimIndex *sd = streamedDim(op); sd && !stream_) {
+  if (const DimIndex *sd = streamedDim(op); sd && !stream_ && !relayout_) {
     RegVal lz;
     lz.lazy = &op;
     lz.streamDim = sd->dim.str();

@@ -399,6 +399,13 @@ private:
     int64_t chunk = 0;
   };
   std::optional<Stream> stream_;
+  // Set while a write re-emits a streamed value that its own access lays out otherwise (it
+  // streams another dim, or none, and walks the value's streamed dim: DimIndex::walked): the
+  // write's register-side layout by dim name, which the reads of the value take instead of
+  // their own (prepareAccess), so no element changes lanes.
+  std::optional<std::map<std::string, DimIndex>> relayout_;
+  // The dims of a write's access that loops walk (DimIndex::walked), in the access's order.
+  std::vector<const DimIndex *> walkedDims(const ir::Op &op);
   std::string streamTrips(const DimIndex &di, SourceRange loc); // loc: the consumer, for errors
   DimIndex streamChunk(const DimIndex &di, bool innermost) const;
   bool materialize(const ir::Value *v, std::vector<std::pair<const ir::Value *, RegVal>> &saved);

@@ -175,32 +175,84 @@ bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
   return reduceHeld(op, held, /*masked=*/false);
 }
 
+std::vector<const DimIndex *> KernelEmitter::walkedDims(const ir::Op &op) {
+  std::vector<const DimIndex *> out;
+  if (const AccessIndex *ai = accessOf(op))
+    for (const auto &di : op.mapping ? ai->regDims : ai->dims)
+      if (di.walked)
+        out.push_back(&di);
+  return out;
+}
+
+// A write of a streamed row, or whose access walks a dim (DimIndex::walked): one loop per
+// walked dim over the whole dim (the index symbol $W_<dim>), inside them the loop over the
+// chunks of the dim the write streams, if any, and inside that the value re-emitted for the
+// current element of the walked dims and chunk. When the value streams along a dim the write
+// does not stream (a transposing copy whose two dims are dynamic and unsplit: the read streams
+// N, the write streams M and walks N), its reads are re-read in the write's layout
+// (relayout_): each lane loads the elements it stores, through the read's own addresses, and
+// no value changes lanes.
 bool KernelEmitter::emitStreamedWrite(const ir::Op &op) {
   const DimIndex *di = streamedDim(op);
   const RegVal &v = values_.at(op.operands[0]);
-  if (!di || (v.lazy && v.streamDim != di->dim.str()))
+  const std::vector<const DimIndex *> walked = walkedDims(op);
+  const bool across = v.lazy && (!di || v.streamDim != di->dim.str());
+  if (across && walked.empty())
     return unsupported(DiagId::UnsupportedStreamedRow,
                        "a write of a streamed row in another layout", op.loc);
-  const std::string trips = streamTrips(*di, op.loc);
+  std::vector<std::string> bounds;
+  for (const DimIndex *w : walked)
+    bounds.push_back(lowerIndex(facts_.simplify(w->dim.size)));
+  const std::string trips = di ? streamTrips(*di, op.loc) : "";
   if (failed_)
     return false;
-  const unsigned n = next_++;
-  const std::string sym = "$S" + std::to_string(n), k = "%sk" + std::to_string(n);
-  facts_.setRange(sym, 0);
-  line("scf.for " + k + " = " + constIndex(0) + " to " + trips + " step " + constIndex(1) + " {");
   const std::string outer = indent_;
   auto cache = exprCache_;
-  indent_ += "  ";
-  stream_ = Stream{di->dim.str(), sym, di->chunk};
-  symbols_[sym] = k;
+  std::vector<std::string> bound;
+  for (size_t i = 0; i < walked.size(); ++i) {
+    const std::string sym = "$W_" + walked[i]->dim.str(), k = "%wk" + std::to_string(next_++);
+    line("scf.for " + k + " = " + constIndex(0) + " to " + bounds[i] + " step " + constIndex(1) +
+         " {");
+    indent_ += "  ";
+    symbols_[sym] = k;
+    bound.push_back(sym);
+  }
+  std::string sym;
+  if (di) {
+    const unsigned n = next_++;
+    sym = "$S" + std::to_string(n);
+    const std::string k = "%sk" + std::to_string(n);
+    facts_.setRange(sym, 0);
+    line("scf.for " + k + " = " + constIndex(0) + " to " + trips + " step " + constIndex(1) +
+         " {");
+    indent_ += "  ";
+    stream_ = Stream{di->dim.str(), sym, di->chunk};
+    symbols_[sym] = k;
+  }
+  if (across) {
+    std::map<std::string, DimIndex> like;
+    const AccessIndex *ai = accessOf(op);
+    for (const auto &d : op.mapping ? ai->regDims : ai->dims)
+      like.emplace(d.dim.str(), d);
+    relayout_ = std::move(like);
+  }
   std::vector<std::pair<const ir::Value *, RegVal>> saved;
   bool ok = materialize(op.operands[0], saved) && emitWrite(op);
   restore(saved);
+  relayout_.reset();
   stream_.reset();
-  symbols_.erase(sym);
+  if (di) {
+    symbols_.erase(sym);
+    indent_.resize(indent_.size() - 2);
+    line("}");
+  }
+  for (auto it = bound.rbegin(); it != bound.rend(); ++it) {
+    symbols_.erase(*it);
+    indent_.resize(indent_.size() - 2);
+    line("}");
+  }
   indent_ = outer;
   exprCache_ = cache;
-  line("}");
   return ok && !failed_;
 }
 
