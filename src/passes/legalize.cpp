@@ -344,20 +344,25 @@ struct Legalizer {
           dim = di.dim.str();
     if (dim.empty())
       return;
-    auto no = [&](const ir::Op &at, const std::string &why) {
+    auto no = [&](const ir::Op &at, const std::string &what) {
       refuse(&at, at.loc, DiagId::UnsupportedStreamedRow,
-             {why + " (the lanes of another access run along " + dim +
-              ", a dynamic dim no constraint splits; this one walks it in a loop)"},
+             {what + " that walks " + dim + " in a loop (the lanes of another access run along " +
+              dim + ", a dynamic dim no constraint splits); only a write can: split " + dim +
+              " with a workgroup constraint"},
              "a walked row");
     };
     if (op.kind == ir::OpKind::Write) {
       if (ir::indexOperand(op) || isAllocated(op.operands[1]))
-        no(op, "a scatter or a write to an allocated tile along a walked row of " + dim);
+        no(op, ir::indexOperand(op) ? "a scatter" : "a write to an allocated tile");
       return;
     }
-    if (op.kind != ir::OpKind::Read || ir::indexOperand(op) || isPromotedRead(op) ||
-        isAllocated(op.operands[0]) || !fromStreamedRow(op.results[0])) {
-      no(op, std::string("a ") + ir::opKindName(op.kind) + " held in registers along " + dim);
+    if (op.kind != ir::OpKind::Read) {
+      no(op, std::string("an ") + ir::opKindName(op.kind));
+      return;
+    }
+    if (ir::indexOperand(op) || isPromotedRead(op) || isAllocated(op.operands[0]) ||
+        !fromStreamedRow(op.results[0])) {
+      no(op, "a read held in registers");
       return;
     }
     // Every use, through the deferred ops, must be the value of a write.
@@ -382,8 +387,7 @@ struct Legalizer {
             break;
           [[fallthrough]];
         default:
-          no(*u, std::string("a streamed row walked along ") + dim + " used by " +
-                     ir::opKindName(u->kind) + " (only writes loop over it)");
+          no(*u, std::string("a streamed row, used by ") + ir::opKindName(u->kind) + ",");
           return;
         }
       }
