@@ -351,17 +351,16 @@ struct Legalizer {
               " with a workgroup constraint"},
              "a walked row");
     };
-    if (op.kind == ir::OpKind::Write) {
-      if (ir::indexOperand(op) || isAllocated(op.operands[1]))
-        no(op, ir::indexOperand(op) ? "a scatter" : "a write to an allocated tile");
+    if (op.kind == ir::OpKind::Write) { // gathers and scatters: dynamicAccess
+      if (isAllocated(op.operands[1]))
+        no(op, "a write to an allocated tile");
       return;
     }
     if (op.kind != ir::OpKind::Read) {
       no(op, std::string("an ") + ir::opKindName(op.kind));
       return;
     }
-    if (ir::indexOperand(op) || isPromotedRead(op) || isAllocated(op.operands[0]) ||
-        !fromStreamedRow(op.results[0])) {
+    if (isPromotedRead(op) || isAllocated(op.operands[0]) || !fromStreamedRow(op.results[0])) {
       no(op, "a read held in registers");
       return;
     }
@@ -542,7 +541,7 @@ struct Legalizer {
     const AccessIndex *ai = accessOf(d, op);
     if (ai)
       for (const auto &ri : ai->regDims)
-        if (ri.chunk > 0) {
+        if (ri.chunk > 0 || ri.walked) { // streamed here, or walked (streamed elsewhere)
           refuse(&op, op.loc, DiagId::UnsupportedGather,
                  {std::string("'") + name + "' of a streamed row (dim " + ri.dim.str() +
                   " is dynamic and no workgroup or tiling constraint splits it)"},
@@ -804,25 +803,25 @@ struct Legalizer {
       return;
     switch (op.kind) {
     case ir::OpKind::Read:
-      walkedAccess(op);
       if (ir::indexOperand(op)) {
         dynamicAccess(op, op.operands[0]);
         break;
       }
       access(op, op.operands[0]);
+      walkedAccess(op);
       if (ok && isPromotedRead(op))
         promoted(op);
       if (isAllocated(op.operands[0]))
         allocatedAccess(op, op.operands[0]);
       break;
     case ir::OpKind::Write:
-      walkedAccess(op);
       if (ir::indexOperand(op)) {
         dynamicAccess(op, op.operands[1]);
         break;
       }
       access(op, op.operands[1]);
       streamedRows(op);
+      walkedAccess(op);
       if (isAllocated(op.operands[1]) && allocatedAccess(op, op.operands[1])) {
         // access.cpp, emitWrite: one lane stores each element (atomic_owners.cpp).
         int64_t owners[3];
