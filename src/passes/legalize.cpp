@@ -253,9 +253,11 @@ struct Legalizer {
         streamedDims(o, dims, depth + 1);
   }
   // stream.cpp: the operands of a deferred op stream along one dim, and a write of a streamed
-  // row loops over the dim its own access streams, which must be the row's (a transposing copy
-  // whose two dims are both dynamic and unsplit streams the read along one, the write along the
-  // other).
+  // row loops over the dim its own access streams, which must be the row's, unless the write
+  // walks the row's dims by loops (DimIndex::walked: a transposing copy whose two dims are both
+  // dynamic and unsplit streams the read along one, the write along the other) and re-reads its
+  // value in its own layout; then a deferred op's operands may stream along different dims too,
+  // when only such writes use it.
   void streamedRows(const ir::Op &op) {
     std::set<std::string> dims;
     const bool write = op.kind == ir::OpKind::Write;
@@ -263,22 +265,65 @@ struct Legalizer {
       streamedDims(op.operands[i], dims);
     if (dims.empty())
       return;
+    std::string why;
+    if (write && !writesStreamed(op, dims, why))
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {why.empty() ? std::string("a write of a streamed row in another layout") : why},
+             "a streamed row written across");
+    else if (!write && dims.size() > 1 && !onlyWritesAcross(op.results[0]))
+      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
+             {"operands streamed along different dims"}, "streamed rows along different dims");
+  }
+  // Whether write `w` can store a value whose reads stream along `dims` (stream.cpp,
+  // emitStreamedWrite): it streams that one dim, or it walks each of them it does not stream
+  // and re-reads the value in its own layout.
+  bool writesStreamed(const ir::Op &w, const std::set<std::string> &dims, std::string &why) const {
     std::string own;
-    if (const AccessIndex *ai = write ? accessOf(d, op) : nullptr)
-      for (const auto &di : op.mapping ? ai->regDims : ai->dims)
+    if (const AccessIndex *ai = accessOf(d, w))
+      for (const auto &di : w.mapping ? ai->regDims : ai->dims)
         if (di.chunk > 0) {
           own = di.dim.str();
           break;
         }
-    std::string why;
-    if (write && dims.size() == 1 && *dims.begin() != own &&
-        !(walksDim(op, *dims.begin()) && rereadable(op.operands[0], why)))
-      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
-             {why.empty() ? std::string("a write of a streamed row in another layout") : why},
-             "a streamed row written across");
-    else if (!write && dims.size() > 1)
-      refuse(&op, op.loc, DiagId::UnsupportedStreamedRow,
-             {"operands streamed along different dims"}, "streamed rows along different dims");
+    if (dims.size() == 1 && *dims.begin() == own)
+      return true;
+    for (const auto &x : dims)
+      if (x != own && !walksDim(w, x))
+        return false;
+    return rereadable(w.operands[0], why);
+  }
+  // Whether every use of `v`, through the deferred ops, is the value of a write that can store
+  // it (writesStreamed).
+  bool onlyWritesAcross(const ir::Value *v0) const {
+    std::vector<const ir::Value *> work{v0};
+    std::set<const ir::Value *> seen;
+    while (!work.empty()) {
+      const ir::Value *v = work.back();
+      work.pop_back();
+      if (!seen.insert(v).second)
+        continue;
+      for (const ir::Op *u : v->users) {
+        switch (u->kind) {
+        case ir::OpKind::Unary:
+        case ir::OpKind::Binary:
+        case ir::OpKind::Math:
+        case ir::OpKind::Select:
+        case ir::OpKind::Cast:
+        case ir::OpKind::Broadcast:
+        case ir::OpKind::Permute: work.push_back(u->results[0]); break;
+        case ir::OpKind::Write: {
+          std::set<std::string> dims;
+          std::string why;
+          streamedDims(u->operands[0], dims);
+          if (u->operands[0] != v || ir::indexOperand(*u) || !writesStreamed(*u, dims, why))
+            return false;
+          break;
+        }
+        default: return false;
+        }
+      }
+    }
+    return true;
   }
   // Whether the access of `op` walks dim `dim` by a loop (DimIndex::walked).
   bool walksDim(const ir::Op &op, const std::string &dim) const {

@@ -106,11 +106,10 @@ bool KernelEmitter::streamedOpShape(const ir::Op &op, const std::vector<const Re
     for (const RegVal *v : ins) {
       if (!v)
         return false;
-      if (v->lazy) {
-        if (!out.streamDim.empty() && out.streamDim != v->streamDim)
-          return false;
-        out.streamDim = v->streamDim;
-      }
+      if (v->lazy) // operands streamed along different dims: only a write re-reads them
+        out.streamDim = !out.streamDim.empty() && out.streamDim != v->streamDim
+                            ? std::string(kMixedStreams)
+                            : v->streamDim;
       for (const auto &[dim, di] : v->layout)
         out.layout.emplace(dim, di);
       out.cloneSyms.insert(v->cloneSyms.begin(), v->cloneSyms.end());

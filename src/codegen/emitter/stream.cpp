@@ -84,12 +84,10 @@ bool KernelEmitter::deferStreamed(const ir::Op &op) {
   lz.dtype = op.results[0]->type.dtype;
   for (const ir::Value *o : op.operands) {
     const RegVal &v = values_.at(o);
-    if (v.lazy) {
-      if (!lz.streamDim.empty() && lz.streamDim != v.streamDim)
-        return unsupported(DiagId::UnsupportedStreamedRow, "operands streamed along different dims",
-                           op.loc);
-      lz.streamDim = v.streamDim;
-    }
+    if (v.lazy) // operands streamed along different dims: only a write re-reads them
+      lz.streamDim = !lz.streamDim.empty() && lz.streamDim != v.streamDim
+                         ? std::string(kMixedStreams)
+                         : v.streamDim;
     for (const auto &[dim, di] : v.layout)
       lz.layout.emplace(dim, di);
     lz.cloneSyms.insert(v.cloneSyms.begin(), v.cloneSyms.end());
@@ -104,7 +102,9 @@ bool KernelEmitter::emitStreamedReduce(const ir::Op &op) {
   const std::string dim = op.dims[0].str();
   if (x.streamDim != dim)
     return unsupported(DiagId::UnsupportedStreamedRow,
-                       "a reduction over " + dim + " of a row streamed along " + x.streamDim,
+                       x.streamDim == kMixedStreams
+                           ? std::string("operands streamed along different dims")
+                           : "a reduction over " + dim + " of a row streamed along " + x.streamDim,
                        op.loc);
   auto cmb = combinerFor(op.reduce, x.dtype);
   if (!cmb)
