@@ -56,13 +56,13 @@ inline std::string mlirType(ScalarType t) {
 
 inline unsigned byteSize(ScalarType t) { return t == ScalarType::I1 ? 1 : bitWidth(t) / 8; }
 
-// One register value after expansion: a layout (per register dim, the index its elements sit
-// at) and one SSA value per clone.
 // RegVal::streamDim of a deferred op whose operands stream along different dims: a write that
 // walks them re-reads them all in its own layout (stream.cpp, emitStreamedWrite); any other
 // consumer refuses it.
 inline constexpr const char *kMixedStreams = "*";
 
+// One register value after expansion: a layout (per register dim, the index its elements sit
+// at) and one SSA value per clone.
 struct RegVal {
   ScalarType dtype = ScalarType::F32;
   std::map<std::string, DimIndex> layout;    // by dim name; absent dims: uniform along them
