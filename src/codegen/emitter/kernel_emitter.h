@@ -77,7 +77,7 @@ struct RegVal {
   bool laidOut() const { return !layout.empty(); }
   // A streamed row (DimIndex::chunk): not emitted where it is defined; each consumer (a
   // reduction, a write) re-emits `lazy` and its streamed operands inside its loop over the row
-  // of dim `streamDim`, one chunk per trip. `clones` is empty.
+  // of dim `streamDim` (kMixedStreams: of several), one chunk per trip. `clones` is empty.
   const ir::Op *lazy = nullptr;
   std::string streamDim;
   // A wgmma operand: one i64 shared-memory matrix descriptor per clone (no register layout), of
