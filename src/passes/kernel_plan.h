@@ -171,6 +171,11 @@ struct RasterPlan {
   int64_t group = 0;
   int64_t tiles[2] = {0, 0}; // the workgroup tile along grid axes 0 and 1
   int64_t resident = 0;      // workgroups the model counts as running at once
+  // Heaviest first (planRaster): axis a's ids run backwards (grid - 1 - block id) where a
+  // tiling's `end` gives the workgroups of higher ids along it more trips (causal attention's
+  // loop over keys stops at its query tile), so the longest workgroups start first and the
+  // short ones fill the last wave.
+  bool reverse[3] = {false, false, false};
 };
 
 // Warp specialization (schedule.cpp, planWarpSpecialization): `producerThreads` > 0 adds a

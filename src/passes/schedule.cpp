@@ -299,8 +299,35 @@ int64_t rasterGroup(int64_t tile0, int64_t tile1, int64_t resident) {
 // of one operand and little of the other, and the next wave reads that operand again. Grouped
 // (KernelPlan::raster), the same workgroups read `group` row tiles and about resident / group
 // column tiles, each shared through L2 by the workgroups of its row or column.
+// Whether a tiling's end grows with the workgroup's tile along grid axis `axis`: its value one
+// tile further along minus its value here is a proven non-negative constant (tile_start and
+// tile_end move by the tile; the clamp of tile_end at the dim's size is ignored: the last tile).
+bool endGrowsAlong(const PlanContext &c, const ir::TilingConstraint &t, unsigned axis) {
+  if (!t.end)
+    return false;
+  bool named = false;
+  std::map<std::string, sym::IndexExpr> here, next;
+  for (const ir::Dim &d : t.endDims) {
+    const ir::WorkgroupConstraint *wg = c.kernel.workgroupFor(d);
+    if (!wg)
+      return false;
+    named |= wg->axis == axis;
+    const int64_t step = wg->axis == axis ? wg->tile : 0;
+    const sym::IndexExpr s = sym::IndexExpr::symbol("$start_" + d.str());
+    here[ir::tileStartSymbol(d)] = s;
+    here[ir::tileEndSymbol(d)] = s + wg->tile;
+    next[ir::tileStartSymbol(d)] = s + step;
+    next[ir::tileEndSymbol(d)] = s + step + wg->tile;
+  }
+  auto grow = c.facts.simplify(t.end->subs(next) - t.end->subs(here)).asInteger();
+  return named && grow && *grow > 0;
+}
+
 void planRaster(PlanContext &c) {
   c.plan.raster = RasterPlan{};
+  for (const ir::TilingConstraint &t : c.kernel.tilings)
+    for (unsigned a = 0; a < 3; ++a)
+      c.plan.raster.reverse[a] = c.plan.raster.reverse[a] || endGrowsAlong(c, t, a);
   const ir::WorkgroupConstraint *axes[2] = {nullptr, nullptr};
   for (const ir::WorkgroupConstraint &w : c.kernel.workgroups)
     if (w.primary && w.axis < 2)
@@ -325,7 +352,7 @@ void planRaster(PlanContext &c) {
   }
   if (!gemm)
     return;
-  RasterPlan r;
+  RasterPlan r = c.plan.raster; // keeps `reverse` (not applied with a group remap)
   r.tiles[0] = axes[0]->tile;
   r.tiles[1] = axes[1]->tile;
   r.resident = c.target.computeUnits;
@@ -387,8 +414,14 @@ void planWarpSpecialization(PlanContext &c) {
   // docs/performance.md): one workgroup per SM (setmaxnreg hands the consumers the register
   // file a workgroup of these threads leaves, so a second would not fit), each walking the
   // tiles of grid axes 0 and 1 in the raster order. The ring's phases continue across tiles.
+  // Not where a tiling's `end` makes the trip count the workgroup's own: the ring's phases
+  // continue across tiles by a fixed count per tile.
+  bool sameTrips = true;
+  for (const LoopInfo &li : c.dist.loops)
+    for (int a = 0; a < 3; ++a)
+      sameTrips = sameTrips && !li.tripCount.dependsOn("$WG" + std::to_string(a));
   auto grid2 = c.dist.grid[2].asInteger();
-  if (c.kernel.hardware.persistent && grid2 && *grid2 == 1)
+  if (c.kernel.hardware.persistent && grid2 && *grid2 == 1 && sameTrips)
     w.perSM = 1;
   c.plan.specialization = w;
 }
