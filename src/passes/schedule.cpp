@@ -136,7 +136,8 @@ bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
 // M1's B is a staged read that only M1 uses, its A comes from outside the loop, its
 // accumulator is a constant, and its result is not yielded (each iteration consumes its own);
 // M2 reads a staged tile and its result is yielded. The loop must keep the products in flight
-// (cp.async with at least 3 buffers) and not be warp-specialized or TMA-copied.
+// (cp.async with at least 3 buffers; planLoop then keeps it on cp.async where TMA could copy
+// its tiles).
 const ir::Op *scoreAheadOp(const ir::Op &iterate, const LoopSchedule &s) {
   if (!s.wgmma || !s.async || s.stages < 3 || s.copy != LoopSchedule::Copy::CpAsync)
     return nullptr;
@@ -227,14 +228,14 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
   // TMA: a wgmma loop whose every staged tile is one box of its tensor (same buffers, same
   // swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  // Decided below, after scores ahead: a loop that issues its scores ahead keeps cp.async.
   bool tma = s.async && s.wgmma && s.swizzle;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
-  if (tma)
-    s.copy = LoopSchedule::Copy::Tma;
-  // Scores ahead (decided below, once the accumulators are counted). The second product
-  // stays in flight into the next iteration, but the wait for everything there comes before
-  // that iteration's barrier, so the copy still fetches tile i + S - 1 (mmaInFlight 0).
+  // Scores ahead (decided below, once the accumulators are counted), on the cp.async form
+  // only (scoreAheadOp). The second product stays in flight into the next iteration, but the
+  // wait for everything there comes before that iteration's barrier, so the copy still fetches
+  // tile i + S - 1 (mmaInFlight 0).
   const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
@@ -280,6 +281,12 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
     ahead = nullptr;
   s.scoreAhead = ahead;
+  // TMA where scores ahead is not taken (attention: `hardware(score_ahead = 0)`, or forms whose
+  // accumulators fall outside the range above). Scores ahead is implemented on the cp.async
+  // form only: its first product of tile i + 1 is issued before the barrier that the TMA
+  // loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier.
+  if (tma && !ahead)
+    s.copy = LoopSchedule::Copy::Tma;
   c.plan.loops[&iterate] = s;
   return true;
 }
