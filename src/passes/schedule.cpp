@@ -5,8 +5,9 @@
 // copied while the current one is read; otherwise a register prefetch (load tile i + 1 at the
 // top of iteration i, store it at its end) into one buffer, or on AMD into the other of two
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
-// barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
-// copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
+// barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
+// (one box per 128-byte column block) copies them with TMA instead of cp.async
+// (LoopSchedule::Copy::Tma), in the same buffers, unless it issues its scores ahead.
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -226,8 +227,8 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
       s.stepwise = s.stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
                    u->dims[2] == dim;
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
-  // TMA: a wgmma loop whose every staged tile is one box of its tensor (same buffers, same
-  // swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
+  // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
   // Decided below, after scores ahead: a loop that issues its scores ahead keeps cp.async.
   bool tma = s.async && s.wgmma && s.swizzle;
   for (const ir::Op *o : s.staged)
