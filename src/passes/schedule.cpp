@@ -5,8 +5,9 @@
 // copied while the current one is read; otherwise a register prefetch (load tile i + 1 at the
 // top of iteration i, store it at its end) into one buffer, or on AMD into the other of two
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
-// barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
-// copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
+// barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
+// (one box per 128-byte column block) copies them with TMA instead of cp.async
+// (LoopSchedule::Copy::Tma), in the same buffers, unless it issues its scores ahead.
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -136,7 +137,8 @@ bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
 // M1's B is a staged read that only M1 uses, its A comes from outside the loop, its
 // accumulator is a constant, and its result is not yielded (each iteration consumes its own);
 // M2 reads a staged tile and its result is yielded. The loop must keep the products in flight
-// (cp.async with at least 3 buffers) and not be warp-specialized or TMA-copied.
+// (cp.async with at least 3 buffers; planLoop then keeps it on cp.async where TMA could copy
+// its tiles).
 const ir::Op *scoreAheadOp(const ir::Op &iterate, const LoopSchedule &s) {
   if (!s.wgmma || !s.async || s.stages < 3 || s.copy != LoopSchedule::Copy::CpAsync)
     return nullptr;
@@ -225,16 +227,16 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
       s.stepwise = s.stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
                    u->dims[2] == dim;
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
-  // TMA: a wgmma loop whose every staged tile is one box of its tensor (same buffers, same
-  // swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
+  // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  // Decided below, after scores ahead: a loop that issues its scores ahead keeps cp.async.
   bool tma = s.async && s.wgmma && s.swizzle;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
-  if (tma)
-    s.copy = LoopSchedule::Copy::Tma;
-  // Scores ahead (decided below, once the accumulators are counted). The second product
-  // stays in flight into the next iteration, but the wait for everything there comes before
-  // that iteration's barrier, so the copy still fetches tile i + S - 1 (mmaInFlight 0).
+  // Scores ahead (decided below, once the accumulators are counted), on the cp.async form
+  // only (scoreAheadOp). The second product stays in flight into the next iteration, but the
+  // wait for everything there comes before that iteration's barrier, so the copy still fetches
+  // tile i + S - 1 (mmaInFlight 0).
   const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
@@ -280,6 +282,12 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
     ahead = nullptr;
   s.scoreAhead = ahead;
+  // TMA where scores ahead is not taken (attention: `hardware(score_ahead = 0)`, or forms whose
+  // accumulators fall outside the range above). Scores ahead is implemented on the cp.async
+  // form only: its first product of tile i + 1 is issued before the barrier that the TMA
+  // loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier.
+  if (tma && !ahead)
+    s.copy = LoopSchedule::Copy::Tma;
   c.plan.loops[&iterate] = s;
   return true;
 }

@@ -1684,6 +1684,90 @@ TEST(EmuMbarrier, AWaitingWarpYieldsToTheArrivingOne) {
   wave_free(d.dev, buf);
 }
 
+// Rank-3 TMA (Op::TmaLoad / TmaStore with 3 coordinates, maps of wave_tensor_map): thread 0
+// loads a box of [2, 16, 64] f16 of a [3, 37, 56] tensor at coordinates (column, row, batch)
+// into 128-byte-swizzled shared memory, waits on the mbarrier, and stores the box whole into a
+// [2, 16, 64] tensor. Boxes past every edge (batch 2..3, rows 30..45, columns 32..95) and before
+// every edge (-1.., -3.., -8..): the elements outside the tensor arrive as zeros. A 2-d
+// instruction with the rank-3 map is a fault with a message.
+TEST(EmuTma, Rank3BoxesAreZeroFilledPastEveryEdge) {
+  constexpr int B = 3, R = 37, C = 56, BB = 2, BR = 16, BC = 64;
+  constexpr uint32_t boxBytes = BB * BR * BC * 2;
+  for (int variant = 0; variant < 3; ++variant) {
+    KernelBuilder k;
+    k.name = "tma_rank3";
+    k.block[0] = 32;
+    const uint32_t in = k.arg(0, 8), out = k.arg(8, 8), coords = k.slot(12);
+    for (uint32_t i = 0; i < 3; ++i) // the coordinates, consecutive in the frame
+      k.op(Op::Copy, Type::I8, 1, coords + 4 * i, k.arg(16 + 4 * i, 4), 0, 0, 4);
+    auto [tid, zero, isZero] = mbarPrologue(k, 1);
+    k.shared = 1024 + boxBytes;
+    const uint32_t dst = k.constant<uint32_t>(1024), origin = k.constant<std::array<int32_t, 3>>({0, 0, 0});
+    const uint32_t dims = variant == 2 ? 2 : 3;
+    const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+    k.code[br].b = uint32_t(k.code.size());
+    k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, boxBytes);
+    k.op(Op::TmaLoad, Type::I8, 1, zero, dst, in, coords, dims);
+    k.op(Op::MbarWait, Type::I8, 1, 0, zero, zero);
+    k.op(Op::TmaStore, Type::I8, 1, 0, dst, out, origin, 3);
+    k.code[br].c = uint32_t(k.code.size());
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    const std::string image = assemble("sm_90a", 32, {k});
+    Device d("emu:sm_90a");
+    std::vector<uint16_t> host(B * R * C), got(BB * BR * BC, 0xdead);
+    for (size_t i = 0; i < host.size(); ++i)
+      host[i] = uint16_t(1 + (i * 7919) % 30000); // never 0: a zero is the fill
+    void *din = nullptr, *dout = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, host.size() * 2, &din), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, got.size() * 2, &dout), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, din, host.data(), host.size() * 2), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, dout, got.data(), got.size() * 2), WAVE_SUCCESS);
+    const wave_dtype_t f16 = {2, 16, 1};
+    const uint64_t inDims[3] = {B, R, C}, inStrides[2] = {R * C * 2, C * 2};
+    const uint64_t outDims[3] = {BB, BR, BC}, outStrides[2] = {BR * BC * 2, BC * 2};
+    const uint32_t box[3] = {BB, BR, BC};
+    uint64_t mapIn = 0, mapOut = 0;
+    ASSERT_EQ(wave_tensor_map(d.dev, din, f16, 3, inDims, inStrides, box, 128, &mapIn),
+              WAVE_SUCCESS)
+        << wave_last_error();
+    ASSERT_EQ(wave_tensor_map(d.dev, dout, f16, 3, outDims, outStrides, box, 128, &mapOut),
+              WAVE_SUCCESS)
+        << wave_last_error();
+    const int32_t c[3] = {variant == 1 ? -8 : 32, variant == 1 ? -3 : 30, variant == 1 ? -1 : 2};
+    std::vector<uint8_t> args;
+    pack(args, 0, mapIn);
+    pack(args, 8, mapOut);
+    pack(args, 16, c[0]);
+    pack(args, 20, c[1]);
+    pack(args, 24, c[2]);
+    const wave_status_t s = launch(d.dev, image, "tma_rank3", 1, 32, args);
+    if (variant == 2) {
+      EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+      EXPECT_TRUE(contains(wave_last_error(), "a 2-d TMA instruction with the tensor map at"))
+          << wave_last_error();
+      EXPECT_TRUE(contains(wave_last_error(), "of rank 3")) << wave_last_error();
+      continue;
+    }
+    ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, got.data(), dout, got.size() * 2), WAVE_SUCCESS);
+    int inside = 0;
+    for (int b = 0; b < BB; ++b)
+      for (int r = 0; r < BR; ++r)
+        for (int col = 0; col < BC; ++col) {
+          const int gb = c[2] + b, gr = c[1] + r, gc = c[0] + col;
+          const bool in = gb >= 0 && gb < B && gr >= 0 && gr < R && gc >= 0 && gc < C;
+          inside += in;
+          const uint16_t want = in ? host[(size_t(gb) * R + gr) * C + gc] : 0;
+          ASSERT_EQ(got[(size_t(b) * BR + r) * BC + col], want)
+              << "variant " << variant << " at " << b << ", " << r << ", " << col;
+        }
+    EXPECT_EQ(inside, variant == 1 ? 1 * 13 * 56 : 1 * 7 * 24);
+    wave_free(d.dev, din);
+    wave_free(d.dev, dout);
+  }
+}
+
 // A phase that never completes is a reported deadlock, not a hang.
 TEST(EmuMbarrier, APhaseThatNeverCompletesIsADeadlock) {
   KernelBuilder k;

@@ -236,6 +236,35 @@ TEST(Plan, AttentionIssuesItsScoresAheadWhereTheAccumulatorsAreLarge) {
   }
 }
 
+// Attention where TMA can copy K and V (tensorCopyable, emitter/tensor_copy.cpp): the loop that
+// issues its scores ahead keeps cp.async (scores ahead is implemented on that form only); with
+// `hardware(score_ahead = 0)` and at head dim 64 (scores ahead not taken) the loop copies with
+// TMA and, being the kernel's only top-level TMA loop over two consumer warpgroups, is
+// warp-specialized. Without TMA-copyable tiles nothing changes.
+TEST(Plan, AttentionCopiesWithTmaWhereItDoesNotIssueItsScoresAhead) {
+  const struct {
+    std::string src;
+    bool tensor, ahead, tma;
+  } cases[] = {{attentionWgmma(128, false), true, true, false},
+               {attentionWgmma(128, true), true, false, true},
+               {attentionWgmma(64, false), true, false, true},
+               {attentionWgmma(128, true), false, false, false}};
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = c.tensor;
+    plan(p, c.src, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok) << c.src;
+    const LoopSchedule &s = onlyLoop(p);
+    EXPECT_EQ(s.scoreAhead != nullptr, c.ahead) << c.src;
+    EXPECT_EQ(s.copy, c.tma ? LoopSchedule::Copy::Tma : LoopSchedule::Copy::CpAsync) << c.src;
+    EXPECT_EQ(s.specialized, c.tma) << c.src;
+    EXPECT_EQ(p.plan.specialization.producerThreads, c.tma ? 128 : 0) << c.src;
+    EXPECT_EQ(s.stages, 4) << c.src;
+    EXPECT_EQ(s.mmaInFlight, 0) << c.src;
+  }
+}
+
 // Persistent tiles (WarpSpecialization::perSM) only where asked for (`hardware(persistent =
 // 1)`: not the default, measured no faster on the H100) and where warp specialization applies.
 TEST(Plan, PersistentTilesOnlyWhenAskedForAndWarpSpecialized) {

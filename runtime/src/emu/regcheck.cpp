@@ -77,8 +77,8 @@ uint32_t footprint(const Inst &in, Range r[4], Range &w) {
   case Op::MbarInit:
   case Op::MbarArrive: rd(in.a, 4); break;
   case Op::MbarWait: rd(in.a, 4), rd(in.b, 4); break;
-  case Op::TmaLoad: rd(in.a, 4), rd(in.b, 8), rd(in.c, 8), rd(in.dst, 4); break;
-  case Op::TmaStore: rd(in.a, 4), rd(in.b, 8), rd(in.c, 8); break;
+  case Op::TmaLoad: rd(in.a, 4), rd(in.b, 8), rd(in.c, 4 * (in.imm ? in.imm : 2)), rd(in.dst, 4); break;
+  case Op::TmaStore: rd(in.a, 4), rd(in.b, 8), rd(in.c, 4 * (in.imm ? in.imm : 2)); break;
   case Op::Reduce:
     rd(in.a, bytesOf(in.type, in.aux)), w = {in.dst, elem};
     if (in.imm == uint32_t(Reduce::FAdd) || in.imm == uint32_t(Reduce::FMul))
