@@ -205,6 +205,10 @@ struct HardwareConstraint {
   // product in body order; 1 (the default) lets the schedule pass issue the first product of
   // the next tile before the second product of this one (docs/language.md 12).
   bool scoreAhead = true;
+  // tma = 0 keeps a wgmma loop's staged tiles on cp.async (and so off the warp-specialized
+  // pipeline, with scores ahead where they apply); 1 (the default) lets the schedule pass copy
+  // them with TMA where the tensors allow (docs/language.md 12).
+  bool tma = true;
   SourceRange loc;
 };
 

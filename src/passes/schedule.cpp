@@ -7,7 +7,8 @@
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
 // barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
 // (one box per 128-byte column block) copies them with TMA instead of cp.async
-// (LoopSchedule::Copy::Tma), in the same buffers, unless it issues its scores ahead.
+// (LoopSchedule::Copy::Tma), in the same buffers (before scores ahead,
+// which run on cp.async only; `hardware(tma = 0)` keeps cp.async).
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -229,15 +230,19 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
   // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
   // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
-  // Decided below, after scores ahead: a loop that issues its scores ahead keeps cp.async.
-  bool tma = s.async && s.wgmma && s.swizzle;
+  // TMA comes before scores ahead: attention's loop with K and V by TMA and a producer
+  // warpgroup measured 0.74x SDPA at head dim 128 against 0.67x with its scores ahead on
+  // cp.async, 0.79x against 0.77x at head dim 64 (docs/performance.md, "TMA before scores
+  // ahead"). `hardware(tma = 0)` keeps cp.async (and scores ahead where they apply).
+  bool tma = s.async && s.wgmma && s.swizzle && c.kernel.hardware.tma;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
   // Scores ahead (decided below, once the accumulators are counted), on the cp.async form
-  // only (scoreAheadOp). The second product stays in flight into the next iteration, but the
+  // only (scoreAheadOp): its first product of tile i + 1 is issued before the barrier that a
+  // TMA loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier. The second product stays in flight into the next iteration, but the
   // wait for everything there comes before that iteration's barrier, so the copy still fetches
   // tile i + S - 1 (mmaInFlight 0).
-  const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
+  const ir::Op *ahead = c.kernel.hardware.scoreAhead && !tma ? scoreAheadOp(iterate, s) : nullptr;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
@@ -282,11 +287,7 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
     ahead = nullptr;
   s.scoreAhead = ahead;
-  // TMA where scores ahead is not taken (attention: `hardware(score_ahead = 0)`, or forms whose
-  // accumulators fall outside the range above). Scores ahead is implemented on the cp.async
-  // form only: its first product of tile i + 1 is issued before the barrier that the TMA
-  // loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier.
-  if (tma && !ahead)
+  if (tma)
     s.copy = LoopSchedule::Copy::Tma;
   c.plan.loops[&iterate] = s;
   return true;

@@ -365,7 +365,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"persistent", false},
                            {"stage_epilogue", false},
                            {"lds_dma", false},
-                           {"score_ahead", false}});
+                           {"score_ahead", false},
+                           {"tma", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -442,6 +443,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   flag(6, "stage_epilogue", kernel->hardware.stageEpilogue);
   flag(7, "lds_dma", kernel->hardware.ldsDma);
   flag(8, "score_ahead", kernel->hardware.scoreAhead);
+  flag(9, "tma", kernel->hardware.tma);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

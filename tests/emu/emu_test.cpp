@@ -2100,7 +2100,7 @@ TEST(EmuWgmma, AccumulatorsTouchedInFlightAreReported) {
       << wave_last_error();
 }
 
-// samples/attention/attention_wgmma.wave for sm_90a (B = 1, M = 128, K2 = 192: the prologue's
+// samples/attention/attention_wgmma.wave for sm_90a with -DTMA=0 (B = 1, M = 128, K2 = 192: the prologue's
 // scores, the loop, the epilogue), whose products take Q and P as register A operands and whose
 // P*V accumulators stay in flight through the next tile's softmax. Unchanged it runs clean;
 // with any one of its wgmma.wait_group counts raised by one, an accumulator that wait should
