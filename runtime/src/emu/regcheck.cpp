@@ -239,8 +239,12 @@ void Runner::regWait(Lane &lane, uint32_t keep) {
   lane.wgLive = lane.wgLive && lane.wgLast >= lane.wgRetired;
 }
 
-// A new workgroup: its serials and A indices start above every tag in the frames.
+// A new workgroup: its serials and A indices start above every tag in the frames. Both bases
+// move past what the last workgroup used: the frames keep its tags, and an A index it gave out
+// must not name a record of this workgroup (another warp's register, whose wgmma may be in
+// flight while this thread is not).
 void Runner::regWorkgroup() {
+  regABase_ += uint32_t(regA_.size());
   regIssues_.clear();
   regA_.clear();
   if (regSerial_ > 0x70000000u || regABase_ > 0x70000000u) {
