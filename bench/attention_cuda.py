@@ -2,7 +2,7 @@
 """Attention forward through wavec's generated C stub against torch's scaled_dot_product_attention,
 same process, same data.
 
-  attention_cuda.py RUNTIME_SO NAME=STUB_SO:D [NAME=STUB_SO:D ...] [--shapes B,H,S ...]
+  attention_cuda.py RUNTIME_SO NAME=STUB_SO:D[:causal] [NAME=...] [--shapes B,H,S ...]
 
 Each STUB_SO is a shared library built from `wavec samples/attention/attention.wave -DD=D --stub`
 (it exports attention_launch(stream, q, k, v, o, scale, BH, M, K2)); RUNTIME_SO is
@@ -13,6 +13,9 @@ back-to-back launches between synchronizations). TFLOP/s = 4·B·H·S²·D / tim
 SDPA is the peer; its individual backends are timed too where they run (once). With ROUNDS=N
 (environment) torch's default and the variants are timed in N interleaved rounds: the table
 gives the median time over the rounds and the median of the per-round ratios to torch.
+A variant marked `:causal` (samples/attention/attention_causal.wave) is compared with torch's
+`is_causal=True` (query i sees keys 0..i); its TFLOP/s count half the products (2·B·H·S²·D),
+as FlashAttention's benchmarks do.
 """
 import contextlib
 import ctypes
@@ -43,11 +46,12 @@ def main():
     variants = []
     for spec in args[1:]:
         name, rest = spec.split("=", 1)
-        path, d = rest.rsplit(":", 1)
+        causal = rest.endswith(":causal")
+        path, d = rest.removesuffix(":causal").rsplit(":", 1)
         lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
         lib.attention_launch.argtypes = ([ctypes.c_void_p] * 5 + [ctypes.c_float] +
                                          [ctypes.c_int64] * 3)
-        variants.append((name, lib, int(d)))
+        variants.append((name, lib, (int(d), causal)))
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
 
     def wsync():
@@ -61,7 +65,7 @@ def main():
     ok = True
     rows = []
     # Correctness on a small ragged shape against float64.
-    for name, lib, D in variants:
+    for name, lib, (D, causal) in variants:
         torch.manual_seed(D)
         q = torch.randn(2, 3, 333, D, device="cuda", dtype=torch.float16)
         k = torch.randn(2, 3, 250, D, device="cuda", dtype=torch.float16)
@@ -69,11 +73,16 @@ def main():
         o = torch.full_like(q, float("nan"))
         run(lib, q, k, v, o)
         wsync()
-        ref = F.softmax(q.double() @ k.double().transpose(-1, -2) / math.sqrt(D), -1) @ v.double()
+        sc = q.double() @ k.double().transpose(-1, -2) / math.sqrt(D)
+        if causal:
+            sc = sc.masked_fill(torch.ones(333, 250, device="cuda").tril().logical_not(),
+                                float("-inf"))
+        ref = F.softmax(sc, -1) @ v.double()
         rel = float((o.double() - ref).norm() / ref.norm())
         good = not bool(torch.isnan(o).any()) and rel < 5e-3
         ok &= good
-        print(f"{name} D={D} 2x3x333 (keys 250) vs float64: rel.err {rel:.2e} "
+        print(f"{name} D={D}{' causal' if causal else ''} 2x3x333 (keys 250) vs float64: "
+              f"rel.err {rel:.2e} "
               f"{'PASS' if good else 'FAIL'}")
     backends = {}
     try:
@@ -83,16 +92,17 @@ def main():
     except ImportError:
         pass
     for (B, H, S) in shapes:
-        for D in sorted({d for _, _, d in variants}):
+        for D, causal in sorted({d for _, _, d in variants}):
             torch.manual_seed(B * 1000 + S + D)
             q = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
             k = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
             v = torch.randn(B, H, S, D, device="cuda", dtype=torch.float16)
-            flop = 4.0 * B * H * S * S * D
+            flop = 4.0 * B * H * S * S * D / (2 if causal else 1)
+            sdpa = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
             reps = max(3, int(5e12 / flop))
             tsync = torch.cuda.synchronize
-            ref = F.scaled_dot_product_attention(q, k, v)
-            mine = [(name, lib) for name, lib, d in variants if d == D]
+            ref = sdpa()
+            mine = [(name, lib) for name, lib, d in variants if d == (D, causal)]
             # ROUNDS interleaved rounds (torch's default, then each variant, per round): the
             # medians over rounds, and each variant's median per-round ratio to torch.
             rounds = max(1, int(os.environ.get("ROUNDS", "1")))
@@ -103,20 +113,18 @@ def main():
             times = {name: [] for name, _ in mine}
             torch_times = []
             for _ in range(rounds):
-                torch_times.append(median_time(lambda: F.scaled_dot_product_attention(q, k, v),
-                                               tsync, reps))
+                torch_times.append(median_time(sdpa, tsync, reps))
                 for name, lib in mine:
                     o = outs[name]
                     times[name].append(median_time(lambda: run(lib, q, k, v, o), wsync, reps))
             t_torch = statistics.median(torch_times)
-            shape = f"{B}x{H}x{S}x{D}"
+            shape = f"{B}x{H}x{S}x{D}{'c' if causal else ''}"
             rows.append((shape, "torch SDPA (default)", t_torch, flop / t_torch / 1e12, "", ""))
             for bname, backend in backends.items():
                 try:
                     with sdpa_kernel(backend):
-                        F.scaled_dot_product_attention(q, k, v)
-                        t = median_time(lambda: F.scaled_dot_product_attention(q, k, v), tsync,
-                                        reps)
+                        sdpa()
+                        t = median_time(sdpa, tsync, reps)
                     rows.append((shape, f"torch SDPA {bname}", t, flop / t / 1e12, "", ""))
                 except RuntimeError as e:
                     rows.append((shape, f"torch SDPA {bname}", float("nan"), float("nan"),

@@ -14,7 +14,9 @@ cp "$src/bench/attention_cuda.py" "$src/bench/wave_bench.py" "$out/"
 # name: head dim: source (samples/attention/): target: -D flags. ATTENTION_VARIANTS (the same
 # form, space-separated entries joined by ';') replaces the list. A source `FILE@FIELDS`
 # compiles FILE with FIELDS added to its hardware(...) constraint (e.g.
-# `attention_wgmma.wave@score_ahead = 0`).
+# `attention_wgmma.wave@score_ahead = 0`). A source whose name says `causal` is checked and
+# timed as causal attention (the C program's ATTENTION_CAUSAL, bench/attention_cuda.py's
+# `:causal`).
 variants=(
   "d128_m128_k64:128:attention.wave:sm_90:-DBLOCK_M=128 -DBLOCK_K2=64"
   "d64_k32_w32:64:attention.wave:sm_90:-DBLOCK_K2=32 -DWAVE_M=32 -DBLOCK_M=128"
@@ -40,6 +42,7 @@ for v in "${variants[@]}"; do
   "$wavec" "$source" --target=$target -DD=$d $flags --no-cache \
     -o "$out/$name/attention.ptx"
   echo "$d" > "$out/$name/headdim"
+  if [[ "$file" == *causal* ]]; then touch "$out/$name/causal"; fi
   echo "$file $target $flags" > "$out/$name/flags"
 done
 cat > "$out/run.sh" <<'RUN'
@@ -56,15 +59,18 @@ for d in */; do
   [[ -f $d/headdim ]] || continue
   d=${d%/}
   hd=$(cat $d/headdim)
+  causal=0 mark=
+  if [[ -f $d/causal ]]; then causal=1 mark=:causal; fi
   cc -O2 -std=c99 -shared -fPIC -Iruntime/include -I$d $d/attention.c -L. -Wl,-rpath,$PWD \
     -lwave_runtime -o $d/libattention.so 2>&1 | tail -3
-  cc -O2 -std=c99 -Wall -Wextra -Werror -DATTENTION_D=$hd -Iruntime/include -I$d \
+  cc -O2 -std=c99 -Wall -Wextra -Werror -DATTENTION_D=$hd -DATTENTION_CAUSAL=$causal \
+    -Iruntime/include -I$d \
     samples/attention/attention_main.c $d/attention.c -L. -Wl,-rpath,$PWD -lwave_runtime -lm \
     -o $d/attention_main 2>&1 | tail -3
   for shape in "2 100 77" "3 257 300" "1 64 4096"; do
     WAVE_DEVICE=cuda://0 timeout 60 ./$d/attention_main $shape; echo "$d $shape exit $?"
   done
-  specs+=("$d=$PWD/$d/libattention.so:$hd")
+  specs+=("$d=$PWD/$d/libattention.so:$hd$mark")
 done
 PYTHONUNBUFFERED=1 timeout 300 python3 attention_cuda.py "$PWD/libwave_runtime.so" "${specs[@]}"
 } 2>&1 | tee "$OUT/attention.log"

@@ -5,7 +5,8 @@
 # epilogue GEMMs of samples/gemm_epilogue, all with assume(K % 8 == 0) and assume(N % 8 == 0)
 # (the TMA store's row rule), each compiled twice by WAVEC: staged (the default: `new_*`) and
 # with `hardware(stage_epilogue = 0)` (`old_*`, the epilogue from registers). Variants: f32 C,
-# f16 C (`write(cast(result, f16), c)`: cuBLAS's output type), bf16 inputs with f32 C. On the
+# f16 C (`write(cast(result, f16), c)`: cuBLAS's output type), bf16 inputs with f32 C, bf16
+# inputs with bf16 C (`bf16c`). On the
 # device, epistage_run.sh builds the runtime and the stubs, runs one guarded launch, the
 # float64 checks, the C samples, compute-sanitizer, SASS counts, then gemm_cuda.py and
 # gemm_epilogue_cuda.py (ROUNDS interleaved rounds):
@@ -28,18 +29,21 @@ sed 's/^    assume(K > BLOCK_K \* 4);/&\n    assume(K % 8 == 0);\n    assume(N %
 sed -e 's/c: Memory\[M, N, global, f32\]/c: Memory[M, N, global, f16]/' \
   -e 's/^  write(result, c);/  write(cast(result, f16), c);/' "$tmp/f32.wave" > "$tmp/f16c.wave"
 sed 's/f16]/bf16]/g' "$tmp/f32.wave" > "$tmp/bf16.wave"
+sed -e 's/f16]/bf16]/g' -e 's/cast(result, f16)/cast(result, bf16)/' "$tmp/f16c.wave" \
+  > "$tmp/bf16c.wave"
+grep -q 'write(cast(result, bf16), c)' "$tmp/bf16c.wave"
 sed 's/^    wave(N, WAVE_N);/&\n    assume(K > BLOCK_K * 4);\n    assume(K % 8 == 0);\n    assume(N % 8 == 0);/' \
   "$src/samples/gemm_epilogue/gemm_epilogue.wave" > "$tmp/epi.wave"
 grep -q 'N % 8 == 0' "$tmp/f32.wave"
 grep -q 'write(cast(result, f16), c)' "$tmp/f16c.wave"
 grep -q 'global, f16\]' "$tmp/f16c.wave"
 [ "$(grep -c 'N % 8 == 0' "$tmp/epi.wave")" = 2 ]
-for f in f32 f16c bf16 epi; do
+for f in f32 f16c bf16 bf16c epi; do
   sed 's/^    wave(N, WAVE_N);/&\n    hardware(stage_epilogue = 0);/' "$tmp/$f.wave" > "$tmp/${f}_old.wave"
   grep -q 'stage_epilogue = 0' "$tmp/${f}_old.wave"
 done
 wg="-DBLOCK_M=128 -DBLOCK_N=256 -DBLOCK_K=64 -DWAVE_M=64 -DWAVE_N=256"
-for f in f32 f16c bf16 epi; do
+for f in f32 f16c bf16 bf16c epi; do
   for form in new old; do
     file=$tmp/$f.wave
     [ $form = old ] && file=$tmp/${f}_old.wave
@@ -120,6 +124,7 @@ timeout ${GEMM_TIMEOUT:-200} python3 gemm_cuda.py "$P/libwave_runtime.so" \
   new_f32=$P/new_f32/libgemm.so@n8 old_f32=$P/old_f32/libgemm.so@n8 \
   new_f16c=$P/new_f16c/libgemm.so@f16c+n8 old_f16c=$P/old_f16c/libgemm.so@f16c+n8 \
   new_bf16=$P/new_bf16/libgemm.so@bf16+n8 old_bf16=$P/old_bf16/libgemm.so@bf16+n8 \
+  new_bf16c=$P/new_bf16c/libgemm.so@bf16+bf16c+n8 old_bf16c=$P/old_bf16c/libgemm.so@bf16+bf16c+n8 \
   ${ROUNDS:+--rounds $ROUNDS} --shapes ${SHAPES:-4096,4096,4096 8192,8192,8192 4095,4104,4000} \
   2>&1 | tee "$OUT/gemm_bench.log" | tail -32
 timeout ${EPI_TIMEOUT:-200} python3 gemm_epilogue_cuda.py "$P/libwave_runtime.so" \

@@ -443,10 +443,12 @@ emu::profile::Registers readRegisters(const std::string &json, const std::string
 }
 
 // The TMA tensor maps of `kernel` in wavec's metadata (`tensor_maps`, docs/user-guide.md): a
-// launch passes each map's device address at `offset`, after the arguments.
+// launch passes each map's device address at `offset`, after the arguments; `box` has one
+// extent per dim of the tensor.
 struct TensorMapUse {
   std::string param;
-  unsigned offset = 0, rows = 0, cols = 0, swizzle = 0;
+  unsigned offset = 0, swizzle = 0;
+  std::vector<uint32_t> box;
 };
 std::vector<TensorMapUse> readTensorMaps(const std::string &json, const std::string &kernel) {
   std::vector<TensorMapUse> out;
@@ -461,10 +463,20 @@ std::vector<TensorMapUse> readTensorMaps(const std::string &json, const std::str
     TensorMapUse m;
     const size_t name = p + key.size(), close = list.find('"', name);
     const size_t fields = list.find("\"offset\": ", name);
-    if (close == std::string::npos || fields == std::string::npos ||
-        std::sscanf(list.c_str() + fields,
-                    "\"offset\": %u, \"box\": [%u, %u], \"swizzle_bytes\": %u", &m.offset,
-                    &m.rows, &m.cols, &m.swizzle) != 4)
+    const size_t box = list.find("\"box\": [", name);
+    const size_t boxEnd = box == std::string::npos ? box : list.find(']', box);
+    const size_t swizzle = boxEnd == std::string::npos ? boxEnd : list.find("\"swizzle_bytes\": ", boxEnd);
+    bool ok = close != std::string::npos && fields != std::string::npos &&
+              swizzle != std::string::npos &&
+              std::sscanf(list.c_str() + fields, "\"offset\": %u", &m.offset) == 1 &&
+              std::sscanf(list.c_str() + swizzle, "\"swizzle_bytes\": %u", &m.swizzle) == 1;
+    if (ok) {
+      std::istringstream extents(list.substr(box + 8, boxEnd - box - 8));
+      std::string e;
+      while (std::getline(extents, e, ','))
+        m.box.push_back(static_cast<uint32_t>(std::stoul(e)));
+    }
+    if (!ok || m.box.size() < 2 || m.box.size() > 5)
       die(kFailed, "unreadable tensor_maps in the kernel metadata from wavec for " + kernel);
     m.param = list.substr(name, close - name);
     out.push_back(m);
@@ -573,19 +585,30 @@ void runOnDevice(const Options &o, DeviceRun &run, const std::string &target, bo
     size_t p = 0;
     while (p < kernel.params.size() && kernel.params[p].name != m.param)
       ++p;
-    if (p == kernel.params.size() || kernel.params[p].value->type.shape.size() != 2)
+    if (p == kernel.params.size() ||
+        kernel.params[p].value->type.shape.size() != m.box.size())
       die(kFailed, "the kernel metadata names a tensor map of an unknown tensor " + m.param);
     const ir::Type &t = kernel.params[p].value->type;
-    auto rows = t.shape[0].size.evaluate(symbols), cols = t.shape[1].size.evaluate(symbols);
-    if (!rows || !cols || *rows < 0 || *cols < 0)
-      die(kFailed, "the shape of " + m.param + " is out of range");
+    const uint32_t rank = static_cast<uint32_t>(m.box.size());
     const unsigned bits = bitWidth(t.dtype);
+    std::vector<uint64_t> dims(rank), strides(rank, 0);
+    for (uint32_t i = 0; i < rank; ++i) {
+      auto n = t.shape[i].size.evaluate(symbols);
+      if (!n || *n < 0)
+        die(kFailed, "the shape of " + m.param + " is out of range");
+      dims[i] = uint64_t(*n);
+    }
+    uint64_t stride = bits / 8; // row-major: dim i's stride is the later dims' elements
+    for (uint32_t i = rank; i-- > 1;) {
+      stride *= dims[i];
+      strides[i - 1] = stride;
+    }
     const wave_dtype_t dtype = {static_cast<uint8_t>(t.dtype == ScalarType::BF16 ? 4 : 2),
                                 static_cast<uint8_t>(bits), 1};
     uint64_t address = 0;
-    check(wave_tensor_map_2d(run.dev, run.buffers[p], dtype, uint64_t(*rows), uint64_t(*cols),
-                             uint64_t(*cols) * (bits / 8), m.rows, m.cols, m.swizzle, &address),
-          "wave_tensor_map_2d");
+    check(wave_tensor_map(run.dev, run.buffers[p], dtype, rank, dims.data(), strides.data(),
+                          m.box.data(), m.swizzle, &address),
+          "wave_tensor_map");
     packed.resize(std::max<size_t>(packed.size(), m.offset + 8), 0);
     std::memcpy(packed.data() + m.offset, &address, 8);
   }

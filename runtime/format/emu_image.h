@@ -214,13 +214,14 @@ enum class Op : uint16_t {
                // 0: mbarrier.arrive)
   MbarWait,    // a: i32 shared offset; b: i32 parity. Blocks the thread until the phase of that
                // parity has completed (try_wait.parity in a loop); the scheduler runs others
-  // TMA (cp.async.bulk.tensor.2d) through an EmuTensorMap in global memory (built by the
-  // runtime's wave_tensor_map_2d on an emulator device): a box of box rows x box columns at
-  // (column c0, row c1). Loads land at issue (zeros outside the tensor) in the box's row-major
-  // order, swizzled like Op::Wgmma's addresses, then complete the box's bytes on the mbarrier;
-  // stores write the box's elements inside the tensor from shared memory (clipped).
-  TmaLoad,     // a: i32 shared destination; b: map pointer; c: 2 x i32 (c0, c1); dst: i32 mbarrier
-  TmaStore,    // a: i32 shared source; b: map pointer; c: 2 x i32 (c0, c1)
+  // TMA (cp.async.bulk.tensor.Nd) through an EmuTensorMap in global memory (built by the
+  // runtime's wave_tensor_map on an emulator device): a box at coordinates c0 (innermost dim,
+  // columns), c1, ... Loads land at issue (zeros outside the tensor in any dim) in the box's
+  // row-major order, swizzled like Op::Wgmma's addresses, then complete the box's bytes on the
+  // mbarrier; stores write the box's elements inside the tensor from shared memory (clipped).
+  // imm: N, the coordinates (the map's rank; 0 reads as 2).
+  TmaLoad,     // a: i32 shared destination; b: map pointer; c: N x i32; dst: i32 mbarrier
+  TmaStore,    // a: i32 shared source; b: map pointer; c: N x i32
   // wgmma.commit_group / wait_group N (per warp: the instructions of lane 0 count). The shared
   // memory an Op::Wgmma reads stays "read in flight" until a wait retires its group (every
   // committed group but the N newest): a write to it before then is a race.
@@ -229,14 +230,19 @@ enum class Op : uint16_t {
   Count
 };
 
-// The emulator's TMA tensor map (wave_tensor_map_2d on an emulator device), kTensorMapBytes in
-// global memory: a 2D tensor of rows x cols elements (row stride in bytes) copied in boxes.
+// The emulator's TMA tensor map (wave_tensor_map on an emulator device), kTensorMapBytes in
+// global memory: a tensor of `rank` (1..5) dims, row-major (dims[rank - 1] contiguous),
+// strides[i] the byte stride of dim i < rank - 1, copied in boxes of box[i] elements per dim.
 constexpr char kTensorMapMagic[8] = {'W', 'A', 'V', 'E', 'T', 'M', 'A', 'P'};
 constexpr uint32_t kTensorMapBytes = 128;
+constexpr uint32_t kTensorMapMaxRank = 5;
 struct EmuTensorMap {
   char magic[8];
-  uint64_t base, rows, cols, rowStrideBytes;
-  uint32_t boxRows, boxCols, elementBytes, swizzleBytes; // swizzle 0, 32, 64 or 128
+  uint64_t base;
+  uint32_t rank, elementBytes, swizzleBytes, reserved; // swizzle 0, 32, 64 or 128
+  uint64_t dims[kTensorMapMaxRank];
+  uint64_t strides[kTensorMapMaxRank - 1];
+  uint32_t box[kTensorMapMaxRank];
 };
 static_assert(sizeof(EmuTensorMap) <= kTensorMapBytes, "the map fits its allocation");
 

@@ -669,7 +669,7 @@ extern "C" wave_status_t wave_launch(wave_device_t device, wave_stream_t stream,
 // ---- TMA tensor maps ------------------------------------------------------------------------
 
 wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *driverType) {
-  const char *f = "wave_tensor_map_2d";
+  const char *f = "wave_tensor_map";
   *driverType = r.dtypeCode == 2 && r.elementBytes == 1   ? 0 // fp8: CU_TENSOR_MAP_DATA_TYPE_UINT8
                 : r.dtypeCode == 2 && r.elementBytes == 2 ? 6
                 : r.dtypeCode == 4 && r.elementBytes == 2 ? 9
@@ -678,24 +678,39 @@ wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *dr
   if (*driverType < 0)
     return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: no tensor-map type for dtype code %u, %u bytes",
                  f, r.dtypeCode, r.elementBytes);
+  if (r.rank < 1 || r.rank > TensorMapRequest::kMaxRank)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: a rank of %u (1 to %u)", f, r.rank,
+                 TensorMapRequest::kMaxRank);
   if (reinterpret_cast<uintptr_t>(r.base) % 16 != 0)
     return failf(WAVE_ERROR_INVALID_ARGUMENT,
                  "%s: the tensor's address %p is not a multiple of 16 bytes", f, r.base);
-  if (r.rows > (uint64_t(1) << 32) || r.cols > (uint64_t(1) << 32))
-    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: %llu x %llu elements exceed 2^32 per dim", f,
-                 (unsigned long long)r.rows, (unsigned long long)r.cols);
-  if (r.rowStrideBytes % 16 != 0 || r.rowStrideBytes >= (uint64_t(1) << 40) ||
-      r.rowStrideBytes < r.cols * r.elementBytes)
+  const uint32_t last = r.rank - 1;
+  for (uint32_t i = 0; i < r.rank; ++i)
+    if (r.dims[i] > (uint64_t(1) << 32))
+      return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: %llu elements in dim %u exceed 2^32", f,
+                   (unsigned long long)r.dims[i], i);
+  // Each stride a multiple of 16 below 2^40 that holds the dims inside it (no overlap).
+  for (uint32_t i = 0; i < last; ++i) {
+    const uint64_t inner = i + 1 == last ? r.elementBytes : r.strides[i + 1];
+    if (r.strides[i] % 16 != 0 || r.strides[i] >= (uint64_t(1) << 40) ||
+        r.strides[i] / inner < r.dims[i + 1])
+      return failf(WAVE_ERROR_INVALID_ARGUMENT,
+                   "%s: a stride of %llu bytes for dim %u (%llu elements of %llu bytes inside) "
+                   "is not a multiple of 16 below 2^40 holding them",
+                   f, (unsigned long long)r.strides[i], i, (unsigned long long)r.dims[i + 1],
+                   (unsigned long long)inner);
+  }
+  const uint64_t boxBytes = uint64_t(r.box[last]) * r.elementBytes;
+  std::string boxText;
+  bool boxOk = boxBytes % 16 == 0;
+  for (uint32_t i = 0; i < r.rank; ++i) {
+    boxText += (i ? " x " : "") + std::to_string(r.box[i]);
+    boxOk = boxOk && r.box[i] >= 1 && r.box[i] <= 256;
+  }
+  if (!boxOk)
     return failf(WAVE_ERROR_INVALID_ARGUMENT,
-                 "%s: a row stride of %llu bytes (%llu elements of %u bytes per row) is not a "
-                 "multiple of 16 below 2^40 holding a row", f,
-                 (unsigned long long)r.rowStrideBytes, (unsigned long long)r.cols, r.elementBytes);
-  const uint64_t boxBytes = uint64_t(r.boxCols) * r.elementBytes;
-  if (r.boxRows == 0 || r.boxCols == 0 || r.boxRows > 256 || r.boxCols > 256 ||
-      boxBytes % 16 != 0)
-    return failf(WAVE_ERROR_INVALID_ARGUMENT,
-                 "%s: a box of %u x %u elements (at most 256 each, rows of a multiple of 16 "
-                 "bytes)", f, r.boxRows, r.boxCols);
+                 "%s: a box of %s elements (1 to 256 per dim, rows of a multiple of 16 bytes)", f,
+                 boxText.c_str());
   if (r.swizzleBytes != 0 && r.swizzleBytes != 32 && r.swizzleBytes != 64 &&
       r.swizzleBytes != 128)
     return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: a swizzle of %u bytes (0, 32, 64 or 128)", f,
@@ -707,42 +722,76 @@ wave_status_t wave::rt::checkTensorMapRequest(const TensorMapRequest &r, int *dr
   return WAVE_SUCCESS;
 }
 
+namespace {
+// wave_tensor_map and wave_tensor_map_2d: the request checked, then the back end's map.
+wave_status_t tensorMapOf(const char *f, wave_device_t device, const void *data,
+                          wave_dtype_t dtype, uint32_t rank, const uint64_t *dims,
+                          const uint64_t *strides, const uint32_t *box, uint32_t swizzle_bytes,
+                          uint64_t *map_address) {
+  if (!map_address)
+    return nullArgument(f, "map_address");
+  *map_address = 0;
+  if (!device)
+    return nullArgument(f, "device");
+  if (!data)
+    return nullArgument(f, "data");
+  if (rank < 1 || rank > TensorMapRequest::kMaxRank)
+    return failf(WAVE_ERROR_INVALID_ARGUMENT, "%s: a rank of %u (1 to %u)", f, rank,
+                 TensorMapRequest::kMaxRank);
+  if (!dims)
+    return nullArgument(f, "dims");
+  if (!box)
+    return nullArgument(f, "box");
+  if (!strides && rank > 1)
+    return nullArgument(f, "strides_bytes");
+  TensorMapRequest r;
+  r.base = data;
+  r.dtypeCode = dtype.code;
+  r.elementBytes = dtype.bits / 8;
+  r.rank = rank;
+  bool empty = false;
+  for (uint32_t i = 0; i < rank; ++i) {
+    r.dims[i] = dims[i];
+    r.box[i] = box[i];
+    if (i + 1 < rank)
+      r.strides[i] = strides[i];
+    empty |= dims[i] == 0;
+  }
+  r.swizzleBytes = swizzle_bytes;
+  if (empty)
+    return WAVE_SUCCESS; // nothing to copy: no kernel dereferences the map
+  int type = 0;
+  if (wave_status_t s = checkTensorMapRequest(r, &type))
+    return s;
+  void *out = nullptr;
+  if (wave_status_t s = device->backend->tensorMap(device->native, r, &out))
+    return s;
+  *map_address = reinterpret_cast<uintptr_t>(out);
+  return WAVE_SUCCESS;
+}
+} // namespace
+
 // Declared in kernel_api.h (no export macro there): exported like kernel_api.cpp's entry points,
-// so stubs linked against the shared library find it.
+// so stubs linked against the shared library find them.
 extern "C" __attribute__((visibility("default"))) wave_status_t
-wave_tensor_map_2d(wave_device_t device, const void *data,
-                                            wave_dtype_t dtype, uint64_t rows, uint64_t cols,
-                                            uint64_t row_stride_bytes, uint32_t box_rows,
-                                            uint32_t box_cols, uint32_t swizzle_bytes,
-                                            uint64_t *map_address) {
+wave_tensor_map(wave_device_t device, const void *data, wave_dtype_t dtype, uint32_t rank,
+                const uint64_t *dims, const uint64_t *strides_bytes, const uint32_t *box,
+                uint32_t swizzle_bytes, uint64_t *map_address) {
+  return guarded("wave_tensor_map", [&] {
+    return tensorMapOf("wave_tensor_map", device, data, dtype, rank, dims, strides_bytes, box,
+                       swizzle_bytes, map_address);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) wave_status_t
+wave_tensor_map_2d(wave_device_t device, const void *data, wave_dtype_t dtype, uint64_t rows,
+                   uint64_t cols, uint64_t row_stride_bytes, uint32_t box_rows, uint32_t box_cols,
+                   uint32_t swizzle_bytes, uint64_t *map_address) {
   return guarded("wave_tensor_map_2d", [&] {
-    if (!map_address)
-      return nullArgument("wave_tensor_map_2d", "map_address");
-    *map_address = 0;
-    if (!device)
-      return nullArgument("wave_tensor_map_2d", "device");
-    if (!data)
-      return nullArgument("wave_tensor_map_2d", "data");
-    TensorMapRequest r;
-    r.base = data;
-    r.dtypeCode = dtype.code;
-    r.elementBytes = dtype.bits / 8;
-    r.rows = rows;
-    r.cols = cols;
-    r.rowStrideBytes = row_stride_bytes;
-    r.boxRows = box_rows;
-    r.boxCols = box_cols;
-    r.swizzleBytes = swizzle_bytes;
-    if (rows == 0 || cols == 0)
-      return WAVE_SUCCESS; // nothing to copy: no kernel dereferences the map
-    int type = 0;
-    if (wave_status_t s = checkTensorMapRequest(r, &type))
-      return s;
-    void *out = nullptr;
-    if (wave_status_t s = device->backend->tensorMap2d(device->native, r, &out))
-      return s;
-    *map_address = reinterpret_cast<uintptr_t>(out);
-    return WAVE_SUCCESS;
+    const uint64_t dims[2] = {rows, cols}, strides[1] = {row_stride_bytes};
+    const uint32_t box[2] = {box_rows, box_cols};
+    return tensorMapOf("wave_tensor_map_2d", device, data, dtype, 2, dims, strides, box,
+                       swizzle_bytes, map_address);
   });
 }
 

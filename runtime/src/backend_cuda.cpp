@@ -149,7 +149,7 @@ public:
   wave_status_t eventRecord(void *dev, void *event, void *stream) override;
   wave_status_t eventSynchronize(void *dev, void *event) override;
   wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) override;
-  wave_status_t tensorMap2d(void *dev, const TensorMapRequest &request, void **out) override;
+  wave_status_t tensorMap(void *dev, const TensorMapRequest &request, void **out) override;
 
 private:
   void freeMaps(CudaDevice &d);
@@ -357,7 +357,7 @@ wave_status_t CudaBackend::synchronize(void *dev) {
 // maps", says why not a kernel parameter); the copy is waited for, so a launch on any stream
 // sees it. At most kMaxMaps stay cached: past that the cache is emptied (after the device's
 // work) and refilled.
-wave_status_t CudaBackend::tensorMap2d(void *dev, const TensorMapRequest &r, void **out) {
+wave_status_t CudaBackend::tensorMap(void *dev, const TensorMapRequest &r, void **out) {
   constexpr size_t kMaxMaps = 1024;
   int type = 0;
   if (wave_status_t s = checkTensorMapRequest(r, &type))
@@ -375,13 +375,23 @@ wave_status_t CudaBackend::tensorMap2d(void *dev, const TensorMapRequest &r, voi
   if (d->maps.size() >= kMaxMaps)
     freeMaps(*d);
   alignas(64) uint64_t map[16] = {};
-  const uint64_t dims[2] = {r.cols, r.rows}, strides[1] = {r.rowStrideBytes};
-  const uint32_t box[2] = {r.boxCols, r.boxRows}, elementStrides[2] = {1, 1};
+  // The driver's order is innermost first: dims, box and element strides reversed, the byte
+  // strides of dims 1.. (rank - 1 of them).
+  const uint32_t n = r.rank;
+  uint64_t dims[TensorMapRequest::kMaxRank] = {}, strides[TensorMapRequest::kMaxRank] = {};
+  uint32_t box[TensorMapRequest::kMaxRank] = {}, elementStrides[TensorMapRequest::kMaxRank] = {};
+  for (uint32_t i = 0; i < n; ++i) {
+    dims[i] = r.dims[n - 1 - i];
+    box[i] = r.box[n - 1 - i];
+    elementStrides[i] = 1;
+    if (i + 1 < n)
+      strides[i] = r.strides[n - 2 - i];
+  }
   const int swizzle = r.swizzleBytes == 128 ? 3 : r.swizzleBytes == 64 ? 2
                       : r.swizzleBytes == 32  ? 1
                                               : 0;
   // Interleave none (0), L2 promotion 128 bytes (2), out-of-bounds elements zero (0).
-  if (wave_status_t s = check(api.cuTensorMapEncodeTiled(map, type, 2, const_cast<void *>(r.base),
+  if (wave_status_t s = check(api.cuTensorMapEncodeTiled(map, type, n, const_cast<void *>(r.base),
                                                          dims, strides, box, elementStrides, 0,
                                                          swizzle, 2, 0),
                               "cuTensorMapEncodeTiled", WAVE_ERROR_INVALID_ARGUMENT))

@@ -103,7 +103,7 @@ public:
   // allocation of the device, so a kernel's TMA instruction reads it through the global-memory
   // checks. Cached per request like the CUDA back end's maps (launches are synchronous, so the
   // cache may be emptied at any call); the maps go with the device.
-  wave_status_t tensorMap2d(void *dev, const TensorMapRequest &r, void **out) override {
+  wave_status_t tensorMap(void *dev, const TensorMapRequest &r, void **out) override {
     constexpr size_t kMaxMaps = 1024;
     int type = 0;
     if (wave_status_t s = checkTensorMapRequest(r, &type))
@@ -125,11 +125,13 @@ public:
     emu::EmuTensorMap map{};
     std::memcpy(map.magic, emu::kTensorMapMagic, sizeof map.magic);
     map.base = reinterpret_cast<uintptr_t>(r.base);
-    map.rows = r.rows;
-    map.cols = r.cols;
-    map.rowStrideBytes = r.rowStrideBytes;
-    map.boxRows = r.boxRows;
-    map.boxCols = r.boxCols;
+    map.rank = r.rank;
+    for (uint32_t i = 0; i < r.rank; ++i) {
+      map.dims[i] = r.dims[i];
+      map.box[i] = r.box[i];
+      if (i + 1 < r.rank)
+        map.strides[i] = r.strides[i];
+    }
     map.elementBytes = r.elementBytes;
     map.swizzleBytes = r.swizzleBytes;
     std::memset(p, 0, emu::kTensorMapBytes);

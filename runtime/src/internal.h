@@ -7,6 +7,7 @@
 #include "wave/kernel_api.h"
 #include "wave/runtime.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -76,18 +77,21 @@ void forgetSelections(wave_device_t device);
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 
-/// What wave_tensor_map_2d asks for (kernel_api.h): the tensor `base` of `rows` x `cols`
-/// elements of `elementBytes` bytes each (`dtype`: kernel_api.h's wave_dtype_t code), rows
-/// `rowStrideBytes` apart; boxes of `boxRows` x `boxCols` elements, `swizzleBytes` (0, 32, 64 or
-/// 128) the shared-memory swizzle. Ordered, so that it can key a cache.
+/// What wave_tensor_map asks for (kernel_api.h): the tensor `base` of rank `rank` (1..5) with
+/// `dims` elements per dim (row-major: the last dim is contiguous) of `elementBytes` bytes each
+/// (`dtype`: kernel_api.h's wave_dtype_t code), `strides[i]` the byte stride of dim i for
+/// i < rank - 1; boxes of `box` elements per dim (same order), `swizzleBytes` (0, 32, 64 or 128)
+/// the shared-memory swizzle. Entries past `rank` are 0. Ordered, so that it can key a cache.
+/// wave_tensor_map_2d's request is rank 2: dims {rows, cols}, strides {row stride}.
 struct TensorMapRequest {
+  static constexpr uint32_t kMaxRank = 5;
   const void *base = nullptr;
-  uint32_t dtypeCode = 0, elementBytes = 0;
-  uint64_t rows = 0, cols = 0, rowStrideBytes = 0;
-  uint32_t boxRows = 0, boxCols = 0, swizzleBytes = 0;
+  uint32_t dtypeCode = 0, elementBytes = 0, rank = 0;
+  std::array<uint64_t, kMaxRank> dims{}, strides{};
+  std::array<uint32_t, kMaxRank> box{};
+  uint32_t swizzleBytes = 0;
   auto key() const {
-    return std::make_tuple(base, dtypeCode, elementBytes, rows, cols, rowStrideBytes, boxRows,
-                           boxCols, swizzleBytes);
+    return std::make_tuple(base, dtypeCode, elementBytes, rank, dims, strides, box, swizzleBytes);
   }
   bool operator<(const TensorMapRequest &o) const { return key() < o.key(); }
 };
@@ -137,11 +141,11 @@ public:
   virtual wave_status_t eventSynchronize(void *dev, void *event) = 0;
   virtual wave_status_t eventElapsed(void *dev, void *start, void *end, float *ms) = 0;
 
-  /// A TMA tensor map (NVIDIA, cuTensorMapEncodeTiled) of a row-major 2-D tensor in device
+  /// A TMA tensor map (NVIDIA, cuTensorMapEncodeTiled) of a tensor of rank 1..5 in device
   /// memory of this device, the map's 128 bytes written to device memory the back end owns
   /// until the device closes; `*out` is their address. Cached per request: the same request
   /// gives the same address without a driver call. Only the CUDA back end has maps.
-  virtual wave_status_t tensorMap2d(void *dev, const TensorMapRequest &request, void **out) {
+  virtual wave_status_t tensorMap(void *dev, const TensorMapRequest &request, void **out) {
     (void)dev;
     (void)request;
     (void)out;

@@ -4,7 +4,8 @@
  *   usage: attention_main [B M K2]   (default 2 × 100 × 77: no length a multiple of the tiles)
  * D is the head dim the kernel was compiled for (ATTENTION_D, default 64). The output is
  * poisoned (NaN) first, so an unwritten element fails the check. The device comes from
- * $WAVE_DEVICE (default "auto"). */
+ * $WAVE_DEVICE (default "auto"). With ATTENTION_CAUSAL=1 (attention_causal.wave) query i sees
+ * keys 0..i only. */
 #include "attention.h"
 
 #include "../common/sample_util.h"
@@ -13,6 +14,9 @@
 
 #ifndef ATTENTION_D
 #define ATTENTION_D 64
+#endif
+#ifndef ATTENTION_CAUSAL
+#define ATTENTION_CAUSAL 0
 #endif
 
 static double f16_to_double(uint16_t h) {
@@ -60,8 +64,9 @@ int main(int argc, char **argv) {
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < M; ++i) {
       const double *qi = dq + (b * M + i) * D;
+      const int64_t keys = ATTENTION_CAUSAL && i + 1 < K2 ? i + 1 : K2;
       double mx = -INFINITY, sum = 0;
-      for (int64_t j = 0; j < K2; ++j) {
+      for (int64_t j = 0; j < keys; ++j) {
         const double *kj = dk + (b * K2 + j) * D;
         double s = 0;
         for (int64_t d = 0; d < D; ++d)
@@ -69,11 +74,11 @@ int main(int argc, char **argv) {
         p[j] = s * scale;
         mx = p[j] > mx ? p[j] : mx;
       }
-      for (int64_t j = 0; j < K2; ++j)
+      for (int64_t j = 0; j < keys; ++j)
         sum += p[j] = exp(p[j] - mx);
       for (int64_t d = 0; d < D; ++d) {
         double r = 0;
-        for (int64_t j = 0; j < K2; ++j)
+        for (int64_t j = 0; j < keys; ++j)
           r += p[j] * dv[(b * K2 + j) * D + d];
         r /= sum;
         double out = f16_to_double(ho[(b * M + i) * D + d]);
@@ -84,8 +89,9 @@ int main(int argc, char **argv) {
     }
   double rel = sqrt(err / (ref2 > 0 ? ref2 : 1));
   int ok = nan == 0 && rel < 5e-3;
-  printf("attention B=%lld M=%lld K2=%lld D=%lld on %s: rel. error %.2e, %zu NaN: %s\n",
-         (long long)B, (long long)M, (long long)K2, (long long)D, attention_info()->targets, rel,
+  printf("attention%s B=%lld M=%lld K2=%lld D=%lld on %s: rel. error %.2e, %zu NaN: %s\n",
+         ATTENTION_CAUSAL ? " (causal)" : "", (long long)B, (long long)M, (long long)K2,
+         (long long)D, attention_info()->targets, rel,
          nan, ok ? "PASS" : "FAIL");
   wave_free(dev, q);
   wave_free(dev, k);

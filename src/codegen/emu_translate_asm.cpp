@@ -161,25 +161,38 @@ bool FunctionTranslator::translateSyncAsm(const AsmCall &a) {
          asmI32(a, "$1", "a parity"));
     return true;
   }
-  const bool tmaLoad = a.text == "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
-                               "complete_tx::bytes[$0],[$1,{$2,$3}],[$4];";
+  // cp.async.bulk.tensor.Nd (N = 1 .. 5 coordinates) global -> shared, and the 2-d store.
+  unsigned dims = 0;
+  for (unsigned n = 1; n <= 5 && !dims; ++n) {
+    std::string list;
+    for (unsigned i = 0; i < n; ++i)
+      list += (i ? ",$" : "$") + std::to_string(i + 2);
+    if (a.text == "cp.async.bulk.tensor." + std::to_string(n) +
+                      "d.shared::cluster.global.mbarrier::complete_tx::bytes[$0],[$1,{" + list +
+                      "}],[$" + std::to_string(n + 2) + "];")
+      dims = n;
+  }
+  const bool tmaLoad = dims > 0;
   const bool tmaStore = a.text == "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"
                                 "[$0,{$1,$2}],[$3];cp.async.bulk.commit_group;";
+  if (tmaStore)
+    dims = 2;
   if (tmaLoad || tmaStore) {
     const unsigned m = tmaLoad ? 1 : 0; // the map's operand
     const llvm::Value *map = a.arg("$" + std::to_string(m));
     if (!map || !(map->getType()->isIntegerTy(64) || map->getType()->isPointerTy()))
       refuseAsm(a, "a tensor map that is not a 64-bit operand");
-    const uint32_t coords = alloc(8);
-    for (unsigned i = 0; i < 2; ++i)
+    const uint32_t coords = alloc(4 * dims);
+    for (unsigned i = 0; i < dims; ++i)
       emit(Op::Copy, Type::I8, 1, coords + 4 * i,
            asmI32(a, ("$" + std::to_string(m + 1 + i)).c_str(), "a TMA coordinate"), 0, 0, 4);
     if (tmaLoad)
-      emit(Op::TmaLoad, Type::I8, 1, asmI32(a, "$4", "an mbarrier address"),
-           asmI32(a, "$0", "a shared-memory address"), slot(map), coords);
+      emit(Op::TmaLoad, Type::I8, 1,
+           asmI32(a, ("$" + std::to_string(dims + 2)).c_str(), "an mbarrier address"),
+           asmI32(a, "$0", "a shared-memory address"), slot(map), coords, dims);
     else
       emit(Op::TmaStore, Type::I8, 1, 0, asmI32(a, "$3", "a shared-memory address"), slot(map),
-           coords);
+           coords, dims);
     return true;
   }
   return false;

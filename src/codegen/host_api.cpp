@@ -186,8 +186,8 @@ struct Geometry {
   std::string key() const {
     std::string m;
     for (const TensorMapArg &t : maps)
-      m += fmt::format(" {}:{}:{}:{}:{}", t.param, static_cast<int>(t.dtype), t.boxRows,
-                       t.boxCols, t.swizzleBytes);
+      m += fmt::format(" {}:{}:{}:{}:{}:{}", t.param, static_cast<int>(t.dtype), t.boxRows,
+                       t.boxCols, t.swizzleBytes, t.rank);
     return fmt::format("{} {} {} {} {} {} {} {}{} p{}", block0(), dist->block[1],
                        dist->block[2], dist->grid[0].str(), dist->grid[1].str(),
                        dist->grid[2].str(), dynamicShared, sharedBytes, m, perSM);
@@ -248,9 +248,13 @@ std::string kernelComment(const HostKernel &hk, const HostApiOptions &o) {
     out += fmt::format(" *   targets: {}; block [{}, {}, {}]; grid [{}, {}, {}]; shared memory {} "
                        "bytes\n", g.targetList(), g.block0(), d.block[1], d.block[2],
                        d.grid[0].str(), d.grid[1].str(), d.grid[2].str(), g.sharedBytes);
-    for (const TensorMapArg &m : g.maps)
-      out += fmt::format(" *     TMA tensor map of {}: boxes of {} x {}, {}-byte swizzle\n",
-                         k.params.at(m.param).name, m.boxRows, m.boxCols, m.swizzleBytes);
+    for (const TensorMapArg &m : g.maps) {
+      std::string box;
+      for (uint32_t i = 0; i < m.rank; ++i)
+        box += (i ? " x " : "") + std::to_string(m.box(i));
+      out += fmt::format(" *     TMA tensor map of {}: boxes of {}, {}-byte swizzle\n",
+                         k.params.at(m.param).name, box, m.swizzleBytes);
+    }
   }
   return out + " */\n";
 }
@@ -357,7 +361,8 @@ std::string byteArray(const std::string &bytes) {
   return out + "\n";
 }
 
-// The stub's code that builds a code object's TMA tensor maps (wave_tensor_map_2d) and puts
+// The stub's code that builds a code object's TMA tensor maps (wave_tensor_map_2d for rank 2,
+// wave_tensor_map otherwise: the parameter's dims, row-major strides and the box) and puts
 // their addresses after the ABI's arguments; sets args_size.
 std::string tensorMapCode(const ir::Kernel &k, const KernelAbi &abi,
                           const std::vector<TensorMapArg> &maps, const std::string &ind) {
@@ -366,17 +371,43 @@ std::string tensorMapCode(const ir::Kernel &k, const KernelAbi &abi,
     const TensorMapArg &m = maps[j];
     const ir::Param &p = k.params.at(m.param);
     const ir::Shape &shape = p.value->type.shape;
-    const std::string rows = cExpr(shape.at(0).size).value_or("INT64_C(-1)"),
-                      cols = cExpr(shape.at(1).size).value_or("INT64_C(-1)");
     const unsigned bytes = bitWidth(m.dtype) / 8;
+    std::vector<std::string> dims;
+    for (uint32_t i = 0; i < m.rank; ++i)
+      dims.push_back("(uint64_t)(" + cExpr(shape.at(i).size).value_or("INT64_C(-1)") + ")");
+    if (m.rank == 2) {
+      s += fmt::format("{0}{{\n{0}  const wave_dtype_t dtype = {{{1}, {2}, 1}};\n"
+                       "{0}  uint64_t map = 0;\n"
+                       "{0}  st = wave_tensor_map_2d(device, {3}, dtype, {4}, "
+                       "{5}, {5} * {6}, {7}, {8}, {9}, &map);\n"
+                       "{0}  if (st != WAVE_SUCCESS)\n{0}    return st;\n"
+                       "{0}  memcpy(args + {10}, &map, 8);\n{0}}}\n",
+                       ind, m.dtype == ScalarType::BF16 ? 4 : 2, bytes * 8, p.name, dims[0],
+                       dims[1], bytes, m.boxRows, m.boxCols, m.swizzleBytes, abi.size + 8 * j);
+      continue;
+    }
+    // Row-major strides: dim i's is the product of the later dims times the element bytes.
+    std::string dimList, strideList, boxList;
+    for (uint32_t i = 0; i < m.rank; ++i) {
+      dimList += (i ? ", " : "") + dims[i];
+      boxList += (i ? ", " : "") + std::to_string(m.box(i));
+      if (i + 1 < m.rank) {
+        std::string stride = std::to_string(bytes);
+        for (uint32_t l = i + 1; l < m.rank; ++l)
+          stride += " * " + dims[l];
+        strideList += (i ? ", " : "") + stride;
+      }
+    }
     s += fmt::format("{0}{{\n{0}  const wave_dtype_t dtype = {{{1}, {2}, 1}};\n"
+                     "{0}  const uint64_t dims[{3}] = {{{4}}}, strides[{5}] = {{{6}}};\n"
+                     "{0}  const uint32_t box[{3}] = {{{7}}};\n"
                      "{0}  uint64_t map = 0;\n"
-                     "{0}  st = wave_tensor_map_2d(device, {3}, dtype, (uint64_t)({4}), "
-                     "(uint64_t)({5}), (uint64_t)({5}) * {6}, {7}, {8}, {9}, &map);\n"
+                     "{0}  st = wave_tensor_map(device, {8}, dtype, {3}, dims, strides, box, "
+                     "{9}, &map);\n"
                      "{0}  if (st != WAVE_SUCCESS)\n{0}    return st;\n"
                      "{0}  memcpy(args + {10}, &map, 8);\n{0}}}\n",
-                     ind, m.dtype == ScalarType::BF16 ? 4 : 2, bytes * 8, p.name, rows, cols,
-                     bytes, m.boxRows, m.boxCols, m.swizzleBytes, abi.size + 8 * j);
+                     ind, m.dtype == ScalarType::BF16 ? 4 : 2, bytes * 8, m.rank, dimList,
+                     m.rank - 1, strideList, boxList, p.name, m.swizzleBytes, abi.size + 8 * j);
   }
   return s + fmt::format("{}args_size = {};\n", ind, abi.size + 8 * maps.size());
 }

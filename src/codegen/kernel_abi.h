@@ -36,17 +36,22 @@ KernelAbi kernelAbi(const ir::Kernel &kernel, const Distribution &dist);
 
 // A TMA tensor map that a kernel compiled for one target takes after its ABI arguments: the
 // device address of the map (8 bytes each, in this order, from offset KernelAbi::size), built
-// at launch by the generated stub (wave_tensor_map_2d) for the 2-D Memory parameter `param`
-// (an index into Kernel::params): boxes of boxRows x boxCols elements of `dtype`, swizzled in
-// shared memory by swizzleBytes. The code generator decides them (passes/schedule.cpp,
-// codegen/emitter/tensor_copy.cpp); they differ between the targets of one stub.
+// at launch by the generated stub (wave_tensor_map_2d for rank 2, wave_tensor_map otherwise)
+// for the Memory parameter `param` (an index into Kernel::params) of `rank` dims (2 to 5, the
+// parameter's): boxes of 1 x ... x 1 x boxRows x boxCols elements of `dtype` (extent 1 in every
+// dim but the last two), swizzled in shared memory by swizzleBytes. The code generator decides
+// them (passes/schedule.cpp, codegen/emitter/tensor_copy.cpp); they differ between the targets
+// of one stub.
 struct TensorMapArg {
   unsigned param = 0;
   ScalarType dtype = ScalarType::F16;
   uint32_t boxRows = 0, boxCols = 0, swizzleBytes = 0;
+  uint32_t rank = 2;
+  // The box's extent along dim i of the tensor.
+  uint32_t box(uint32_t i) const { return i + 2 == rank ? boxRows : i + 1 == rank ? boxCols : 1; }
   bool operator==(const TensorMapArg &o) const {
     return param == o.param && dtype == o.dtype && boxRows == o.boxRows &&
-           boxCols == o.boxCols && swizzleBytes == o.swizzleBytes;
+           boxCols == o.boxCols && swizzleBytes == o.swizzleBytes && rank == o.rank;
   }
 };
 

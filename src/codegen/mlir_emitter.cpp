@@ -302,8 +302,17 @@ void KernelEmitter::liveSpans() {
 // remapped ids from here on.
 void KernelEmitter::remapWorkgroups() {
   const int64_t g = plan_.raster.group;
-  if (g <= 0)
+  if (g <= 0) {
+    // Heaviest first (RasterPlan::reverse): axis a's ids backwards, from the grid's size as
+    // the distribution gives it (AMD's grid-size query is a library call).
+    for (int a = 0; a < 3; ++a)
+      if (plan_.raster.reverse[a]) {
+        const std::string wg = "$WG" + std::to_string(a);
+        symbols_[wg] = binop("subi", binop("subi", lowerIndex(d_.grid[a]), symbols_.at(wg)),
+                             constIndex(1));
+      }
     return;
+  }
   head_ << "      %ro_gx = gpu.grid_dim x\n"
         << "      %ro_gy = gpu.grid_dim y\n"
         << "      %ro_g = arith.constant " << g << " : index\n"

@@ -60,8 +60,8 @@ void TargetLowering::barrierInitFence() { missing("transaction barriers"); }
 void TargetLowering::barrierArriveExpect(const std::string &, int64_t) {
   missing("transaction barriers");
 }
-void TargetLowering::tensorCopy2d(const std::string &, const std::string &, const std::string &,
-                                  const std::string &, const std::string &) {
+void TargetLowering::tensorCopy(const std::string &, const std::string &,
+                                const std::vector<std::string> &, const std::string &) {
   missing("tensor copies");
 }
 void TargetLowering::tensorStore2d(const std::string &, const std::string &, const std::string &,

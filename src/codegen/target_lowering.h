@@ -110,12 +110,11 @@ public:
   virtual void barrierInitFence();
   // One arrival at `bar` that also expects `bytes` of copies to complete on it.
   virtual void barrierArriveExpect(const std::string &bar, int64_t bytes);
-  // The box at (`col`, `row`) (i32 element coordinates, innermost first) of the tensor whose
-  // map is at `map` (!llvm.ptr<1>) into shared memory at `dst` (!llvm.ptr<3>), completing on
-  // `bar`; elements outside the tensor are zeros.
-  virtual void tensorCopy2d(const std::string &dst, const std::string &map,
-                            const std::string &col, const std::string &row,
-                            const std::string &bar);
+  // The box at `coords` (i32 element coordinates, innermost first: column, row, ...; as many
+  // as the map's rank, 1 to 5) of the tensor whose map is at `map` (!llvm.ptr<1>) into shared
+  // memory at `dst` (!llvm.ptr<3>), completing on `bar`; elements outside the tensor are zeros.
+  virtual void tensorCopy(const std::string &dst, const std::string &map,
+                          const std::vector<std::string> &coords, const std::string &bar);
   // The box at (`col`, `row`) of the tensor whose map is at `map` written from shared memory at
   // `src` (!llvm.ptr<3>, laid out as the map's box and swizzle); elements outside the tensor
   // are not written. One bulk group per call (committed).

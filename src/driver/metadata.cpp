@@ -111,11 +111,13 @@ std::string kernelMetadataJson(const std::vector<HostKernel> &kernels,
     out += "      \"tensor_maps\": [";
     for (size_t j = 0; j < r.tensorMaps.size(); ++j) {
       const TensorMapArg &m = r.tensorMaps[j];
-      out += fmt::format("{}{{\"param\": {}, \"type\": \"{}\", \"offset\": {}, \"box\": [{}, {}], "
+      std::string box; // one extent per dim of the tensor
+      for (uint32_t i = 0; i < m.rank; ++i)
+        box += (i ? ", " : "") + std::to_string(m.box(i));
+      out += fmt::format("{}{{\"param\": {}, \"type\": \"{}\", \"offset\": {}, \"box\": [{}], "
                          "\"swizzle_bytes\": {}}}",
                          j ? ", " : "", jsonString(k.params.at(m.param).name),
-                         scalarTypeName(m.dtype), abi.size + 8 * j, m.boxRows, m.boxCols,
-                         m.swizzleBytes);
+                         scalarTypeName(m.dtype), abi.size + 8 * j, box, m.swizzleBytes);
     }
     out += "],\n";
     out += "      \"arguments\": [";

@@ -209,7 +209,8 @@ std::string resourcesText(const std::vector<KernelResources> &resources) {
     for (const TensorMapArg &m : r.tensorMaps)
       maps += (maps.empty() ? "" : ",") + std::to_string(m.param) + ":" +
               std::to_string(static_cast<int>(m.dtype)) + ":" + std::to_string(m.boxRows) +
-              ":" + std::to_string(m.boxCols) + ":" + std::to_string(m.swizzleBytes);
+              ":" + std::to_string(m.boxCols) + ":" + std::to_string(m.swizzleBytes) + ":" +
+              std::to_string(m.rank);
     out += (maps.empty() ? "-" : maps) + " " + std::to_string(r.producerThreads) + " " +
            std::to_string(r.persistentPerSM) + "\n";
   }
@@ -233,12 +234,12 @@ bool parseResources(const std::string &text, std::vector<KernelResources> &out) 
       while (std::getline(list, one, ',')) {
         TensorMapArg m;
         unsigned dtype = 0;
-        char c1 = 0, c2 = 0, c3 = 0, c4 = 0;
+        char c1 = 0, c2 = 0, c3 = 0, c4 = 0, c5 = 0;
         std::istringstream f(one);
         if (!(f >> m.param >> c1 >> dtype >> c2 >> m.boxRows >> c3 >> m.boxCols >> c4 >>
-              m.swizzleBytes) ||
-            c1 != ':' || c2 != ':' || c3 != ':' || c4 != ':' ||
-            dtype > static_cast<unsigned>(ScalarType::Index))
+              m.swizzleBytes >> c5 >> m.rank) ||
+            c1 != ':' || c2 != ':' || c3 != ':' || c4 != ':' || c5 != ':' || m.rank < 2 ||
+            m.rank > 5 || dtype > static_cast<unsigned>(ScalarType::Index))
           return false;
         m.dtype = static_cast<ScalarType>(dtype);
         r.tensorMaps.push_back(m);

@@ -24,6 +24,9 @@ bool sameDimSet(const Shape &a, const Shape &b) {
   return a.size() == b.size() && containsDims(a, b);
 }
 
+std::string tileStartSymbol(const Dim &d) { return "$TS_" + d.str(); }
+std::string tileEndSymbol(const Dim &d) { return "$TE_" + d.str(); }
+
 std::string shapeStr(const Shape &s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i)

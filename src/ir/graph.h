@@ -169,7 +169,18 @@ struct TilingConstraint {
   Dim dim;
   int64_t tile;
   SourceRange loc;
+  // `end = E` (docs/language.md section 5): the loop of a workgroup visits only the tiles that
+  // start below E, an index expression over symbols and the workgroup's tile bounds of other
+  // dims (`tile_start(M)`, `tile_end(M)`: the symbols tileStartSymbol / tileEndSymbol of M).
+  // Null: every tile of the dim. endDims names the dims whose bounds E uses.
+  std::optional<sym::IndexExpr> end;
+  std::vector<Dim> endDims;
 };
+
+// The symbols that stand for the workgroup's tile of `d` in a tiling's `end`: its first index
+// and one past its last (clamped to the dim's size).
+std::string tileStartSymbol(const Dim &d);
+std::string tileEndSymbol(const Dim &d);
 struct HardwareConstraint {
   unsigned threadsPerWave = 0;
   unsigned wavesPerBlock[3] = {1, 1, 1};
@@ -194,6 +205,10 @@ struct HardwareConstraint {
   // product in body order; 1 (the default) lets the schedule pass issue the first product of
   // the next tile before the second product of this one (docs/language.md 12).
   bool scoreAhead = true;
+  // tma = 0 keeps a wgmma loop's staged tiles on cp.async (and so off the warp-specialized
+  // pipeline, with scores ahead where they apply); 1 (the default) lets the schedule pass copy
+  // them with TMA where the tensors allow (docs/language.md 12).
+  bool tma = true;
   SourceRange loc;
 };
 

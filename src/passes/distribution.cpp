@@ -211,8 +211,12 @@ public:
     }
     for (const auto &t : kernel.tilings) {
       IndexExpr trips = out.facts.simplify(ceilDiv(t.dim.size, t.tile));
+      // `end = E`: the tiles that start below E (docs/language.md section 5), E with the
+      // workgroup's tile bounds of the dims it names.
+      const auto c = trips.asInteger();
+      if (t.end)
+        trips = out.facts.simplify(min(trips, ceilDiv(max(tilingEnd(t), IndexExpr(0)), t.tile)));
       out.loops.push_back({t.dim, t.tile, trips});
-      auto c = trips.asInteger();
       out.facts.setRange("$IV_" + t.dim.str(), 0, c ? std::max<int64_t>(*c - 1, 0) : sym::Range::kInf);
     }
     collectExpansion();
@@ -233,6 +237,19 @@ public:
   }
 
 private:
+  // A tiling's end in the workgroup's terms: tile_start(D) is $WGa * tile, tile_end(D) that
+  // plus the tile, at most D's size.
+  IndexExpr tilingEnd(const ir::TilingConstraint &t) const {
+    std::map<std::string, IndexExpr> subs;
+    for (const ir::Dim &d : t.endDims) {
+      const ir::WorkgroupConstraint *wg = kernel.workgroupFor(d);
+      const IndexExpr start = S(fmt::format("$WG{}", wg->axis)) * wg->tile;
+      subs[ir::tileStartSymbol(d)] = start;
+      subs[ir::tileEndSymbol(d)] = min(start + wg->tile, d.size);
+    }
+    return t.end->subs(subs);
+  }
+
   // Whether some write or atomic of the kernel goes to a tensor that lacks dim `d`.
   bool writesWithout(const ir::Dim &d) const {
     bool found = false;

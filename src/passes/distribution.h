@@ -67,6 +67,8 @@ struct AccessIndex {
 struct LoopInfo {
   ir::Dim dim;
   int64_t tile;
+  // ceildiv(size, tile), or with the tiling's `end` the workgroup's own count (it may depend
+  // on the workgroup ids $WGa).
   sym::IndexExpr tripCount;
 };
 

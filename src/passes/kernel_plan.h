@@ -104,9 +104,9 @@ struct LoopSchedule {
   bool async = false;
   // How an async schedule copies its tiles: cp.async (16 bytes per thread, completed by the
   // copy-group waits that barrier insertion places), or TMA (sm_90a wgmma loops whose tiles
-  // qualify, PlanQueries::tensorCopyable: one thread issues one cp.async.bulk.tensor per tile,
-  // completed on one mbarrier per buffer that every thread waits on; the tensor maps come
-  // from the launch).
+  // qualify and that do not issue their scores ahead, PlanQueries::tensorCopyable: one thread
+  // issues one cp.async.bulk.tensor per 128-byte column block of each tile, completed on one
+  // mbarrier per buffer that every thread waits on; the tensor maps come from the launch).
   enum class Copy { CpAsync, Tma } copy = Copy::CpAsync;
   int stages = 1;
   bool swizzle = false; // 16-byte chunks rotated instead of padded rows
@@ -171,6 +171,11 @@ struct RasterPlan {
   int64_t group = 0;
   int64_t tiles[2] = {0, 0}; // the workgroup tile along grid axes 0 and 1
   int64_t resident = 0;      // workgroups the model counts as running at once
+  // Heaviest first (planRaster): axis a's ids run backwards (grid - 1 - block id) where a
+  // tiling's `end` gives the workgroups of higher ids along it more trips (causal attention's
+  // loop over keys stops at its query tile), so the longest workgroups start first and the
+  // short ones fill the last wave.
+  bool reverse[3] = {false, false, false};
 };
 
 // Warp specialization (schedule.cpp, planWarpSpecialization): `producerThreads` > 0 adds a
@@ -228,9 +233,10 @@ public:
   // target has none or a dword of the copy could be partly in bounds, misaligned, or beyond the
   // buffer offset's range.
   virtual int64_t ldsDmaCopies(const Promotion &p) = 0;
-  // Whether the tile (its layout planned) can be one TMA box of its tensor: a 2-D tile of a
-  // 2-D tensor, read by wgmma K-major in 128-byte swizzled rows of exactly 128 bytes, at most
-  // 256 rows, the tensor's rows a proven multiple of 16 bytes, on a target with TMA.
+  // Whether TMA boxes of its tensor can write the tile (its layout planned), one per 128-byte
+  // column block: a tile of a tensor of rank 2 to 5, extent 1 but in the last two dims, read
+  // by wgmma (K- or N-major) in the 128-byte swizzle, at most 256 rows, the tensor's rows a
+  // proven multiple of 16 bytes, on a target with TMA (emitter/tensor_copy.cpp).
   virtual bool tensorCopyable(const Promotion &p) = 0;
   // Reports that the kernel needs what code generation cannot do (`id`, an unsupported-* kind
   // whose message is `what`); returns false.

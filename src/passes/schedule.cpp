@@ -5,8 +5,10 @@
 // copied while the current one is read; otherwise a register prefetch (load tile i + 1 at the
 // top of iteration i, store it at its end) into one buffer, or on AMD into the other of two
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
-// barrier-insertion pass. An async wgmma loop whose tiles are each one TMA box of their tensor
-// copies them with TMA instead of cp.async (LoopSchedule::Copy::Tma), in the same buffers.
+// barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
+// (one box per 128-byte column block) copies them with TMA instead of cp.async
+// (LoopSchedule::Copy::Tma), in the same buffers (before scores ahead,
+// which run on cp.async only; `hardware(tma = 0)` keeps cp.async).
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -136,7 +138,8 @@ bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
 // M1's B is a staged read that only M1 uses, its A comes from outside the loop, its
 // accumulator is a constant, and its result is not yielded (each iteration consumes its own);
 // M2 reads a staged tile and its result is yielded. The loop must keep the products in flight
-// (cp.async with at least 3 buffers) and not be warp-specialized or TMA-copied.
+// (cp.async with at least 3 buffers; planLoop then keeps it on cp.async where TMA could copy
+// its tiles).
 const ir::Op *scoreAheadOp(const ir::Op &iterate, const LoopSchedule &s) {
   if (!s.wgmma || !s.async || s.stages < 3 || s.copy != LoopSchedule::Copy::CpAsync)
     return nullptr;
@@ -225,17 +228,21 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
       s.stepwise = s.stepwise && u->kind == ir::OpKind::Mma && u->dims.size() == 3 &&
                    u->dims[2] == dim;
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
-  // TMA: a wgmma loop whose every staged tile is one box of its tensor (same buffers, same
-  // swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
-  bool tma = s.async && s.wgmma && s.swizzle;
+  // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
+  // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
+  // TMA comes before scores ahead: attention's loop with K and V by TMA and a producer
+  // warpgroup measured 0.74x SDPA at head dim 128 against 0.67x with its scores ahead on
+  // cp.async, 0.79x against 0.77x at head dim 64 (docs/performance.md, "TMA before scores
+  // ahead"). `hardware(tma = 0)` keeps cp.async (and scores ahead where they apply).
+  bool tma = s.async && s.wgmma && s.swizzle && c.kernel.hardware.tma;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
-  if (tma)
-    s.copy = LoopSchedule::Copy::Tma;
-  // Scores ahead (decided below, once the accumulators are counted). The second product
-  // stays in flight into the next iteration, but the wait for everything there comes before
-  // that iteration's barrier, so the copy still fetches tile i + S - 1 (mmaInFlight 0).
-  const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
+  // Scores ahead (decided below, once the accumulators are counted), on the cp.async form
+  // only (scoreAheadOp): its first product of tile i + 1 is issued before the barrier that a
+  // TMA loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier. The second product stays in flight into the next iteration, but the
+  // wait for everything there comes before that iteration's barrier, so the copy still fetches
+  // tile i + S - 1 (mmaInFlight 0).
+  const ir::Op *ahead = c.kernel.hardware.scoreAhead && !tma ? scoreAheadOp(iterate, s) : nullptr;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
@@ -280,6 +287,8 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
     ahead = nullptr;
   s.scoreAhead = ahead;
+  if (tma)
+    s.copy = LoopSchedule::Copy::Tma;
   c.plan.loops[&iterate] = s;
   return true;
 }
@@ -299,8 +308,35 @@ int64_t rasterGroup(int64_t tile0, int64_t tile1, int64_t resident) {
 // of one operand and little of the other, and the next wave reads that operand again. Grouped
 // (KernelPlan::raster), the same workgroups read `group` row tiles and about resident / group
 // column tiles, each shared through L2 by the workgroups of its row or column.
+// Whether a tiling's end grows with the workgroup's tile along grid axis `axis`: its value one
+// tile further along minus its value here is a proven non-negative constant (tile_start and
+// tile_end move by the tile; the clamp of tile_end at the dim's size is ignored: the last tile).
+bool endGrowsAlong(const PlanContext &c, const ir::TilingConstraint &t, unsigned axis) {
+  if (!t.end)
+    return false;
+  bool named = false;
+  std::map<std::string, sym::IndexExpr> here, next;
+  for (const ir::Dim &d : t.endDims) {
+    const ir::WorkgroupConstraint *wg = c.kernel.workgroupFor(d);
+    if (!wg)
+      return false;
+    named |= wg->axis == axis;
+    const int64_t step = wg->axis == axis ? wg->tile : 0;
+    const sym::IndexExpr s = sym::IndexExpr::symbol("$start_" + d.str());
+    here[ir::tileStartSymbol(d)] = s;
+    here[ir::tileEndSymbol(d)] = s + wg->tile;
+    next[ir::tileStartSymbol(d)] = s + step;
+    next[ir::tileEndSymbol(d)] = s + step + wg->tile;
+  }
+  auto grow = c.facts.simplify(t.end->subs(next) - t.end->subs(here)).asInteger();
+  return named && grow && *grow > 0;
+}
+
 void planRaster(PlanContext &c) {
   c.plan.raster = RasterPlan{};
+  for (const ir::TilingConstraint &t : c.kernel.tilings)
+    for (unsigned a = 0; a < 3; ++a)
+      c.plan.raster.reverse[a] = c.plan.raster.reverse[a] || endGrowsAlong(c, t, a);
   const ir::WorkgroupConstraint *axes[2] = {nullptr, nullptr};
   for (const ir::WorkgroupConstraint &w : c.kernel.workgroups)
     if (w.primary && w.axis < 2)
@@ -325,7 +361,7 @@ void planRaster(PlanContext &c) {
   }
   if (!gemm)
     return;
-  RasterPlan r;
+  RasterPlan r = c.plan.raster; // keeps `reverse` (not applied with a group remap)
   r.tiles[0] = axes[0]->tile;
   r.tiles[1] = axes[1]->tile;
   r.resident = c.target.computeUnits;
@@ -387,8 +423,14 @@ void planWarpSpecialization(PlanContext &c) {
   // docs/performance.md): one workgroup per SM (setmaxnreg hands the consumers the register
   // file a workgroup of these threads leaves, so a second would not fit), each walking the
   // tiles of grid axes 0 and 1 in the raster order. The ring's phases continue across tiles.
+  // Not where a tiling's `end` makes the trip count the workgroup's own: the ring's phases
+  // continue across tiles by a fixed count per tile.
+  bool sameTrips = true;
+  for (const LoopInfo &li : c.dist.loops)
+    for (int a = 0; a < 3; ++a)
+      sameTrips = sameTrips && !li.tripCount.dependsOn("$WG" + std::to_string(a));
   auto grid2 = c.dist.grid[2].asInteger();
-  if (c.kernel.hardware.persistent && grid2 && *grid2 == 1)
+  if (c.kernel.hardware.persistent && grid2 && *grid2 == 1 && sameTrips)
     w.perSM = 1;
   c.plan.specialization = w;
 }

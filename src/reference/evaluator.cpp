@@ -274,6 +274,8 @@ private:
   bool cumsumOp(const ir::Op &op, const std::vector<TensorPtr> &in, TensorPtr &out);
   bool topkOp(const ir::Op &op, const std::vector<TensorPtr> &in);
   bool iterateOp(const ir::Op &op, const std::vector<TensorPtr> &in);
+  bool keepEndedRows(const ir::TilingConstraint &tc, int64_t lo, const std::vector<TensorPtr> &before,
+                     std::vector<TensorPtr> &after);
   bool ifOp(const ir::Op &op, const std::vector<TensorPtr> &in);
 };
 
@@ -928,12 +930,67 @@ bool Evaluator::iterateOp(const ir::Op &op, const std::vector<TensorPtr> &in) {
       tiles_.erase(dimKey(d));
       return false;
     }
+    if (!next.empty() && tc->end && !keepEndedRows(*tc, lo, carried, next)) {
+      tiles_.erase(dimKey(d));
+      return false;
+    }
     if (!next.empty())
       carried = std::move(next);
   }
   tiles_.erase(dimKey(d));
   for (size_t k = 0; k < op.results.size() && k < carried.size(); ++k)
     env_[op.results[k]] = carried[k];
+  return true;
+}
+
+// A tiling's `end` (docs/language.md section 5): an element of a carried value whose rows'
+// workgroup tiles (of the dims the end names) bound the loop at or below the tile starting at
+// `lo` keeps its value from before the tile; the others take the body's.
+bool Evaluator::keepEndedRows(const ir::TilingConstraint &tc, int64_t lo,
+                              const std::vector<TensorPtr> &before, std::vector<TensorPtr> &after) {
+  std::map<std::vector<int64_t>, int64_t> endOf; // by the tiles' ordinals along endDims
+  for (size_t k = 0; k < after.size() && k < before.size(); ++k) {
+    const Tensor &old = *before[k];
+    auto merged = std::make_shared<Tensor>(*after[k]);
+    if (merged->dims != old.dims || merged->n != old.n || merged->lo != old.lo)
+      return fail("a carried value changed its shape in a loop whose tiling has an end");
+    std::vector<int> at;
+    std::vector<int64_t> tile, size;
+    for (const ir::Dim &d : tc.endDims) {
+      const ir::WorkgroupConstraint *wg = k_.workgroupFor(d);
+      int64_t sz = 0;
+      if (!wg || !dimSize(d, sz))
+        return fail("the tiling's end names dim '" + d.str() + "', which has no workgroup tile");
+      at.push_back(merged->dimIndex(d.str()));
+      if (at.back() < 0)
+        return fail("a carried value lacks dim '" + d.str() + "', which the tiling's end names");
+      tile.push_back(wg->tile);
+      size.push_back(sz);
+    }
+    std::vector<int64_t> key(at.size());
+    for (size_t e = 0; e < merged->data.size(); ++e) {
+      for (size_t j = 0; j < at.size(); ++j) {
+        const size_t a = static_cast<size_t>(at[j]);
+        const int64_t idx = merged->lo[a] + static_cast<int64_t>(e) / merged->stride[a] % merged->n[a];
+        key[j] = idx / tile[j];
+      }
+      auto it = endOf.find(key);
+      if (it == endOf.end()) {
+        std::map<std::string, int64_t> vals = symbols_;
+        for (size_t j = 0; j < at.size(); ++j) {
+          vals[ir::tileStartSymbol(tc.endDims[j])] = key[j] * tile[j];
+          vals[ir::tileEndSymbol(tc.endDims[j])] = std::min(key[j] * tile[j] + tile[j], size[j]);
+        }
+        auto end = tc.end->evaluate(vals);
+        if (!end)
+          return fail("the tiling's end '" + tc.end->str() + "' cannot be evaluated");
+        it = endOf.emplace(key, *end).first;
+      }
+      if (lo >= it->second)
+        merged->data[e] = old.data[e];
+    }
+    after[k] = merged;
+  }
   return true;
 }
 

@@ -96,6 +96,8 @@ std::optional<IndexExpr> Sema::callToIndex(const ast::Expr &e, IndexContext &ctx
       }
     return std::nullopt;
   }
+  if (c.callee.name == "tile_start" || c.callee.name == "tile_end")
+    return tileBoundToIndex(c, ctx);
   bool two = isNamedCall(c, "ceildiv", 2) || isNamedCall(c, "min", 2) || isNamedCall(c, "max", 2);
   if (!two) {
     if (c.callee.name == "ceildiv" || c.callee.name == "min" || c.callee.name == "max") {
@@ -120,6 +122,27 @@ std::optional<IndexExpr> Sema::callToIndex(const ast::Expr &e, IndexContext &ctx
     return ceilDiv(*a, *b);
   }
   return c.callee.name == "min" ? min(*a, *b) : max(*a, *b);
+}
+
+// tile_start(D) / tile_end(D): the workgroup's tile of D, only in a tiling's `end`.
+std::optional<IndexExpr> Sema::tileBoundToIndex(const ast::Call &c, IndexContext &ctx) {
+  if (!ctx.tileDim) {
+    diags.report(DiagId::NotIndexExpr, c.callee.range,
+                 {"'" + c.callee.name + "' (only a tiling's `end` may name a workgroup's tile)"});
+    return std::nullopt;
+  }
+  if (c.args.size() != 1) {
+    diags.report(DiagId::WrongArity, c.range,
+                 {c.callee.name, "1 argument", std::to_string(c.args.size())});
+    return std::nullopt;
+  }
+  auto d = ctx.tileDim(*c.args[0].value);
+  if (!d)
+    return std::nullopt;
+  if (ctx.tileDims && !ir::hasDim(*ctx.tileDims, *d))
+    ctx.tileDims->push_back(*d);
+  return IndexExpr::symbol(c.callee.name == "tile_start" ? ir::tileStartSymbol(*d)
+                                                          : ir::tileEndSymbol(*d));
 }
 
 std::optional<IndexExpr> Sema::toIndex(const ast::Expr &e, IndexContext &ctx) {

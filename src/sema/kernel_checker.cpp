@@ -274,7 +274,7 @@ void KernelChecker::checkWave(const ast::Call &c) {
 }
 
 void KernelChecker::checkTiling(const ast::Call &c) {
-  auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}});
+  auto args = bindArgs(c, {{"dim_name", true}, {"tile", true}, {"end", false}});
   auto dimTile = args ? constraintDimTile(c, *args) : std::nullopt;
   if (!dimTile)
     return;
@@ -282,7 +282,64 @@ void KernelChecker::checkTiling(const ast::Call &c) {
   const auto *prev = kernel->tilingFor(dim);
   if (reportDuplicate(c, dim, prev ? &prev->loc : nullptr))
     return;
-  kernel->tilings.push_back({dim, tile, c.range});
+  ir::TilingConstraint t{dim, tile, c.range, std::nullopt, {}};
+  // `end = E`: E over symbols and tile_start/tile_end of other dims (their workgroup
+  // constraints are checked once the block is read, checkTilingEnds).
+  if (const ast::Expr *e = (*args)[2]) {
+    IndexContext ctx = indexContext();
+    ctx.what = "a tiling's end";
+    ctx.tileDims = &t.endDims;
+    ctx.tileDim = [&](const ast::Expr &x) -> std::optional<ir::Dim> {
+      auto d = dimArg(x, "the argument of tile_start or tile_end", false);
+      if (d && *d == dim) {
+        diags.report(DiagId::TilingEndDim, x.range, {d->str(), "is the tiled dim itself"});
+        return std::nullopt;
+      }
+      return d;
+    };
+    // A bad end is reported; the tiling stays (without it), so its loop is still checked.
+    if (auto end = S.toIndex(*e, ctx))
+      t.end = *end;
+    else
+      t.endDims.clear();
+    tilingEndLocs.push_back(e->range);
+  } else {
+    tilingEndLocs.push_back(c.range);
+  }
+  kernel->tilings.push_back(t);
+}
+
+// Every dim a tiling's `end` names by tile_start/tile_end must be split by a workgroup
+// constraint (its tile is the workgroup's). The loop's trips then differ between workgroups:
+// every value it carries must have those dims (each row of them stops at its own workgroup's
+// bound, which is what the reference evaluator computes), and its body may not write memory.
+void KernelChecker::checkTilingEnds() {
+  for (size_t i = 0; i < kernel->tilings.size(); ++i)
+    for (const ir::Dim &d : kernel->tilings[i].endDims)
+      if (!kernel->workgroupFor(d))
+        diags.report(DiagId::TilingEndDim, tilingEndLocs[i],
+                     {d.str(), "has no workgroup constraint, so a workgroup has no tile of it"});
+  ir::walk(kernel->body, [&](const ir::Op &op) {
+    if (op.kind != ir::OpKind::Iterate)
+      return;
+    const ir::TilingConstraint *t = kernel->tilingFor(op.dims[0]);
+    if (!t || !t->end)
+      return;
+    for (size_t k = 0; k < op.results.size(); ++k)
+      for (const ir::Dim &d : t->endDims)
+        if (!ir::hasDim(op.results[k]->type.shape, d)) {
+          const ir::Value *arg = k < op.regions[0]->args.size() ? op.regions[0]->args[k] : nullptr;
+          diags.report(DiagId::TilingEndCarried, op.loc,
+                       {op.dims[0].str(), d.str(), arg ? arg->name : std::to_string(k + 1),
+                        op.results[k]->type.str()});
+          return;
+        }
+    ir::walk(*op.regions[0], [&](const ir::Op &inner) {
+      if (inner.kind == ir::OpKind::Write || inner.kind == ir::OpKind::AtomicAdd ||
+          inner.kind == ir::OpKind::AtomicMin || inner.kind == ir::OpKind::AtomicMax)
+        diags.report(DiagId::TilingEndEffect, inner.loc, {op.dims[0].str()});
+    });
+  });
 }
 
 static std::string joinWaveSizes(const TargetInfo &t) {
@@ -308,7 +365,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"persistent", false},
                            {"stage_epilogue", false},
                            {"lds_dma", false},
-                           {"score_ahead", false}});
+                           {"score_ahead", false},
+                           {"tma", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -385,6 +443,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   flag(6, "stage_epilogue", kernel->hardware.stageEpilogue);
   flag(7, "lds_dma", kernel->hardware.ldsDma);
   flag(8, "score_ahead", kernel->hardware.scoreAhead);
+  flag(9, "tma", kernel->hardware.tma);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {
@@ -486,9 +545,16 @@ void KernelChecker::constrainExpressionDims(std::set<std::string> &reported) {
     for (auto &w : kernel->waves)
       if (w.dim == from)
         w.dim = to;
-    for (auto &t : kernel->tilings)
+    for (auto &t : kernel->tilings) {
       if (t.dim == from)
         t.dim = to;
+      for (auto &d : t.endDims)
+        if (d == from) {
+          t.end = t.end->subs({{ir::tileStartSymbol(from), IndexExpr::symbol(ir::tileStartSymbol(to))},
+                               {ir::tileEndSymbol(from), IndexExpr::symbol(ir::tileEndSymbol(to))}});
+          d = to;
+        }
+    }
     for (auto &[d, vs] : kernel->hardware.vectorShapes)
       if (d == from)
         d = to;
@@ -524,6 +590,7 @@ void KernelChecker::finish() {
   // Symbols already reported (dims no tensor has, dynamic tiles) are not reported again.
   std::set<std::string> reported = reportedSymbols;
   constrainExpressionDims(reported);
+  checkTilingEnds();
   checkIteratedDims(kernel->body, {});
   for (const auto &[dim, loc] : constrainedDims) {
     if (ir::hasDim(allDims, dim) || reported.count(dim.str()))

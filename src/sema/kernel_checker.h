@@ -43,6 +43,7 @@ public:
   void checkWorkgroup(const ast::Call &c);
   void checkWave(const ast::Call &c);
   void checkTiling(const ast::Call &c);
+  void checkTilingEnds();
   void checkHardware(const ast::Call &c);
   void deriveBlock();
   void finish();
@@ -152,6 +153,7 @@ public:
   std::vector<std::string> scalarParamNames;
   ir::Shape allDims;        // every dim some tensor or register of the kernel has
   std::vector<std::pair<ir::Dim, SourceRange>> constrainedDims;
+  std::vector<SourceRange> tilingEndLocs; // per kernel->tilings entry: its `end`, else the call
   unsigned waveSize = 0;
   bool hasHardware = false;
   bool wavesGiven = false;

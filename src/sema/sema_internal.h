@@ -4,6 +4,7 @@
 #include "sema/sema.h"
 #include "symbolic/facts.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -28,6 +29,10 @@ struct IndexContext {
   std::set<std::string> *used = nullptr; // symbols referenced (for per-kernel checks)
   std::vector<std::string> scalarParams; // kernel scalar parameters, for a better message
   const char *what = "an index expression";
+  // Set only for a tiling's `end` (docs/language.md section 5): tile_start(D) and tile_end(D)
+  // are then allowed; tileDim checks D, and tileDims collects the dims named.
+  std::function<std::optional<ir::Dim>(const ast::Expr &)> tileDim;
+  std::vector<ir::Dim> *tileDims = nullptr;
 };
 
 class Sema {
@@ -52,6 +57,7 @@ public:
   std::optional<sym::IndexExpr> toIndex(const ast::Expr &e, IndexContext &ctx);
   std::optional<sym::IndexExpr> nameToIndex(const ast::Expr &e, IndexContext &ctx);
   std::optional<sym::IndexExpr> callToIndex(const ast::Expr &e, IndexContext &ctx);
+  std::optional<sym::IndexExpr> tileBoundToIndex(const ast::Call &c, IndexContext &ctx);
   std::optional<sym::Pred> toPred(const ast::Expr &e, IndexContext &ctx);
   // A dimension: a symbol or an expression of one symbol; size resolved through bindings.
   std::optional<ir::Dim> toDim(const ast::Expr &e, IndexContext &ctx, const char *what);

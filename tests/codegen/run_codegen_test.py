@@ -1170,15 +1170,17 @@ def test_attention_wgmma(a, tmp):
     # samples/attention/attention_wgmma.wave on sm_90a: S = Q·Kᵀ as eight m64n64k16 wgmmas per
     # key tile (Q from registers, K through K-major descriptors over two 128-byte column blocks
     # of the 256-byte rows), O += P·V as four m64n128k16 wgmmas (P from the first product's
-    # registers, V through N-major descriptors: imm-trans-b 1). Scores ahead (docs/language.md
-    # 12): tile 0's scores before the loop (waited for at once); in the loop the next tile's
-    # eight products are committed before this tile's four P·V products, whose wait keeps one
-    # group (the P·V products) in flight, retired by a wait for everything before P is made
-    # again; `hardware(score_ahead = 0)` waits for every product at once. ptxas takes every
-    # form without spills. sm_90 refuses the form cleanly (mma.sync would walk the head dim in
-    # two step sizes), writing nothing.
+    # registers, V through N-major descriptors: imm-trans-b 1). By default K and V are copied
+    # with TMA by a producer warpgroup and every product is waited for at once; with
+    # `hardware(tma = 0)` (-DTMA=0) the loop copies with cp.async and issues its scores ahead
+    # (docs/language.md 12): tile 0's scores before the loop (waited for at once); in the loop
+    # the next tile's eight products are committed before this tile's four P·V products, whose
+    # wait keeps one group (the P·V products) in flight, retired by a wait for everything
+    # before P is made again. ptxas takes every form without spills. sm_90 refuses the form
+    # cleanly (mma.sync would walk the head dim in two step sizes), writing nothing.
     src = os.path.join(a.source_dir, "samples", "attention", "attention_wgmma.wave")
-    ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    ahead = ["-DTMA=0"]
+    ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + ahead).stdout.decode()
     acc = r"\{(?:%f\d+, )*%f\d+\}"
     qk = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 " + acc +
                     r", \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 0;", ptx)
@@ -1205,15 +1207,65 @@ def test_attention_wgmma(a, tmp):
           f"{events}", ptx[:3000])
     check(ptx.count("bar.sync") == 2, "one barrier before the loop (tile 0's scores), one per "
           "key tile", ptx[:3000])
-    off = os.path.join(tmp, "off.wave")
-    with open(src) as f, open(off, "w") as g:
-        g.write(f.read().replace("hardware(vector_shapes = {B: 0});",
-                                 "hardware(vector_shapes = {B: 0}, score_ahead = 0);"))
-    ptx0 = run([a.wavec, off, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check("cp.async.cg.shared.global" in ptx and "cp.async.bulk" not in ptx and
+          "mbarrier" not in ptx, "scores ahead keeps cp.async (no TMA, no mbarriers)", ptx[:3000])
+    # The default: K and V by TMA (docs/language.md 12): each [1, 64, 128] tile two rank-3
+    # boxes of [1, 64, 64] (one per 128-byte column block) on one mbarrier expecting both tiles'
+    # 32768 bytes, issued by a producer warpgroup (setmaxnreg, one barrier of all threads, none
+    # in the loop, no cp.async); every wgmma wait retires all.
+    off = []
+    ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
     check(ptx0.count("wgmma.mma_async") == 12 and
           "wgmma.wait_group.sync.aligned 0;" in ptx0 and
           "wgmma.wait_group.sync.aligned 1;" not in ptx0 and ptx0.count("bar.sync") == 1,
-          "score_ahead = 0: 12 products, every wait retires all, one barrier", ptx0[:3000])
+          "TMA: 12 products, every wait retires all, one barrier", ptx0[:3000])
+    tma3 = re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.mbarrier::"
+                      r"complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], "
+                      r"\[%r\d+\];", ptx0)
+    check(len(tma3) >= 4 and len(tma3) % 4 == 0 and "cp.async.bulk.tensor.2d" not in ptx0 and
+          "mbarrier.try_wait.parity" in ptx0 and
+          re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 st, \[%r\d+\], 32768;",
+                    ptx0) and
+          "setmaxnreg.dec.sync.aligned.u32 40" in ptx0 and
+          "setmaxnreg.inc.sync.aligned.u32 232" in ptx0 and "cp.async.cg" not in ptx0,
+          f"TMA: rank-3 TMA boxes, 4 per key tile (found {len(tma3)}), mbarriers, a "
+          "producer warpgroup, no cp.async", ptx0[:3000])
+    # ... with warp_specialize = 0: the one-workgroup TMA loop (a barrier per key tile, thread 0
+    # issuing the next tile's boxes).
+    plain = os.path.join(tmp, "plain.wave")
+    with open(src) as f, open(plain, "w") as g:
+        g.write(f.read().replace("tma = TMA);", "tma = TMA, warp_specialize = 0);"))
+    ptxp = run([a.wavec, plain, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
+    check("cp.async.bulk.tensor.3d" in ptxp and "mbarrier.try_wait.parity" in ptxp and
+          "setmaxnreg" not in ptxp and "cp.async.cg" not in ptxp and ptxp.count("bar.sync") == 3,
+          "warp_specialize = 0: the TMA loop without a producer (barriers before and after the "
+          "mbarrier init, one per key tile)", ptxp[:3000])
+    sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                 os.path.join(tmp, "s.ptx")] + off).stderr.decode()
+    check("copies: TMA" in sched and "warp-specialized: a producer warpgroup" in sched and
+          "scores ahead" not in sched, "TMA: the schedule dump says TMA, specialized",
+          sched)
+    # The stub builds rank-3 maps of k and v (dims B, K2, D; row-major byte strides; boxes of
+    # 1 x 64 x 64) with wave_tensor_map; --emit=metadata lists them for wave-run.
+    header, stub = os.path.join(tmp, "t.h"), os.path.join(tmp, "t.c")
+    run([a.wavec, src, "--target=sm_90a", "-o", os.path.join(tmp, "t.ptx"), "--header", header,
+         "--stub", stub] + off)
+    c = open(stub).read()
+    check(c.count("st = wave_tensor_map(device, k, dtype, 3, dims, strides, box, 128, &map);")
+          == 2 and  # native and emu:sm_90a
+          c.count("st = wave_tensor_map(device, v, dtype, 3, dims, strides, box, 128, &map);") == 2
+          and "const uint32_t box[3] = {1, 64, 64};" in c and
+          "strides[2] = {2 * (uint64_t)((int64_t)K2) * (uint64_t)(INT64_C(128)), "
+          "2 * (uint64_t)(INT64_C(128))};" in c and "wave_tensor_map_2d" not in c,
+          "the stub builds the rank-3 maps of k and v", c[-5000:])
+    check("TMA tensor map of k: boxes of 1 x 64 x 64, 128-byte swizzle" in open(header).read(),
+          "the header names the rank-3 maps", open(header).read()[:2000])
+    meta = json.loads(run([a.wavec, src, "--target=sm_90a", "--emit=metadata"] +
+                          off).stdout.decode())
+    maps = meta["kernels"][0]["tensor_maps"]
+    check([(m["param"], m["box"], m["swizzle_bytes"]) for m in maps] ==
+          [("k", [1, 64, 64], 128), ("v", [1, 64, 64], 128)],
+          "--emit=metadata lists the rank-3 maps", str(maps))
     out = os.path.join(tmp, "x.ptx")
     p = run([a.wavec, src, "--target=sm_90", "-o", out, "--color=never"], ok=False)
     check(p.returncode == 1 and "[unsupported-mma-step]" in p.stderr.decode() and
@@ -1222,7 +1274,9 @@ def test_attention_wgmma(a, tmp):
     if not os.access(PTXAS, os.X_OK):
         print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
         return SKIP
-    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64"], ["-DD=64", "-DBLOCK_K2=128"]):
+    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64"], ["-DD=64", "-DBLOCK_K2=128"],
+                  ahead, ahead + ["-DBLOCK_K2=128"], ahead + ["-DD=64"],
+                  ahead + ["-DD=64", "-DBLOCK_K2=128"]):
         ptx = os.path.join(tmp, "a.ptx")
         run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
         p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])

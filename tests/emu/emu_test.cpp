@@ -1684,6 +1684,90 @@ TEST(EmuMbarrier, AWaitingWarpYieldsToTheArrivingOne) {
   wave_free(d.dev, buf);
 }
 
+// Rank-3 TMA (Op::TmaLoad / TmaStore with 3 coordinates, maps of wave_tensor_map): thread 0
+// loads a box of [2, 16, 64] f16 of a [3, 37, 56] tensor at coordinates (column, row, batch)
+// into 128-byte-swizzled shared memory, waits on the mbarrier, and stores the box whole into a
+// [2, 16, 64] tensor. Boxes past every edge (batch 2..3, rows 30..45, columns 32..95) and before
+// every edge (-1.., -3.., -8..): the elements outside the tensor arrive as zeros. A 2-d
+// instruction with the rank-3 map is a fault with a message.
+TEST(EmuTma, Rank3BoxesAreZeroFilledPastEveryEdge) {
+  constexpr int B = 3, R = 37, C = 56, BB = 2, BR = 16, BC = 64;
+  constexpr uint32_t boxBytes = BB * BR * BC * 2;
+  for (int variant = 0; variant < 3; ++variant) {
+    KernelBuilder k;
+    k.name = "tma_rank3";
+    k.block[0] = 32;
+    const uint32_t in = k.arg(0, 8), out = k.arg(8, 8), coords = k.slot(12);
+    for (uint32_t i = 0; i < 3; ++i) // the coordinates, consecutive in the frame
+      k.op(Op::Copy, Type::I8, 1, coords + 4 * i, k.arg(16 + 4 * i, 4), 0, 0, 4);
+    auto [tid, zero, isZero] = mbarPrologue(k, 1);
+    k.shared = 1024 + boxBytes;
+    const uint32_t dst = k.constant<uint32_t>(1024), origin = k.constant<std::array<int32_t, 3>>({0, 0, 0});
+    const uint32_t dims = variant == 2 ? 2 : 3;
+    const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
+    k.code[br].b = uint32_t(k.code.size());
+    k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, boxBytes);
+    k.op(Op::TmaLoad, Type::I8, 1, zero, dst, in, coords, dims);
+    k.op(Op::MbarWait, Type::I8, 1, 0, zero, zero);
+    k.op(Op::TmaStore, Type::I8, 1, 0, dst, out, origin, 3);
+    k.code[br].c = uint32_t(k.code.size());
+    k.op(Op::Ret, Type::I8, 1);
+    locate(k);
+    const std::string image = assemble("sm_90a", 32, {k});
+    Device d("emu:sm_90a");
+    std::vector<uint16_t> host(B * R * C), got(BB * BR * BC, 0xdead);
+    for (size_t i = 0; i < host.size(); ++i)
+      host[i] = uint16_t(1 + (i * 7919) % 30000); // never 0: a zero is the fill
+    void *din = nullptr, *dout = nullptr;
+    ASSERT_EQ(wave_malloc(d.dev, host.size() * 2, &din), WAVE_SUCCESS);
+    ASSERT_EQ(wave_malloc(d.dev, got.size() * 2, &dout), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, din, host.data(), host.size() * 2), WAVE_SUCCESS);
+    ASSERT_EQ(wave_memcpy_htod(d.dev, dout, got.data(), got.size() * 2), WAVE_SUCCESS);
+    const wave_dtype_t f16 = {2, 16, 1};
+    const uint64_t inDims[3] = {B, R, C}, inStrides[2] = {R * C * 2, C * 2};
+    const uint64_t outDims[3] = {BB, BR, BC}, outStrides[2] = {BR * BC * 2, BC * 2};
+    const uint32_t box[3] = {BB, BR, BC};
+    uint64_t mapIn = 0, mapOut = 0;
+    ASSERT_EQ(wave_tensor_map(d.dev, din, f16, 3, inDims, inStrides, box, 128, &mapIn),
+              WAVE_SUCCESS)
+        << wave_last_error();
+    ASSERT_EQ(wave_tensor_map(d.dev, dout, f16, 3, outDims, outStrides, box, 128, &mapOut),
+              WAVE_SUCCESS)
+        << wave_last_error();
+    const int32_t c[3] = {variant == 1 ? -8 : 32, variant == 1 ? -3 : 30, variant == 1 ? -1 : 2};
+    std::vector<uint8_t> args;
+    pack(args, 0, mapIn);
+    pack(args, 8, mapOut);
+    pack(args, 16, c[0]);
+    pack(args, 20, c[1]);
+    pack(args, 24, c[2]);
+    const wave_status_t s = launch(d.dev, image, "tma_rank3", 1, 32, args);
+    if (variant == 2) {
+      EXPECT_EQ(s, WAVE_ERROR_LAUNCH);
+      EXPECT_TRUE(contains(wave_last_error(), "a 2-d TMA instruction with the tensor map at"))
+          << wave_last_error();
+      EXPECT_TRUE(contains(wave_last_error(), "of rank 3")) << wave_last_error();
+      continue;
+    }
+    ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+    ASSERT_EQ(wave_memcpy_dtoh(d.dev, got.data(), dout, got.size() * 2), WAVE_SUCCESS);
+    int inside = 0;
+    for (int b = 0; b < BB; ++b)
+      for (int r = 0; r < BR; ++r)
+        for (int col = 0; col < BC; ++col) {
+          const int gb = c[2] + b, gr = c[1] + r, gc = c[0] + col;
+          const bool in = gb >= 0 && gb < B && gr >= 0 && gr < R && gc >= 0 && gc < C;
+          inside += in;
+          const uint16_t want = in ? host[(size_t(gb) * R + gr) * C + gc] : 0;
+          ASSERT_EQ(got[(size_t(b) * BR + r) * BC + col], want)
+              << "variant " << variant << " at " << b << ", " << r << ", " << col;
+        }
+    EXPECT_EQ(inside, variant == 1 ? 1 * 13 * 56 : 1 * 7 * 24);
+    wave_free(d.dev, din);
+    wave_free(d.dev, dout);
+  }
+}
+
 // A phase that never completes is a reported deadlock, not a hang.
 TEST(EmuMbarrier, APhaseThatNeverCompletesIsADeadlock) {
   KernelBuilder k;
@@ -2016,7 +2100,127 @@ TEST(EmuWgmma, AccumulatorsTouchedInFlightAreReported) {
       << wave_last_error();
 }
 
-// samples/attention/attention_wgmma.wave for sm_90a (B = 1, M = 128, K2 = 192: the prologue's
+namespace {
+
+// Sets an environment variable for a scope and puts the old value back.
+struct ScopedEnv {
+  std::string name, old;
+  bool had;
+  ScopedEnv(const char *n, const char *v) : name(n) {
+    const char *o = std::getenv(n);
+    had = o != nullptr;
+    if (had)
+      old = o;
+    setenv(n, v, 1);
+  }
+  ~ScopedEnv() {
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
+  }
+};
+
+// Two warps on sm_90a, a loop of 1 + (workgroup id x) steps (a trip count per workgroup, as
+// causal attention's): each step writes the registers p0..p3, issues a register-A m64n8k16
+// wgmma P from them, writes q0..q3, issues Q from those (B: 8 x 16 f16 ones in shared memory),
+// then one commit and, with `waitInLoop`, a wait_group 0 (else the only wait follows the loop).
+// Two workgroups run on one host thread, so the second starts on the frames (and register tags)
+// the first left. out: Q's D per workgroup and thread (4 floats; 16 each).
+wave_status_t runRegWgmmaLoop(bool waitInLoop, std::vector<float> *out) {
+  KernelBuilder k;
+  k.name = "regloop";
+  k.block[0] = 64;
+  k.shared = 512;
+  const uint32_t dst = k.arg(0, 8), t64 = k.tid64();
+  const uint32_t sh = k.slot(8), o = k.slot(8), o2 = k.slot(8), aSlot = k.slot(16),
+                 dP = k.slot(16), dQ = k.slot(16), c0 = k.slot(16), wg32 = k.slot(4),
+                 wg64 = k.slot(8), n = k.slot(4), i = k.slot(4), more = k.slot(1);
+  uint32_t p[4], q[4];
+  for (uint32_t r = 0; r < 4; ++r)
+    p[r] = k.slot(4), q[r] = k.slot(4);
+  const uint32_t ones = k.constant<uint64_t>(0x3c003c003c003c00ull),
+                 one32 = k.constant<uint32_t>(0x3c003c00u), zero32 = k.constant<uint32_t>(0),
+                 inc = k.constant<uint32_t>(1),
+                 descB = k.constant<uint64_t>(3ull << 62); // 32-byte swizzle, start 0
+  k.op(Op::PtrAdd, Type::Ptr, 1, sh, k.constant<uint64_t>(0), t64, 0, 8);
+  k.op(Op::Store, Type::I64, 1, 0, sh, ones, 0, uint32_t(Space::Shared));
+  k.op(Op::Barrier, Type::I8, 1);
+  k.op(Op::Special, Type::I32, 1, wg32, 0, 0, 0, uint32_t(Special::WgX));
+  k.op(Op::Add, Type::I32, 1, n, wg32, inc);
+  k.op(Op::Copy, Type::I8, 1, i, zero32, 0, 0, 4);
+  const uint32_t loop = uint32_t(k.code.size());
+  auto wgmma = [&](const uint32_t (&regs)[4], uint32_t d) {
+    for (uint32_t r = 0; r < 4; ++r)
+      k.op(Op::Copy, Type::I8, 1, regs[r], one32, 0, 0, 4); // writes the A registers
+    for (uint32_t r = 0; r < 4; ++r)
+      k.op(Op::Copy, Type::I8, 1, aSlot + 4 * r, regs[r], 0, 0, 4);
+    k.op(Op::Wgmma, Type::F32, 1, d, aSlot, descB, c0, 8 | (kWgmmaRegA | kWgmmaZeroC) << 12,
+         uint8_t(WgmmaElem::F16));
+  };
+  wgmma(p, dP);
+  wgmma(q, dQ);
+  k.op(Op::WgmmaCommit, Type::I8, 1);
+  if (waitInLoop)
+    k.op(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, 0);
+  k.op(Op::Add, Type::I32, 1, i, i, inc);
+  k.op(Op::ICmp, Type::I1, 1, more, i, n, 0, 36, uint8_t(Type::I32)); // ult
+  const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, more, loop, 0);
+  k.code[br].c = uint32_t(k.code.size());
+  if (!waitInLoop)
+    k.op(Op::WgmmaWait, Type::I8, 1, 0, 0, 0, 0, 0);
+  k.op(Op::ZExt, Type::I64, 1, wg64, wg32, 0, 0, 0, uint8_t(Type::I32));
+  k.op(Op::PtrAdd, Type::Ptr, 1, o, dst, t64, 0, 16);
+  k.op(Op::PtrAdd, Type::Ptr, 1, o2, o, wg64, 0, 64 * 16);
+  k.op(Op::Store, Type::F32, 4, 0, o2, dQ, 0, uint32_t(Space::Global));
+  k.op(Op::Ret, Type::I8, 1);
+  locate(k);
+  ScopedEnv oneHostThread("WAVE_EMU_THREADS", "1");
+  Device d("emu:sm_90a");
+  void *res = nullptr;
+  EXPECT_EQ(wave_malloc(d.dev, 2 * 64 * 16, &res), WAVE_SUCCESS);
+  EXPECT_EQ(wave_memset(d.dev, res, 0xff, 2 * 64 * 16), WAVE_SUCCESS);
+  std::vector<uint8_t> args;
+  pack(args, 0, res);
+  wave_status_t s = launch(d.dev, assemble("sm_90a", 32, {k}), "regloop", 2, 64, args);
+  std::string msg = wave_last_error();
+  if (out) {
+    out->resize(2 * 64 * 4);
+    EXPECT_EQ(wave_memcpy_dtoh(d.dev, out->data(), res, 2 * 64 * 16), WAVE_SUCCESS);
+  }
+  wave_free(d.dev, res);
+  wave::rt::fail(s, msg);
+  return s;
+}
+
+} // namespace
+
+// The tags a workgroup leaves in the frames name nothing of the next one. Workgroup 0 runs one
+// step; warp 1's q registers keep the A tags of its Q. Workgroup 1 runs two steps, warp 0 first
+// (its second step's Q is then the workgroup's as many-th A record as warp 1's Q was in
+// workgroup 0, on the same registers), then warp 1 writes q0 with its P in flight: when the A
+// indices restarted with every workgroup, that old tag named warp 0's Q of this workgroup and
+// was reported as "a write to an A operand register ... issued ... by warp 0" (causal attention
+// with TMA, samples/attention/attention_causal.wave -DSCORE_AHEAD=0). The same loop with the
+// only wait after it still reports the second step's write of p0 in workgroup 1.
+TEST(EmuWgmma, RegisterTagsOfAnEarlierWorkgroupAreRetired) {
+  std::vector<float> out;
+  ASSERT_EQ(runRegWgmmaLoop(true, &out), WAVE_SUCCESS) << wave_last_error();
+  for (size_t e = 0; e < out.size(); ++e)
+    ASSERT_EQ(out[e], 16.0f) << "element " << e;
+  EXPECT_EQ(runRegWgmmaLoop(false, nullptr), WAVE_ERROR_LAUNCH);
+  const std::string msg = wave_last_error();
+  EXPECT_TRUE(contains(msg, "regloop: wgmma register hazard: a write to an A operand register "
+                            "of a wgmma in flight at handmade.wave:7:3 in workgroup (1,0,0) "
+                            "thread (0,0,0): frame bytes "))
+      << msg;
+  EXPECT_TRUE(contains(msg, "by warp 0 of its warpgroup reads as its A operand, which is still "
+                            "in flight (no wgmma.wait_group of this thread has retired its "
+                            "group yet"))
+      << msg;
+}
+
+// samples/attention/attention_wgmma.wave for sm_90a with -DTMA=0 (B = 1, M = 128, K2 = 192: the prologue's
 // scores, the loop, the epilogue), whose products take Q and P as register A operands and whose
 // P*V accumulators stay in flight through the next tile's softmax. Unchanged it runs clean;
 // with any one of its wgmma.wait_group counts raised by one, an accumulator that wait should

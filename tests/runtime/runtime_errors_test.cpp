@@ -453,11 +453,10 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
   ok.base = data;
   ok.dtypeCode = 2;
   ok.elementBytes = 2;
-  ok.rows = 4096;
-  ok.cols = 4000;
-  ok.rowStrideBytes = 8000;
-  ok.boxRows = 128;
-  ok.boxCols = 64;
+  ok.rank = 2;
+  ok.dims = {4096, 4000};
+  ok.strides = {8000};
+  ok.box = {128, 64};
   ok.swizzleBytes = 128;
   int type = -1;
   EXPECT_EQ(wave::rt::checkTensorMapRequest(ok, &type), WAVE_SUCCESS);
@@ -468,8 +467,8 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
   EXPECT_EQ(type, 9); // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
   auto fp8 = ok; // 8-bit floats are moved as bytes: rows of 128 one-byte elements
   fp8.elementBytes = 1;
-  fp8.boxCols = 128;
-  fp8.rowStrideBytes = 4000;
+  fp8.box[1] = 128;
+  fp8.strides[0] = 4000;
   EXPECT_EQ(wave::rt::checkTensorMapRequest(fp8, &type), WAVE_SUCCESS);
   EXPECT_EQ(type, 0); // CU_TENSOR_MAP_DATA_TYPE_UINT8
   struct Bad {
@@ -481,16 +480,27 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
       {"int8", [](wave::rt::TensorMapRequest &r) { r.dtypeCode = 0; r.elementBytes = 1; },
        "no tensor-map type"},
       {"misaligned", [](wave::rt::TensorMapRequest &r) { r.base = data + 2; }, "multiple of 16"},
-      {"odd stride", [](wave::rt::TensorMapRequest &r) { r.rowStrideBytes = 8002; },
-       "row stride of 8002"},
-      {"short stride", [](wave::rt::TensorMapRequest &r) { r.rowStrideBytes = 7984; },
-       "row stride of 7984"},
-      {"tall box", [](wave::rt::TensorMapRequest &r) { r.boxRows = 512; }, "box of 512 x 64"},
-      {"wide box", [](wave::rt::TensorMapRequest &r) { r.boxCols = 128; },
+      {"odd stride", [](wave::rt::TensorMapRequest &r) { r.strides[0] = 8002; },
+       "stride of 8002 bytes for dim 0"},
+      {"short stride", [](wave::rt::TensorMapRequest &r) { r.strides[0] = 7984; },
+       "stride of 7984 bytes for dim 0"},
+      {"tall box", [](wave::rt::TensorMapRequest &r) { r.box[0] = 512; }, "box of 512 x 64"},
+      {"empty box", [](wave::rt::TensorMapRequest &r) { r.box[0] = 0; }, "box of 0 x 64"},
+      {"wide box", [](wave::rt::TensorMapRequest &r) { r.box[1] = 128; },
        "wider than the 128-byte swizzle"},
+      {"rank 0", [](wave::rt::TensorMapRequest &r) { r.rank = 0; }, "a rank of 0"},
+      {"rank 6", [](wave::rt::TensorMapRequest &r) { r.rank = 6; }, "a rank of 6"},
+      {"rank 3 overlap",
+       [](wave::rt::TensorMapRequest &r) {
+         r.rank = 3;
+         r.dims = {3, 4096, 4000};
+         r.strides = {8000 * 4095, 8000};
+         r.box = {1, 128, 64};
+       },
+       "stride of 32760000 bytes for dim 0"},
       {"swizzle", [](wave::rt::TensorMapRequest &r) { r.swizzleBytes = 96; },
        "swizzle of 96"},
-      {"huge", [](wave::rt::TensorMapRequest &r) { r.rows = (uint64_t(1) << 32) + 1; },
+      {"huge", [](wave::rt::TensorMapRequest &r) { r.dims[0] = (uint64_t(1) << 32) + 1; },
        "exceed 2^32"},
   };
   for (const Bad &b : bad) {
@@ -503,8 +513,8 @@ TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
 }
 
 // On an emulator device a map is the emulator's own 128-byte record in device memory
-// (EmuTensorMap, runtime/format/emu_image.h: magic "WAVETMAP", base, rows, cols, row stride,
-// box rows, box columns, element bytes, swizzle), cached per request; empty tensors need none.
+// (EmuTensorMap, runtime/format/emu_image.h: magic "WAVETMAP", base, rank, element bytes,
+// swizzle, dims, strides, box), cached per request; empty tensors need none.
 TEST(RuntimeTensorMap, EmulatorMapsAreItsOwnRecordsAndEmptyTensorsNeedNone) {
   wave_device_t dev = nullptr;
   ASSERT_EQ(wave_device_open("emu:sm_90a", &dev), WAVE_SUCCESS) << lastError();
@@ -531,13 +541,14 @@ TEST(RuntimeTensorMap, EmulatorMapsAreItsOwnRecordsAndEmptyTensorsNeedNone) {
   };
   EXPECT_EQ(std::memcmp(rec, "WAVETMAP", 8), 0);
   EXPECT_EQ(u64(8), reinterpret_cast<uintptr_t>(data));
-  EXPECT_EQ(u64(16), 64u);  // rows
-  EXPECT_EQ(u64(24), 60u);  // cols
-  EXPECT_EQ(u64(32), 128u); // row stride
-  EXPECT_EQ(u32(40), 64u);  // box rows
-  EXPECT_EQ(u32(44), 64u);  // box cols
-  EXPECT_EQ(u32(48), 2u);   // element bytes
-  EXPECT_EQ(u32(52), 128u); // swizzle
+  EXPECT_EQ(u32(16), 2u);   // rank
+  EXPECT_EQ(u32(20), 2u);   // element bytes
+  EXPECT_EQ(u32(24), 128u); // swizzle
+  EXPECT_EQ(u64(32), 64u);  // dims: rows
+  EXPECT_EQ(u64(40), 60u);  //       cols
+  EXPECT_EQ(u64(72), 128u); // strides: the row's
+  EXPECT_EQ(u32(104), 64u); // box: rows
+  EXPECT_EQ(u32(108), 64u); //      cols
   EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 60, 128, 64, 64, 128, &again), WAVE_SUCCESS);
   EXPECT_EQ(again, map); // a cache hit
   EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 32, 60, 128, 64, 64, 128, &other), WAVE_SUCCESS);
@@ -551,6 +562,86 @@ TEST(RuntimeTensorMap, EmulatorMapsAreItsOwnRecordsAndEmptyTensorsNeedNone) {
             WAVE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(wave_tensor_map_2d(dev, data, f16, 64, 64, 128, 64, 64, 128, nullptr),
             WAVE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(wave_free(dev, data), WAVE_SUCCESS);
+  EXPECT_EQ(wave_device_close(dev), WAVE_SUCCESS);
+}
+
+// wave_tensor_map of rank 3 on an emulator device: the record holds the rank, every dim, the
+// strides and the box; a rank-2 request equals wave_tensor_map_2d's (the same cached map); bad
+// requests fail with a message, never a crash.
+TEST(RuntimeTensorMap, Rank3MapsOnTheEmulatorAndTheirBadRequests) {
+  wave_device_t dev = nullptr;
+  ASSERT_EQ(wave_device_open("emu:sm_90a", &dev), WAVE_SUCCESS) << lastError();
+  void *data = nullptr;
+  ASSERT_EQ(wave_malloc(dev, 3 * 37 * 56 * 2, &data), WAVE_SUCCESS);
+  const wave_dtype_t f16 = {2, 16, 1};
+  const uint64_t dims[3] = {3, 37, 56}, strides[2] = {37 * 56 * 2, 56 * 2};
+  const uint32_t box[3] = {1, 64, 64};
+  uint64_t map = 0;
+  ASSERT_EQ(wave_tensor_map(dev, data, f16, 3, dims, strides, box, 128, &map), WAVE_SUCCESS)
+      << lastError();
+  ASSERT_NE(map, 0u);
+  unsigned char rec[128];
+  ASSERT_EQ(wave_memcpy_dtoh(dev, rec, reinterpret_cast<void *>(uintptr_t(map)), 128),
+            WAVE_SUCCESS);
+  auto u64 = [&](size_t at) {
+    uint64_t v;
+    std::memcpy(&v, rec + at, 8);
+    return v;
+  };
+  auto u32 = [&](size_t at) {
+    uint32_t v;
+    std::memcpy(&v, rec + at, 4);
+    return v;
+  };
+  EXPECT_EQ(u32(16), 3u);
+  EXPECT_EQ(u64(32), 3u);
+  EXPECT_EQ(u64(40), 37u);
+  EXPECT_EQ(u64(48), 56u);
+  EXPECT_EQ(u64(72), 37u * 56 * 2);
+  EXPECT_EQ(u64(80), 56u * 2);
+  EXPECT_EQ(u32(104), 1u);
+  EXPECT_EQ(u32(108), 64u);
+  EXPECT_EQ(u32(112), 64u);
+  // Rank 2 through either entry point: one request, one cached map.
+  uint64_t a = 0, b = 1;
+  const uint64_t dims2[2] = {37, 56}, strides2[1] = {112};
+  const uint32_t box2[2] = {64, 64};
+  ASSERT_EQ(wave_tensor_map(dev, data, f16, 2, dims2, strides2, box2, 128, &a), WAVE_SUCCESS);
+  ASSERT_EQ(wave_tensor_map_2d(dev, data, f16, 37, 56, 112, 64, 64, 128, &b), WAVE_SUCCESS);
+  EXPECT_EQ(a, b);
+  // An empty dim anywhere: no map.
+  const uint64_t empty[3] = {3, 0, 56};
+  map = 1;
+  EXPECT_EQ(wave_tensor_map(dev, data, f16, 3, empty, strides, box, 128, &map), WAVE_SUCCESS);
+  EXPECT_EQ(map, 0u);
+  struct Bad {
+    const char *what;
+    uint32_t rank;
+    const uint64_t *dims, *strides;
+    const uint32_t *box;
+    const char *message;
+  };
+  const uint64_t overlap[2] = {56 * 2 * 36, 56 * 2}; // dim 0's stride too short for 37 rows
+  const uint32_t tallBox[3] = {1, 300, 64};
+  const Bad bad[] = {
+      {"rank 0", 0, dims, strides, box, "a rank of 0"},
+      {"rank 6", 6, dims, strides, box, "a rank of 6"},
+      {"no dims", 3, nullptr, strides, box, "dims"},
+      {"no strides", 3, dims, nullptr, box, "strides_bytes"},
+      {"no box", 3, dims, strides, nullptr, "box"},
+      {"overlap", 3, dims, overlap, box, "stride of 4032 bytes for dim 0"},
+      {"tall box", 3, dims, strides, tallBox, "box of 1 x 300 x 64"},
+  };
+  for (const Bad &x : bad) {
+    map = 7;
+    EXPECT_EQ(wave_tensor_map(dev, data, f16, x.rank, x.dims, x.strides, x.box, 128, &map),
+              WAVE_ERROR_INVALID_ARGUMENT)
+        << x.what;
+    EXPECT_EQ(map, 0u) << x.what;
+    EXPECT_NE(std::string(wave_last_error()).find(x.message), std::string::npos)
+        << x.what << ": " << wave_last_error();
+  }
   EXPECT_EQ(wave_free(dev, data), WAVE_SUCCESS);
   EXPECT_EQ(wave_device_close(dev), WAVE_SUCCESS);
 }

@@ -181,8 +181,8 @@ TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
 // from a loop-invariant Q and a constant accumulator, then P V) issues the first product one
 // tile ahead where its accumulators take at least 96 registers per lane (head dim 128: 32 +
 // 64), the copies still 3 tiles ahead of 4 buffers; not at head dim 64 (32 + 32), nor with
-// `hardware(score_ahead = 0)`, nor in the GEMM (one product).
-std::string attentionWgmma(int d, bool off) {
+// `hardware(score_ahead = 0)`, nor in the GEMM (one product). `hw` adds hardware fields.
+std::string attentionWgmma(int d, const std::string &hw = "") {
   return "symbol B, M, K2, N, K; # N, K: plan() binds them\n"
          "symbol D = " + std::to_string(d) + ";\n"
          "kernel attention(q: Memory[B, M, D, global, f16], k: Memory[B, K2, D, shared, f16],\n"
@@ -192,7 +192,7 @@ std::string attentionWgmma(int d, bool off) {
          "    workgroup(B, 1, dim = 2);\n"
          "    wave(M, 64);\n"
          "    tiling(K2, 64);\n"
-         "    hardware(vector_shapes = {B: 0}" + std::string(off ? ", score_ahead = 0" : "") + ");\n"
+         "    hardware(vector_shapes = {B: 0}" + hw + ");\n"
          "  }\n"
          "  q_reg = read(q);\n"
          "  m0 = Register[B, M, f32](-inf);\n"
@@ -213,9 +213,9 @@ TEST(Plan, AttentionIssuesItsScoresAheadWhereTheAccumulatorsAreLarge) {
   const struct {
     std::string src;
     bool ahead;
-  } cases[] = {{attentionWgmma(128, false), true},
-               {attentionWgmma(64, false), false},
-               {attentionWgmma(128, true), false},
+  } cases[] = {{attentionWgmma(128), true},
+               {attentionWgmma(64), false},
+               {attentionWgmma(128, ", score_ahead = 0"), false},
                {kWgmmaGemm, false}};
   for (const auto &c : cases) {
     Planned p;
@@ -233,6 +233,37 @@ TEST(Plan, AttentionIssuesItsScoresAheadWhereTheAccumulatorsAreLarge) {
       EXPECT_EQ(s.mmaInFlight, 0) << c.src; // the wait for everything precedes the barrier
       EXPECT_EQ(s.prefetch, 3) << c.src;
     }
+  }
+}
+
+// Attention where TMA can copy K and V (tensorCopyable, emitter/tensor_copy.cpp): the loop
+// copies with TMA and, being the kernel's only top-level TMA loop over two consumer
+// warpgroups, is warp-specialized, without scores ahead (implemented on cp.async only); with
+// `hardware(tma = 0)` it keeps cp.async and issues its scores ahead (head dim 128). Without
+// TMA-copyable tiles nothing changes.
+TEST(Plan, AttentionCopiesWithTmaBeforeItIssuesItsScoresAhead) {
+  const struct {
+    std::string src;
+    bool tensor, ahead, tma;
+  } cases[] = {{attentionWgmma(128), true, false, true},
+               {attentionWgmma(128, ", tma = 0"), true, true, false},
+               {attentionWgmma(128, ", score_ahead = 0"), true, false, true},
+               {attentionWgmma(64), true, false, true},
+               {attentionWgmma(128, ", score_ahead = 0"), false, false, false},
+               {attentionWgmma(128), false, true, false}};
+  for (const auto &c : cases) {
+    Planned p;
+    FakeQueries q;
+    q.tensor = c.tensor;
+    plan(p, c.src, "sm_90a", true, q);
+    ASSERT_TRUE(p.ok) << c.src;
+    const LoopSchedule &s = onlyLoop(p);
+    EXPECT_EQ(s.scoreAhead != nullptr, c.ahead) << c.src;
+    EXPECT_EQ(s.copy, c.tma ? LoopSchedule::Copy::Tma : LoopSchedule::Copy::CpAsync) << c.src;
+    EXPECT_EQ(s.specialized, c.tma) << c.src;
+    EXPECT_EQ(p.plan.specialization.producerThreads, c.tma ? 128 : 0) << c.src;
+    EXPECT_EQ(s.stages, 4) << c.src;
+    EXPECT_EQ(s.mmaInFlight, 0) << c.src;
   }
 }
 

@@ -217,20 +217,30 @@ std::string Runner::deadlock() {
          std::to_string(barrier) + " at a barrier, " + std::to_string(done) + " ended";
 }
 
-// The emulator's tensor map at global address `addr` (wave_tensor_map_2d on an emulator device).
+// The emulator's tensor map at global address `addr` (wave_tensor_map on an emulator device),
+// for an instruction with `coords` coordinates (Inst::imm; 0 reads as 2).
 bool Runner::tensorMap(const Lane &lane, const Inst &in, uint64_t addr, EmuTensorMap &map) {
   if (!checkGlobal(lane, in, addr, kTensorMapBytes, "tensor map read"))
     return false;
   std::memcpy(&map, reinterpret_cast<const void *>(uintptr_t(addr)), sizeof map);
   const uint32_t sw = map.swizzleBytes, es = map.elementBytes;
-  if (std::memcmp(map.magic, kTensorMapMagic, sizeof map.magic) != 0 ||
-      (es != 1 && es != 2 && es != 4) || map.boxRows == 0 || map.boxRows > 256 ||
-      map.boxCols == 0 || map.boxCols > 256 || (sw != 0 && sw != 32 && sw != 64 && sw != 128) ||
-      (sw && uint64_t(map.boxCols) * es != sw && uint64_t(map.boxCols) * es > sw))
+  bool ok = std::memcmp(map.magic, kTensorMapMagic, sizeof map.magic) == 0 &&
+            (es == 1 || es == 2 || es == 4) && map.rank >= 1 && map.rank <= kTensorMapMaxRank &&
+            (sw == 0 || sw == 32 || sw == 64 || sw == 128);
+  for (uint32_t i = 0; ok && i < map.rank; ++i)
+    ok = map.box[i] >= 1 && map.box[i] <= 256;
+  if (ok && sw && uint64_t(map.box[map.rank - 1]) * es > sw)
+    ok = false;
+  if (!ok)
     return fault(lane, in, "bad TMA tensor map",
                  "the 128 bytes at " + hex(addr) +
-                     " are not a tensor map of the emulator (wave_tensor_map_2d on an emulator "
+                     " are not a tensor map of the emulator (wave_tensor_map on an emulator "
                      "device makes them)");
+  const uint32_t coords = in.imm ? uint32_t(in.imm) : 2;
+  if (coords != map.rank)
+    return fault(lane, in, "bad TMA tensor map",
+                 "a " + std::to_string(coords) + "-d TMA instruction with the tensor map at " +
+                     hex(addr) + " of rank " + std::to_string(map.rank));
   return true;
 }
 
@@ -243,19 +253,54 @@ uint64_t boxByte(uint64_t base, uint32_t rowBytes, uint32_t swizzle, uint32_t r,
     a ^= ((a >> 7) & (swizzle / 16 - 1)) << 4;
   return a;
 }
+
+// Box row `r` (row-major over the box's outer dims) of a box at `coord` (innermost first, the
+// instruction's order): whether the row lies inside the tensor in every outer dim, and then the
+// global address of its element at column `col` (an index of the innermost dim).
+struct BoxRow {
+  bool inside = true;
+  uint64_t rowBase = 0; // the row's address at column 0 of the tensor
+};
+BoxRow boxRow(const EmuTensorMap &map, const int64_t *coord, uint32_t r) {
+  BoxRow out;
+  out.rowBase = map.base;
+  const uint32_t n = map.rank;
+  for (uint32_t k = 0; k + 1 < n; ++k) { // dims n - 2 .. 0, innermost outer dim first
+    const uint32_t dim = n - 2 - k;
+    const uint32_t at = r % map.box[dim];
+    r /= map.box[dim];
+    const int64_t g = coord[n - 1 - dim] + at;
+    if (g < 0 || uint64_t(g) >= map.dims[dim])
+      out.inside = false;
+    else
+      out.rowBase += uint64_t(g) * map.strides[dim];
+  }
+  return out;
+}
+
+uint32_t boxRows(const EmuTensorMap &map) {
+  uint32_t rows = 1;
+  for (uint32_t i = 0; i + 1 < map.rank; ++i)
+    rows *= map.box[i];
+  return rows;
+}
 } // namespace
 
-// cp.async.bulk.tensor.2d global -> shared (Op::TmaLoad): the box lands now, zeros outside the
-// tensor, as a write of the async proxy; then its bytes complete on the mbarrier.
+// cp.async.bulk.tensor.Nd global -> shared (Op::TmaLoad): the box lands now, zeros outside the
+// tensor in any dim, as a write of the async proxy; then its bytes complete on the mbarrier.
 bool Runner::tmaLoad(Lane &L, const Inst &in) {
   uint8_t *f = L.frame;
   EmuTensorMap map;
   if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
     return false;
-  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  int64_t coord[kTensorMapMaxRank];
+  for (uint32_t i = 0; i < map.rank; ++i)
+    coord[i] = rd<int32_t>(f + in.c + 4 * i);
   const uint64_t dst = rd<uint32_t>(f + in.a);
-  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
-  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  const uint32_t es = map.elementBytes, cols = map.box[map.rank - 1], rowBytes = cols * es;
+  const uint32_t rows = boxRows(map);
+  const uint64_t boxBytes = uint64_t(rows) * rowBytes;
+  const int64_t c0 = coord[0], colDim = int64_t(map.dims[map.rank - 1]);
   if (dst % 128 != 0 || (map.swizzleBytes && dst % (8 * map.swizzleBytes) != 0) ||
       dst > sharedBytes_ || sharedBytes_ - dst < boxBytes)
     return fault(L, in, "bad TMA destination",
@@ -267,16 +312,14 @@ bool Runner::tmaLoad(Lane &L, const Inst &in) {
   std::vector<uint8_t> row(rowBytes);
   bool firstRow = true; // the profile's accesses of this one instruction
   uint64_t fill = 0;    // the profile's zero-fill sectors
-  for (uint32_t r = 0; r < map.boxRows; ++r) {
-    const int64_t gr = c1 + r;
+  for (uint32_t r = 0; r < rows; ++r) {
     std::fill(row.begin(), row.end(), 0);
     uint32_t inside = 0;
-    if (gr >= 0 && uint64_t(gr) < map.rows) {
-      const int64_t from = std::max<int64_t>(c0, 0),
-                    to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+    if (const BoxRow br = boxRow(map, coord, r); br.inside) {
+      const int64_t from = std::max<int64_t>(c0, 0), to = std::min<int64_t>(c0 + cols, colDim);
       if (from < to) {
         inside = uint32_t(to - from) * es;
-        const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+        const uint64_t addr = br.rowBase + uint64_t(from) * es;
         const uint32_t n = uint32_t(to - from) * es;
         if (!checkGlobal(L, in, addr, n, "TMA load"))
           return false;
@@ -311,17 +354,21 @@ bool Runner::tmaLoad(Lane &L, const Inst &in) {
                     "TMA load's complete_tx");
 }
 
-// cp.async.bulk.tensor.2d shared -> global (Op::TmaStore): the box's elements inside the tensor
+// cp.async.bulk.tensor.Nd shared -> global (Op::TmaStore): the box's elements inside the tensor
 // are written now (clipped), read from shared memory as the issuing thread.
 bool Runner::tmaStore(Lane &L, const Inst &in) {
   uint8_t *f = L.frame;
   EmuTensorMap map;
   if (!tensorMap(L, in, rd<uint64_t>(f + in.b), map))
     return false;
-  const int64_t c0 = rd<int32_t>(f + in.c), c1 = rd<int32_t>(f + in.c + 4);
+  int64_t coord[kTensorMapMaxRank];
+  for (uint32_t i = 0; i < map.rank; ++i)
+    coord[i] = rd<int32_t>(f + in.c + 4 * i);
   const uint64_t src = rd<uint32_t>(f + in.a);
-  const uint32_t es = map.elementBytes, rowBytes = map.boxCols * es;
-  const uint64_t boxBytes = uint64_t(map.boxRows) * rowBytes;
+  const uint32_t es = map.elementBytes, cols = map.box[map.rank - 1], rowBytes = cols * es;
+  const uint32_t rows = boxRows(map);
+  const uint64_t boxBytes = uint64_t(rows) * rowBytes;
+  const int64_t c0 = coord[0], colDim = int64_t(map.dims[map.rank - 1]);
   if (src % 128 != 0 || (map.swizzleBytes && src % (8 * map.swizzleBytes) != 0) ||
       src > sharedBytes_ || sharedBytes_ - src < boxBytes)
     return fault(L, in, "bad TMA source",
@@ -329,12 +376,11 @@ bool Runner::tmaStore(Lane &L, const Inst &in) {
                      std::to_string(boxBytes) + " bytes");
   std::vector<uint8_t> row(rowBytes);
   bool firstRow = true;
-  for (uint32_t r = 0; r < map.boxRows; ++r) {
-    const int64_t gr = c1 + r;
-    if (gr < 0 || uint64_t(gr) >= map.rows)
+  for (uint32_t r = 0; r < rows; ++r) {
+    const BoxRow br = boxRow(map, coord, r);
+    if (!br.inside)
       continue;
-    const int64_t from = std::max<int64_t>(c0, 0),
-                  to = std::min<int64_t>(c0 + map.boxCols, int64_t(map.cols));
+    const int64_t from = std::max<int64_t>(c0, 0), to = std::min<int64_t>(c0 + cols, colDim);
     if (from >= to)
       continue;
     for (uint32_t b = 0; b < rowBytes; b += 16) {
@@ -344,7 +390,7 @@ bool Runner::tmaStore(Lane &L, const Inst &in) {
         return false;
       std::memcpy(row.data() + b, shared_.data() + at, n);
     }
-    const uint64_t addr = map.base + uint64_t(gr) * map.rowStrideBytes + uint64_t(from) * es;
+    const uint64_t addr = br.rowBase + uint64_t(from) * es;
     const uint32_t n = uint32_t(to - from) * es;
     if (!checkGlobal(L, in, addr, n, "TMA store"))
       return false;

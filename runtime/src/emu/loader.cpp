@@ -291,11 +291,13 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
   case Op::MbarWait:
     ok = slot(in.a, 4) && slot(in.b, 4);
     break;
-  case Op::TmaLoad:
-    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8) && slot(in.dst, 4);
+  case Op::TmaLoad: // c: imm coordinates of 4 bytes (0: 2)
+    ok = in.imm <= kTensorMapMaxRank && slot(in.a, 4) && slot(in.b, 8) &&
+         slot(in.c, 4 * (in.imm ? uint32_t(in.imm) : 2)) && slot(in.dst, 4);
     break;
   case Op::TmaStore:
-    ok = slot(in.a, 4) && slot(in.b, 8) && slot(in.c, 8);
+    ok = in.imm <= kTensorMapMaxRank && slot(in.a, 4) && slot(in.b, 8) &&
+         slot(in.c, 4 * (in.imm ? uint32_t(in.imm) : 2));
     break;
   case Op::Reduce:
     if (in.imm >= uint32_t(Reduce::Count) || in.aux == 0 || in.aux > kMaxLanes || in.lanes != 1)

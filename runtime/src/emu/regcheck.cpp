@@ -77,8 +77,8 @@ uint32_t footprint(const Inst &in, Range r[4], Range &w) {
   case Op::MbarInit:
   case Op::MbarArrive: rd(in.a, 4); break;
   case Op::MbarWait: rd(in.a, 4), rd(in.b, 4); break;
-  case Op::TmaLoad: rd(in.a, 4), rd(in.b, 8), rd(in.c, 8), rd(in.dst, 4); break;
-  case Op::TmaStore: rd(in.a, 4), rd(in.b, 8), rd(in.c, 8); break;
+  case Op::TmaLoad: rd(in.a, 4), rd(in.b, 8), rd(in.c, 4 * (in.imm ? in.imm : 2)), rd(in.dst, 4); break;
+  case Op::TmaStore: rd(in.a, 4), rd(in.b, 8), rd(in.c, 4 * (in.imm ? in.imm : 2)); break;
   case Op::Reduce:
     rd(in.a, bytesOf(in.type, in.aux)), w = {in.dst, elem};
     if (in.imm == uint32_t(Reduce::FAdd) || in.imm == uint32_t(Reduce::FMul))
@@ -239,8 +239,12 @@ void Runner::regWait(Lane &lane, uint32_t keep) {
   lane.wgLive = lane.wgLive && lane.wgLast >= lane.wgRetired;
 }
 
-// A new workgroup: its serials and A indices start above every tag in the frames.
+// A new workgroup: its serials and A indices start above every tag in the frames. Both bases
+// move past what the last workgroup used: the frames keep its tags, and an A index it gave out
+// must not name a record of this workgroup (another warp's register, whose wgmma may be in
+// flight while this thread is not).
 void Runner::regWorkgroup() {
+  regABase_ += uint32_t(regA_.size());
   regIssues_.clear();
   regA_.clear();
   if (regSerial_ > 0x70000000u || regABase_ > 0x70000000u) {

@@ -109,47 +109,28 @@ bool KernelEmitter::emitElementwise(const ir::Op &op) {
   return true;
 }
 
-// A select whose condition is a bounds mask, `apply_expr(self_index(D), j => j < E)` (or
-// `<=`; through broadcasts and permutes), as attention's ragged last key tile writes it: where
-// the lane's largest index of D in this clone is in bounds, so is every other (they differ
-// from it by constants), and the select is its first value; otherwise each element is
-// selected as usual. One compare and a branch instead of a compare and a select per element,
-// so a loop's full tiles skip the mask (the element-wise form was 94 of the 560 SASS
-// instructions of attention's loop). A self_index narrower than the index wraps only for
-// indices past 2^31, where an index below E is still below E: the same results either way.
+// A select whose condition compares indices (a bounds mask `apply_expr(self_index(D), j =>
+// j < E)`, as attention's ragged last key tile writes it; a causal mask `self_index(K2) <=
+// self_index(M)`; `&` of such; through broadcasts and permutes): where the test holds for the
+// lane's extreme indices in this clone (the largest of the smaller side, the smallest of the
+// larger), it holds for every element (they differ from those by constants), and the select
+// is its first value; otherwise each element is selected as usual. One compare per leaf and a
+// branch instead of a compare and a select per element, so a loop's full tiles skip the mask
+// (the element-wise form was 94 of the 560 SASS instructions of attention's loop). A
+// self_index narrower than the index wraps only for indices past 2^31: the same results.
 bool KernelEmitter::boundsMaskSelect(const ir::Op &op, const std::vector<const RegVal *> &ins,
                                      const RegVal &out, const CloneAssign &a, std::string &r) {
-  const ir::Op *d = ins[0]->deferred;
-  while (d && (d->kind == ir::OpKind::Broadcast || d->kind == ir::OpKind::Permute))
-    d = values_.at(d->operands[0]).deferred;
-  if (!d || d->kind != ir::OpKind::ApplyExpr || !d->pred)
+  std::vector<std::string> tests;
+  if (!indexTests(ins[0]->deferred, out, a, tests) || tests.empty())
     return false;
-  const ir::Op *self = values_.at(d->operands[0]).deferred;
-  const sym::Pred &p = *d->pred;
-  if (!self || self->kind != ir::OpKind::SelfIndex || !isInteger(self->results[0]->type.dtype) ||
-      p.kind != sym::Pred::Cmp || (p.op != sym::Pred::Lt && p.op != sym::Pred::Le) ||
-      !facts_.provesEqual(p.lhs, IndexExpr::symbol(d->lambdaVar)) ||
-      p.rhs.dependsOn(d->lambdaVar))
-    return false;
-  auto it = out.layout.find(self->dims[0].str());
-  if (it == out.layout.end())
-    return false;
-  std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(0)}};
-  for (const auto &[sym, v] : a)
-    subs[sym] = IndexExpr(v);
-  const IndexExpr first = facts_.simplify(it->second.start.subs(subs));
-  int64_t most = 0;
-  for (int64_t g = 1; g < out.elems; ++g) {
-    subs["$g"] = IndexExpr(g);
-    auto c = facts_.simplify(it->second.start.subs(subs) - first).asInteger();
-    if (!c)
-      return false;
-    most = std::max(most, *c);
+  std::string all = tests[0];
+  for (size_t i = 1; i < tests.size(); ++i) {
+    const std::string both = fresh();
+    line(both + " = arith.andi " + all + ", " + tests[i] + " : i1");
+    all = both;
   }
   const std::string x1 = operandIn(*ins[1], out, a), x2 = operandIn(*ins[2], out, a);
-  const std::string all = fresh(), ty = vecType(out.dtype, out.elems), saved = indent_;
-  line(all + " = arith.cmpi " + (p.op == sym::Pred::Lt ? "slt" : "sle") + ", " +
-       lowerIndex(facts_.simplify(first + most)) + ", " + lowerIndex(p.rhs) + " : index");
+  const std::string ty = vecType(out.dtype, out.elems), saved = indent_;
   r = fresh();
   auto cache = exprCache_;
   line(r + " = scf.if " + all + " -> (" + ty + ") {");
@@ -163,6 +144,85 @@ bool KernelEmitter::boundsMaskSelect(const ir::Op &op, const std::vector<const R
   exprCache_ = cache;
   line("}");
   return !failed_;
+}
+
+// The largest (or smallest) index of dim `dim` among the elements of clone `a` of `out`'s
+// layout: the first element's index plus the extreme constant offset of the others.
+std::optional<IndexExpr> KernelEmitter::laneIndexExtreme(const std::string &dim,
+                                                         const RegVal &out, const CloneAssign &a,
+                                                         bool largest) {
+  auto it = out.layout.find(dim);
+  if (it == out.layout.end())
+    return std::nullopt;
+  std::map<std::string, IndexExpr> subs{{"$g", IndexExpr(0)}};
+  for (const auto &[sym, v] : a)
+    subs[sym] = IndexExpr(v);
+  const IndexExpr first = facts_.simplify(it->second.start.subs(subs));
+  int64_t most = 0;
+  for (int64_t g = 1; g < out.elems; ++g) {
+    subs["$g"] = IndexExpr(g);
+    auto c = facts_.simplify(it->second.start.subs(subs) - first).asInteger();
+    if (!c)
+      return std::nullopt;
+    most = largest ? std::max(most, *c) : std::min(most, *c);
+  }
+  return facts_.simplify(first + most);
+}
+
+// The i1 tests (emitted) whose conjunction says that condition `d` holds for every element of
+// clone `a`: false where `d` is not a conjunction of index compares.
+bool KernelEmitter::indexTests(const ir::Op *d, const RegVal &out, const CloneAssign &a,
+                               std::vector<std::string> &tests) {
+  auto through = [&](const ir::Op *o) {
+    while (o && (o->kind == ir::OpKind::Broadcast || o->kind == ir::OpKind::Permute))
+      o = values_.at(o->operands[0]).deferred;
+    return o;
+  };
+  auto selfDim = [&](const ir::Value *v) -> const ir::Op * {
+    const ir::Op *s = through(values_.at(v).deferred);
+    return s && s->kind == ir::OpKind::SelfIndex && isInteger(s->results[0]->type.dtype) ? s
+                                                                                         : nullptr;
+  };
+  auto emitTest = [&](const IndexExpr &lhs, bool strict, const IndexExpr &rhs) {
+    tests.push_back(fresh());
+    line(tests.back() + " = arith.cmpi " + (strict ? "slt" : "sle") + ", " + lowerIndex(lhs) +
+         ", " + lowerIndex(rhs) + " : index");
+  };
+  d = through(d);
+  if (!d)
+    return false;
+  if (d->kind == ir::OpKind::ApplyExpr && d->pred) {
+    const ir::Op *self = values_.at(d->operands[0]).deferred;
+    const sym::Pred &p = *d->pred;
+    if (!self || self->kind != ir::OpKind::SelfIndex || !isInteger(self->results[0]->type.dtype) ||
+        p.kind != sym::Pred::Cmp || (p.op != sym::Pred::Lt && p.op != sym::Pred::Le) ||
+        !facts_.provesEqual(p.lhs, IndexExpr::symbol(d->lambdaVar)) ||
+        p.rhs.dependsOn(d->lambdaVar))
+      return false;
+    auto most = laneIndexExtreme(self->dims[0].str(), out, a, true);
+    if (!most)
+      return false;
+    emitTest(*most, p.op == sym::Pred::Lt, p.rhs);
+    return true;
+  }
+  if (d->kind != ir::OpKind::Binary)
+    return false;
+  using B = ir::BinaryKind;
+  if (d->binary == B::And)
+    return indexTests(values_.at(d->operands[0]).deferred, out, a, tests) &&
+           indexTests(values_.at(d->operands[1]).deferred, out, a, tests);
+  if (d->binary != B::Lt && d->binary != B::Le && d->binary != B::Gt && d->binary != B::Ge)
+    return false;
+  const bool swap = d->binary == B::Gt || d->binary == B::Ge;
+  const ir::Op *lo = selfDim(d->operands[swap ? 1 : 0]), *hi = selfDim(d->operands[swap ? 0 : 1]);
+  if (!lo || !hi)
+    return false;
+  auto most = laneIndexExtreme(lo->dims[0].str(), out, a, true);
+  auto least = laneIndexExtreme(hi->dims[0].str(), out, a, false);
+  if (!most || !least)
+    return false;
+  emitTest(*most, d->binary == B::Lt || d->binary == B::Gt, *least);
+  return true;
 }
 
 // ---- f64 math without libm ----------------------------------------------------------------

@@ -269,6 +269,10 @@ private:
   bool emitElementwise(const ir::Op &op);
   bool boundsMaskSelect(const ir::Op &op, const std::vector<const RegVal *> &ins,
                         const RegVal &out, const CloneAssign &a, std::string &r);
+  std::optional<IndexExpr> laneIndexExtreme(const std::string &dim, const RegVal &out,
+                                            const CloneAssign &a, bool largest);
+  bool indexTests(const ir::Op *cond, const RegVal &out, const CloneAssign &a,
+                  std::vector<std::string> &tests);
   bool emitMma(const ir::Op &op);
   bool emitIterate(const ir::Op &op);
   bool emitReduce(const ir::Op &op);

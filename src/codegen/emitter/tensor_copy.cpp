@@ -1,7 +1,7 @@
 // TMA copies of a loop's staged tiles (LoopSchedule::Copy::Tma, passes/schedule.cpp): which
 // tiles qualify, the kernel's tensor-map parameters, the transaction barriers, the copies one
 // thread issues and the wait of every thread. The instructions come from the target lowering
-// (TargetLowering::tensorCopy2d and the barrier hooks); iterate.cpp says when.
+// (TargetLowering::tensorCopy and the barrier hooks); iterate.cpp says when.
 //
 // Each buffer of the loop's ring has one barrier (8 bytes of a module global, one per loop).
 // Tile j goes into buffer j % S on barrier j % S: thread 0 arrives on it expecting the bytes of
@@ -17,19 +17,31 @@
 
 namespace wave::codegen::detail {
 
-// One box of the tensor per tile: a 2-D tile of a 2-D tensor, stored K-major by wgmma in the
-// 128-byte swizzle with rows of exactly 128 bytes (a box row; the swizzle atoms of the tile
-// are then the box's, SharedTile::xorBytes), at most 256 rows (the box limit), the tensor's
-// rows a proven multiple of 16 bytes (the map's stride rule).
+// One box of the tensor per column block of the tile: a tile of a tensor of rank 2 to 5 whose
+// extent is 1 in every dim but the last two, stored by wgmma in the 128-byte swizzle with rows
+// of 128 bytes (a box row; the swizzle atoms of the tile are then the box's,
+// SharedTile::xorBytes) or of several column blocks of 128 bytes, each block `rows` x 128 bytes
+// (SharedTile::blockBytes: exactly the box), at most 256 rows (the box limit), the tensor's
+// rows a proven multiple of 16 bytes (the map's stride rule). K-major and N-major tiles alike:
+// the shared layout is the same (the wgmma descriptor says which way it is read).
 bool KernelEmitter::tensorCopyable(const Promotion &p) {
-  if (!lower_->tensorCopies() || !p.wgmma || p.mapped || p.nMajor)
+  if (!lower_->tensorCopies() || !p.wgmma || p.mapped)
     return false;
   const SharedTile &al = allocs_[p.alloc];
   const ir::Value *mem = p.op->operands[0];
   const ir::Shape &shape = mem->type.shape;
   const int64_t bytes = byteSize(mem->type.dtype);
-  if (al.tile.size() != 2 || shape.size() != 2 || al.xorBytes != 128 || al.blockBytes != 0 ||
-      al.tile[1] * bytes != 128 || al.tile[0] > 256 || al.tile[0] < 1 || p.origin.size() != 2)
+  const size_t rank = shape.size();
+  if (rank < 2 || rank > 5 || al.tile.size() != rank || p.origin.size() != rank ||
+      al.xorBytes != 128)
+    return false;
+  for (size_t i = 0; i + 2 < rank; ++i)
+    if (al.tile[i] != 1)
+      return false;
+  const int64_t rows = al.tile[rank - 2], rowBytes = al.tile[rank - 1] * bytes;
+  if (rows > 256 || rows < 1 || rowBytes % 128 != 0 || rowBytes < 128 ||
+      (rowBytes > 128 ? al.blockBytes != rows * 128 : al.blockBytes != 0) ||
+      al.align % 1024 != 0)
     return false;
   if (mem->type.dtype != ScalarType::F16 && mem->type.dtype != ScalarType::BF16 &&
       mem->type.dtype != ScalarType::F8E4M3FN && mem->type.dtype != ScalarType::F8E5M2)
@@ -37,7 +49,7 @@ bool KernelEmitter::tensorCopyable(const Promotion &p) {
   bool param = false;
   for (const auto &kp : k_.params)
     param |= kp.value == mem;
-  return param && facts_.provesExact(shape[1].size, IndexExpr(16 / bytes));
+  return param && facts_.provesExact(shape[rank - 1].size, IndexExpr(16 / bytes));
 }
 
 void KernelEmitter::tensorMapArguments(
@@ -54,8 +66,9 @@ void KernelEmitter::tensorMapArguments(
         if (k_.params[i].value == o->operands[0])
           m.param = static_cast<unsigned>(i);
       m.dtype = o->operands[0]->type.dtype;
-      m.boxRows = static_cast<uint32_t>(al.tile[0]);
-      m.boxCols = static_cast<uint32_t>(al.tile[1]);
+      m.rank = static_cast<uint32_t>(al.tile.size());
+      m.boxRows = static_cast<uint32_t>(al.tile[m.rank - 2]);
+      m.boxCols = static_cast<uint32_t>(128 / byteSize(m.dtype)); // one column block
       m.swizzleBytes = static_cast<uint32_t>(al.xorBytes);
       tensorMaps_.push_back(m);
       tensorMapArgs_[o] = arg("!llvm.ptr<1>");
@@ -275,21 +288,31 @@ void KernelEmitter::tmaCopies(const std::vector<const ir::Op *> &staged, const I
     bytes += allocs_[promotions_.at(o).alloc].bytes;
   const std::string bar = tmaBarrier(bars, lowerIndex(buffer));
   lower_->barrierArriveExpect(bar, bytes);
+  // One box per column block of 128 bytes: block b at column origin + b x 128 bytes, into the
+  // buffer at b x SharedTile::blockBytes; coordinates innermost first (column, row, outer dims).
   for (const ir::Op *o : staged) {
     const Promotion &p = promotions_.at(o);
     const SharedTile &al = allocs_[p.alloc];
-    std::string coord[2];
-    for (int i = 0; i < 2; ++i) {
-      IndexExpr at = facts_.simplify(p.origin[i].subs({{ivSym, tile}}));
-      coord[i] = fresh();
-      line(coord[i] + " = arith.index_cast " + lowerIndex(at) + " : index to i32");
+    const size_t rank = al.tile.size();
+    const int64_t boxCols = 128 / byteSize(o->operands[0]->type.dtype);
+    const int64_t blocks = al.tile[rank - 1] / boxCols;
+    std::vector<std::string> coord(rank);
+    for (size_t i = 0; i + 1 < rank; ++i) {
+      IndexExpr at = facts_.simplify(p.origin[rank - 1 - i - 1].subs({{ivSym, tile}}));
+      coord[i + 1] = fresh();
+      line(coord[i + 1] + " = arith.index_cast " + lowerIndex(at) + " : index to i32");
     }
-    std::string off = fresh(), dst = fresh();
-    line(off + " = arith.index_cast " + lowerIndex(facts_.simplify(buffer * al.bytes)) +
-         " : index to i64");
-    line(dst + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + off +
-         "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
-    lower_->tensorCopy2d(dst, tensorMapArgs_.at(o), coord[1], coord[0], bar);
+    for (int64_t b = 0; b < blocks; ++b) {
+      IndexExpr at = facts_.simplify(p.origin[rank - 1].subs({{ivSym, tile}}) + b * boxCols);
+      coord[0] = fresh();
+      line(coord[0] + " = arith.index_cast " + lowerIndex(at) + " : index to i32");
+      std::string off = fresh(), dst = fresh();
+      line(off + " = arith.index_cast " +
+           lowerIndex(facts_.simplify(buffer * al.bytes + b * al.blockBytes)) + " : index to i64");
+      line(dst + " = llvm.getelementptr " + ldsBase(p.alloc) + "[" + off +
+           "] : (!llvm.ptr<3>, i64) -> !llvm.ptr<3>, i8");
+      lower_->tensorCopy(dst, tensorMapArgs_.at(o), coord, bar);
+    }
   }
 }
 

@@ -144,15 +144,22 @@ void NvidiaLowering::barrierArriveExpect(const std::string &bar, int64_t bytes) 
        ";\\0A}\", \"r\" " + sharedAddress(host_, bar) + " : (i32) -> ()");
 }
 
-void NvidiaLowering::tensorCopy2d(const std::string &dst, const std::string &map,
-                                  const std::string &col, const std::string &row,
-                                  const std::string &bar) {
+void NvidiaLowering::tensorCopy(const std::string &dst, const std::string &map,
+                                const std::vector<std::string> &coords, const std::string &bar) {
   const std::string d = sharedAddress(host_, dst), b = sharedAddress(host_, bar), m = fresh();
   line(m + " = llvm.ptrtoint " + map + " : !llvm.ptr<1> to i64");
-  line("llvm.inline_asm has_side_effects asm_dialect = att \"cp.async.bulk.tensor.2d.shared::"
-       "cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];\", "
-       "\"r,l,r,r,r\" " + d + ", " + m + ", " + col + ", " + row + ", " + b +
-       " : (i32, i64, i32, i32, i32) -> ()");
+  const size_t n = coords.size();
+  std::string list, values, types, constraints = "r,l,";
+  for (size_t i = 0; i < n; ++i) {
+    list += (i ? ", $" : "$") + std::to_string(i + 2);
+    values += ", " + coords[i];
+    types += ", i32";
+    constraints += "r,";
+  }
+  line("llvm.inline_asm has_side_effects asm_dialect = att \"cp.async.bulk.tensor." +
+       std::to_string(n) + "d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {" +
+       list + "}], [$" + std::to_string(n + 2) + "];\", \"" + constraints + "r\" " +
+       d + ", " + m + values + ", " + b + " : (i32, i64" + types + ", i32) -> ()");
 }
 
 void NvidiaLowering::tensorStore2d(const std::string &src, const std::string &map,

@@ -20,8 +20,8 @@ public:
   void barrierInit(const std::string &bar, int count) override;
   void barrierInitFence() override;
   void barrierArriveExpect(const std::string &bar, int64_t bytes) override;
-  void tensorCopy2d(const std::string &dst, const std::string &map, const std::string &col,
-                    const std::string &row, const std::string &bar) override;
+  void tensorCopy(const std::string &dst, const std::string &map,
+                  const std::vector<std::string> &coords, const std::string &bar) override;
   void tensorStore2d(const std::string &src, const std::string &map, const std::string &col,
                      const std::string &row) override;
   void tensorStoreWaitRead() override;
