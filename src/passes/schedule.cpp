@@ -7,8 +7,8 @@
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
 // barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
 // (one box per 128-byte column block) copies them with TMA instead of cp.async
-// (LoopSchedule::Copy::Tma), in the same buffers (before scores ahead,
-// which run on cp.async only; `hardware(tma = 0)` keeps cp.async).
+// (LoopSchedule::Copy::Tma), in the same buffers (`hardware(tma = 0)` keeps cp.async); scores
+// ahead then need the producer warpgroup (planWarpSpecialization).
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -230,10 +230,11 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
   // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
   // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
-  // TMA comes before scores ahead: attention's loop with K and V by TMA and a producer
-  // warpgroup measured 0.74x SDPA at head dim 128 against 0.67x with its scores ahead on
-  // cp.async, 0.79x against 0.77x at head dim 64 (docs/performance.md, "TMA before scores
-  // ahead"). `hardware(tma = 0)` keeps cp.async (and scores ahead where they apply).
+  // Attention's loop with K and V by TMA and a producer warpgroup measured 0.74x SDPA at head
+  // dim 128 against 0.67x with its scores ahead on cp.async, 0.79x against 0.77x at head dim
+  // 64; with scores ahead on the TMA loop too, 0.80x and 0.91x (docs/performance.md, "Attention
+  // on the H100: scores ahead on the warp-specialized TMA loop"). `hardware(tma = 0)` keeps
+  // cp.async (and scores ahead where they apply).
   bool tma = s.async && s.wgmma && s.swizzle && c.kernel.hardware.tma;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
