@@ -116,7 +116,8 @@ struct LoopSchedule {
   bool readAhead = false;
   bool stepwise = false;
   int mmaInFlight = 0; // wgmma groups left in flight at the end of an iteration
-  // Scores ahead (schedule.cpp, scoreAheadOp): a cp.async wgmma loop of two products where
+  // Scores ahead (schedule.cpp, scoreAheadOp): a cp.async or warp-specialized TMA wgmma loop
+  // of two products where
   // the first reads only a staged tile, a loop-invariant A and a constant accumulator
   // (attention's S = Q * K^T) and the second uses what the first's result becomes (P * V).
   // The first product of tile i + 1 is issued in iteration i, before the second product of

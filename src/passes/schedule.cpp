@@ -7,8 +7,8 @@
 // buffers where the LDS allows (registerDoubleBuffer). Either way the barriers come from the
 // barrier-insertion pass. An async wgmma loop whose tiles TMA boxes of their tensors can write
 // (one box per 128-byte column block) copies them with TMA instead of cp.async
-// (LoopSchedule::Copy::Tma), in the same buffers (before scores ahead,
-// which run on cp.async only; `hardware(tma = 0)` keeps cp.async).
+// (LoopSchedule::Copy::Tma), in the same buffers (`hardware(tma = 0)` keeps cp.async); scores
+// ahead then need the producer warpgroup (planWarpSpecialization).
 // After the loops, the order of the workgroups (planRaster): grouped for L2 reuse where a loop
 // is an async wgmma pipeline.
 #include "passes/kernel_plan.h"
@@ -138,10 +138,10 @@ bool ldsDmaLoop(PlanContext &c, const LoopSchedule &s) {
 // M1's B is a staged read that only M1 uses, its A comes from outside the loop, its
 // accumulator is a constant, and its result is not yielded (each iteration consumes its own);
 // M2 reads a staged tile and its result is yielded. The loop must keep the products in flight
-// (cp.async with at least 3 buffers; planLoop then keeps it on cp.async where TMA could copy
-// its tiles).
+// (at least 3 buffers: cp.async, or TMA from a producer warpgroup, whose consumers wait for
+// tile i + 1 in iteration i while tile i - 1's buffer is released only there).
 const ir::Op *scoreAheadOp(const ir::Op &iterate, const LoopSchedule &s) {
-  if (!s.wgmma || !s.async || s.stages < 3 || s.copy != LoopSchedule::Copy::CpAsync)
+  if (!s.wgmma || !s.async || s.stages < 3)
     return nullptr;
   const ir::Region &body = *iterate.regions[0];
   std::vector<const ir::Op *> mmas;
@@ -230,19 +230,22 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   s.mmaInFlight = s.wgmma && s.async && s.stages >= 3 && wgmmaOverlaps(iterate) ? 1 : 0;
   // TMA: a wgmma loop whose every staged tile TMA boxes of its tensor can write (same buffers,
   // same swizzled layout, same prefetch distance as cp.async); otherwise cp.async as before.
-  // TMA comes before scores ahead: attention's loop with K and V by TMA and a producer
-  // warpgroup measured 0.74x SDPA at head dim 128 against 0.67x with its scores ahead on
-  // cp.async, 0.79x against 0.77x at head dim 64 (docs/performance.md, "TMA before scores
-  // ahead"). `hardware(tma = 0)` keeps cp.async (and scores ahead where they apply).
+  // Attention's loop with K and V by TMA and a producer warpgroup measured 0.74x SDPA at head
+  // dim 128 against 0.67x with its scores ahead on cp.async, 0.79x against 0.77x at head dim
+  // 64; with scores ahead on the TMA loop too, 0.80x and 0.91x (docs/performance.md, "Attention
+  // on the H100: scores ahead on the warp-specialized TMA loop"). `hardware(tma = 0)` keeps
+  // cp.async (and scores ahead where they apply).
   bool tma = s.async && s.wgmma && s.swizzle && c.kernel.hardware.tma;
   for (const ir::Op *o : s.staged)
     tma = tma && c.queries.tensorCopyable(c.plan.promotions.at(o));
-  // Scores ahead (decided below, once the accumulators are counted), on the cp.async form
-  // only (scoreAheadOp): its first product of tile i + 1 is issued before the barrier that a
-  // TMA loop's copy of that tile sits behind, and a warp-specialized loop has no such barrier. The second product stays in flight into the next iteration, but the
-  // wait for everything there comes before that iteration's barrier, so the copy still fetches
-  // tile i + S - 1 (mmaInFlight 0).
-  const ir::Op *ahead = c.kernel.hardware.scoreAhead && !tma ? scoreAheadOp(iterate, s) : nullptr;
+  // Scores ahead (decided below, once the accumulators are counted): on the cp.async form, and
+  // on the TMA form where a producer warpgroup copies the tiles (planWarpSpecialization drops
+  // it from a TMA loop left unspecialized: there the copy of tile i + 1 sits behind the barrier
+  // its first product would be issued before). The second product stays in flight into the
+  // next iteration, but the wait for everything there comes before that iteration's barrier,
+  // so the copy still fetches tile i + S - 1 (mmaInFlight 0); warp-specialized, the consumers
+  // release tile i's buffer behind that wait in iteration i + 1.
+  const ir::Op *ahead = c.kernel.hardware.scoreAhead ? scoreAheadOp(iterate, s) : nullptr;
   s.prefetch = s.readAhead ? s.stages : std::max(1, s.stages - 1 - s.mmaInFlight);
   // MFMA interleaving (LoopSchedule::interleave): AMD register-prefetch loops whose staged
   // reads feed MFMAs.
@@ -379,8 +382,8 @@ void planRaster(PlanContext &c) {
 // Registers: the launch gives each thread the file over the
 // block's threads; setmaxnreg lowers the producer warpgroup to 40 and raises the consumers to
 // the most that then fits (at most 232, multiples of 8).
-void planWarpSpecialization(PlanContext &c) {
-  c.plan.specialization = WarpSpecialization{};
+namespace {
+void specializeTmaLoop(PlanContext &c) {
   if (!c.kernel.hardware.warpSpecialize)
     return;
   LoopSchedule *only = nullptr;
@@ -433,6 +436,19 @@ void planWarpSpecialization(PlanContext &c) {
   if (c.kernel.hardware.persistent && grid2 && *grid2 == 1 && sameTrips)
     w.perSM = 1;
   c.plan.specialization = w;
+}
+} // namespace
+
+void planWarpSpecialization(PlanContext &c) {
+  c.plan.specialization = WarpSpecialization{};
+  specializeTmaLoop(c);
+  // Scores ahead on a TMA loop need its producer warpgroup (planLoop), and not persistent tiles
+  // (the consumers' first wait, for tile 0 before the loop, would need the ring's count of the
+  // tiles before).
+  for (auto &[loop, s] : c.plan.loops)
+    if (s.copy == LoopSchedule::Copy::Tma && s.scoreAhead &&
+        (!s.specialized || c.plan.specialization.perSM > 0))
+      s.scoreAhead = nullptr;
 }
 
 } // namespace wave

@@ -1171,8 +1171,9 @@ def test_attention_wgmma(a, tmp):
     # key tile (Q from registers, K through K-major descriptors over two 128-byte column blocks
     # of the 256-byte rows), O += P·V as four m64n128k16 wgmmas (P from the first product's
     # registers, V through N-major descriptors: imm-trans-b 1). By default K and V are copied
-    # with TMA by a producer warpgroup and every product is waited for at once; with
-    # `hardware(tma = 0)` (-DTMA=0) the loop copies with cp.async and issues its scores ahead
+    # with TMA by a producer warpgroup whose consumers issue their scores ahead
+    # (`hardware(score_ahead = 0)`: every product waited for at once); with `hardware(tma = 0)`
+    # (-DTMA=0) the loop copies with cp.async and also issues its scores ahead
     # (docs/language.md 12): tile 0's scores before the loop (waited for at once); in the loop
     # the next tile's eight products are committed before this tile's four P·V products, whose
     # wait keeps one group (the P·V products) in flight, retired by a wait for everything
@@ -1212,13 +1213,35 @@ def test_attention_wgmma(a, tmp):
     # The default: K and V by TMA (docs/language.md 12): each [1, 64, 128] tile two rank-3
     # boxes of [1, 64, 64] (one per 128-byte column block) on one mbarrier expecting both tiles'
     # 32768 bytes, issued by a producer warpgroup (setmaxnreg, one barrier of all threads, none
-    # in the loop, no cp.async); every wgmma wait retires all.
+    # in the loop, no cp.async), and the consumers' scores ahead: tile 0's full barrier and
+    # scores before the loop (waited for at once); in the loop the full barrier of tile i + 1,
+    # its eight score products and their commit, the four P·V products and their commit, a wait
+    # keeping one group; a wait for everything, then the release of tile i - 1's buffer (lane 0
+    # of each consumer warp arrives on its empty barrier).
     off = []
     ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
-    check(ptx0.count("wgmma.mma_async") == 12 and
-          "wgmma.wait_group.sync.aligned 0;" in ptx0 and
-          "wgmma.wait_group.sync.aligned 1;" not in ptx0 and ptx0.count("bar.sync") == 1,
-          "TMA: 12 products, every wait retires all, one barrier", ptx0[:3000])
+    ev0 = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync|wgmma\.commit_group|"
+                     r"m64n64k16|m64n128k16|mbarrier\.try_wait\.parity|"
+                     r"mbarrier\.arrive\.shared::cta\.b64", ptx0)
+    want0 = (["mbarrier.try_wait.parity"] + ["m64n64k16"] * 8 + ["wgmma.commit_group"] +
+             ["m64n128k16"] * 4 + ["wgmma.commit_group", "wgmma.wait_group.sync.aligned 1"])
+    check(ptx0.count("wgmma.mma_async") == 20 and
+          any(ev0[i:i + len(want0)] == want0 for i in range(len(ev0))) and
+          ev0.count("wgmma.wait_group.sync.aligned 1") == 1 and
+          ev0.count("wgmma.wait_group.sync.aligned 0") == 3 and ptx0.count("bar.sync") == 1 and
+          "mbarrier.arrive.shared::cta.b64" in ptx0,
+          f"TMA with scores ahead: 20 products, the wait for tile i + 1 before its scores, "
+          f"a wait keeping P·V in flight, one barrier, a release; found {ev0}", ptx0[:3000])
+    # ... with `hardware(score_ahead = 0)`: every product waited for at once.
+    noahead = os.path.join(tmp, "noahead.wave")
+    with open(src) as f, open(noahead, "w") as g:
+        g.write(f.read().replace("tma = TMA);", "tma = TMA, score_ahead = 0);"))
+    ptxn = run([a.wavec, noahead, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check(ptxn.count("wgmma.mma_async") == 12 and
+          "wgmma.wait_group.sync.aligned 0;" in ptxn and
+          "wgmma.wait_group.sync.aligned 1;" not in ptxn and ptxn.count("bar.sync") == 1 and
+          "setmaxnreg" in ptxn and "cp.async.bulk.tensor.3d" in ptxn,
+          "TMA, score_ahead = 0: 12 products, every wait retires all, one barrier", ptxn[:3000])
     tma3 = re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.mbarrier::"
                       r"complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], "
                       r"\[%r\d+\];", ptx0)
@@ -1237,14 +1260,20 @@ def test_attention_wgmma(a, tmp):
         g.write(f.read().replace("tma = TMA);", "tma = TMA, warp_specialize = 0);"))
     ptxp = run([a.wavec, plain, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
     check("cp.async.bulk.tensor.3d" in ptxp and "mbarrier.try_wait.parity" in ptxp and
-          "setmaxnreg" not in ptxp and "cp.async.cg" not in ptxp and ptxp.count("bar.sync") == 3,
+          "setmaxnreg" not in ptxp and "cp.async.cg" not in ptxp and ptxp.count("bar.sync") == 3 and
+          ptxp.count("wgmma.mma_async") == 12 and "wgmma.wait_group.sync.aligned 1;" not in ptxp,
           "warp_specialize = 0: the TMA loop without a producer (barriers before and after the "
-          "mbarrier init, one per key tile)", ptxp[:3000])
+          "mbarrier init, one per key tile) and without scores ahead", ptxp[:3000])
     sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
                  os.path.join(tmp, "s.ptx")] + off).stderr.decode()
     check("copies: TMA" in sched and "warp-specialized: a producer warpgroup" in sched and
-          "scores ahead" not in sched, "TMA: the schedule dump says TMA, specialized",
-          sched)
+          "scores ahead: the product at line" in sched,
+          "TMA: the schedule dump says TMA, specialized, scores ahead", sched)
+    schedn = run([a.wavec, noahead, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                  os.path.join(tmp, "n.ptx")]).stderr.decode()
+    check("copies: TMA" in schedn and "warp-specialized: a producer warpgroup" in schedn and
+          "scores ahead" not in schedn, "score_ahead = 0: the schedule dump says no scores "
+          "ahead", schedn)
     # The stub builds rank-3 maps of k and v (dims B, K2, D; row-major byte strides; boxes of
     # 1 x 64 x 64) with wave_tensor_map; --emit=metadata lists them for wave-run.
     header, stub = os.path.join(tmp, "t.h"), os.path.join(tmp, "t.c")

@@ -238,19 +238,24 @@ TEST(Plan, AttentionIssuesItsScoresAheadWhereTheAccumulatorsAreLarge) {
 
 // Attention where TMA can copy K and V (tensorCopyable, emitter/tensor_copy.cpp): the loop
 // copies with TMA and, being the kernel's only top-level TMA loop over two consumer
-// warpgroups, is warp-specialized, without scores ahead (implemented on cp.async only); with
-// `hardware(tma = 0)` it keeps cp.async and issues its scores ahead (head dim 128). Without
-// TMA-copyable tiles nothing changes.
-TEST(Plan, AttentionCopiesWithTmaBeforeItIssuesItsScoresAhead) {
+// warpgroups, is warp-specialized, and its consumers issue their scores ahead (head dim 128);
+// with `hardware(tma = 0)` it keeps cp.async and issues its scores ahead there. Not at head
+// dim 64 with 64-key tiles (the register rule), with `score_ahead = 0`, on the TMA loop
+// without a producer (`warp_specialize = 0`). (Persistent tiles would drop them, but attention's
+// grid has B along axis 2, so `persistent = 1` is not taken: perSM stays 0.) Without
+// TMA-copyable tiles the cp.async form as before.
+TEST(Plan, AttentionIssuesItsScoresAheadOnTheWarpSpecializedTmaLoop) {
   const struct {
     std::string src;
-    bool tensor, ahead, tma;
-  } cases[] = {{attentionWgmma(128), true, false, true},
-               {attentionWgmma(128, ", tma = 0"), true, true, false},
-               {attentionWgmma(128, ", score_ahead = 0"), true, false, true},
-               {attentionWgmma(64), true, false, true},
-               {attentionWgmma(128, ", score_ahead = 0"), false, false, false},
-               {attentionWgmma(128), false, true, false}};
+    bool tensor, ahead, tma, specialized;
+  } cases[] = {{attentionWgmma(128), true, true, true, true},
+               {attentionWgmma(128, ", tma = 0"), true, true, false, false},
+               {attentionWgmma(128, ", score_ahead = 0"), true, false, true, true},
+               {attentionWgmma(64), true, false, true, true},
+               {attentionWgmma(128, ", warp_specialize = 0"), true, false, true, false},
+               {attentionWgmma(128, ", persistent = 1"), true, true, true, true},
+               {attentionWgmma(128, ", score_ahead = 0"), false, false, false, false},
+               {attentionWgmma(128), false, true, false, false}};
   for (const auto &c : cases) {
     Planned p;
     FakeQueries q;
@@ -260,8 +265,9 @@ TEST(Plan, AttentionCopiesWithTmaBeforeItIssuesItsScoresAhead) {
     const LoopSchedule &s = onlyLoop(p);
     EXPECT_EQ(s.scoreAhead != nullptr, c.ahead) << c.src;
     EXPECT_EQ(s.copy, c.tma ? LoopSchedule::Copy::Tma : LoopSchedule::Copy::CpAsync) << c.src;
-    EXPECT_EQ(s.specialized, c.tma) << c.src;
-    EXPECT_EQ(p.plan.specialization.producerThreads, c.tma ? 128 : 0) << c.src;
+    EXPECT_EQ(s.specialized, c.specialized) << c.src;
+    EXPECT_EQ(p.plan.specialization.producerThreads, c.specialized ? 128 : 0) << c.src;
+    EXPECT_EQ(p.plan.specialization.perSM, 0) << c.src;
     EXPECT_EQ(s.stages, 4) << c.src;
     EXPECT_EQ(s.mmaInFlight, 0) << c.src;
   }

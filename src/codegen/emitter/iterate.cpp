@@ -118,7 +118,22 @@ bool KernelEmitter::loopPrologue(LoopState &s) {
     s.bars = wsFull_;
     s.empty = wsEmpty_;
     s.stepZero.resize(s.staged.size());
-    return true;
+    if (!s.sched.scoreAhead)
+      return true;
+    // Scores ahead: tile 0's full barrier (where the loop has a tile: the producer copies none
+    // otherwise, and the product below then reads a buffer no one wrote, its result unused).
+    std::string any = fresh();
+    line(any + " = arith.cmpi sgt, " + lowerIndex(s.li.tripCount) + ", " + constIndex(0) +
+         " : index");
+    line("scf.if " + any + " {");
+    const std::string saved = indent_;
+    auto cache = exprCache_;
+    indent_ += "  ";
+    tmaWait(s.bars, constIndex(0), constIndex(0), s.sched.stages);
+    indent_ = saved;
+    exprCache_ = cache;
+    line("}");
+    return scoreAheadPrologue(s);
   }
   if (s.tma) { // tensor_copy.cpp: barriers, then tiles 0 .. prefetch - 1 that exist
     s.bars = tmaBarriers(s.sched.stages);
@@ -244,6 +259,10 @@ bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) 
     lower_->warpgroupWait(0);
     mark(SyncItem{SyncItem::Read, promotions_.at(m2.operands[1]->def).alloc,
                   s.sched.stages - 1});
+    // Warp-specialized: the products of tile i - 1 (its scores in iteration i - 2, its second
+    // product in iteration i - 1) have retired, so its buffer goes back to the producer.
+    if (s.specialized)
+      loopRelease(s, 1);
   }
   if (&o != &m2)
     return true;
@@ -252,7 +271,24 @@ bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) 
   // reads of tile i end there (stage 0 now; the next iteration's wait marks them retired as
   // tile i - 1), and the wait retired the scores of tile i + 1.
   skip = true;
-  if (!scoreAheadIssue(s, IndexExpr::symbol(s.stNextSym), 1, false, s.aheadNext) ||
+  IndexExpr next = IndexExpr::symbol(s.stNextSym);
+  if (s.specialized) {
+    // The producer copies tiles below the trip count only: the last iteration's first product
+    // reads its own tile again (buffer and phase of tile i; its result is dropped). The full
+    // barrier of tile min(i + 1, trips - 1) brings its K and V.
+    std::string one = binop("addi", s.iv, constIndex(1)), more = fresh(), tile = fresh(),
+                buf = fresh();
+    line(more + " = arith.cmpi slt, " + one + ", " + s.trips + " : index");
+    line(tile + " = arith.select " + more + ", " + one + ", " + s.iv + " : index");
+    line(buf + " = arith.select " + more + ", " + symbols_.at(s.stNextSym) + ", " +
+         symbols_.at(s.stSym) + " : index");
+    const std::string sym = "$STahead_" + s.op.dims[0].str();
+    symbols_[sym] = buf;
+    facts_.setRange(sym, 0, s.sched.stages - 1);
+    tmaWait(s.bars, buf, tile, s.sched.stages);
+    next = IndexExpr::symbol(sym);
+  }
+  if (!scoreAheadIssue(s, next, 1, false, s.aheadNext) ||
       !emitWgmmaKeeping(m2, 1, 0))
     return false;
   mark(SyncItem{SyncItem::Read, promotions_.at(m1.operands[1]->def).alloc, 1});
@@ -491,7 +527,7 @@ bool KernelEmitter::loopBody(LoopState &s) {
       lower_->setPriority(1);
       groupFrom = items_.size();
     }
-    if (s.tma && o.get() == staged.front())
+    if (s.tma && o.get() == staged.front() && !s.sched.scoreAhead)
       loopTmaTop(s, wgAhead);
     // Reads of a multi-buffered tile use this iteration's buffer.
     if (stages > 1 && staged_.count(o.get())) {
@@ -534,8 +570,8 @@ bool KernelEmitter::loopBody(LoopState &s) {
     return false;
   if (wgLoop && async && !s.tma) // behind the products, after this iteration's barrier
     copyAhead(s.wgBufSym, wgAhead);
-  if (s.specialized)
-    loopRelease(s);
+  if (s.specialized && !s.sched.scoreAhead) // scores ahead: behind the wait (scoreAheadBefore)
+    loopRelease(s, s.sched.mmaInFlight);
   for (const ir::Op *o : staged)
     staged_.erase(o);
   loopStores(s, groupFrom, interleave);
@@ -570,10 +606,10 @@ void KernelEmitter::loopDmaAhead(LoopState &s) {
 }
 
 // Warp-specialized loops: the products of tile i - keep have retired (the wgmma wait behind
-// this iteration's commit), so lane 0 of every consumer warp releases its buffer to the
-// producer (the empty barrier of that buffer; tensor_copy.cpp, warpSpecializedProducer).
-void KernelEmitter::loopRelease(LoopState &s) {
-  const int wgKeep = s.sched.mmaInFlight;
+// this iteration's commit, or with scores ahead the wait for everything), so lane 0 of every
+// consumer warp releases its buffer to the producer (the empty barrier of that buffer;
+// tensor_copy.cpp, warpSpecializedProducer). keep is 0 or 1.
+void KernelEmitter::loopRelease(LoopState &s, int wgKeep) {
   const std::string lane = binop("remui", lowerIndex(IndexExpr::symbol("$T0")), constIndex(32));
   std::string lead = fresh(), cond = lead;
   line(lead + " = arith.cmpi eq, " + lane + ", " + constIndex(0) + " : index");

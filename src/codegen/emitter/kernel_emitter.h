@@ -439,7 +439,7 @@ private:
   void loopOpen(LoopState &s, const std::vector<RegVal> &carried);
   void loopBufferIndices(LoopState &s);
   bool loopBody(LoopState &s);
-  void loopRelease(LoopState &s); // warp-specialized: the consumers release a buffer
+  void loopRelease(LoopState &s, int keep); // warp-specialized: the consumers release a buffer
   void loopDmaAhead(LoopState &s); // LDS DMA: tile i + 1 behind the reads of tile i
   void loopReleaseLast(LoopState &s); // persistent tiles: the loop's last tile's buffer
   bool loopClose(LoopState &s, const std::vector<RegVal> &carried, std::vector<RegVal> &yielded);
