@@ -118,6 +118,10 @@ def main():
                     o = outs[name]
                     times[name].append(median_time(lambda: run(lib, q, k, v, o), wsync, reps))
             t_torch = statistics.median(torch_times)
+            if rounds > 1:  # per round, TFLOP/s: the spread behind the medians
+                for name, ts in [("torch SDPA (default)", torch_times)] + list(times.items()):
+                    per = ", ".join(f"{flop / t / 1e12:.0f}" for t in ts)
+                    print(f"{B}x{H}x{S}x{D}{'c' if causal else ''} {name} per round: {per}")
             shape = f"{B}x{H}x{S}x{D}{'c' if causal else ''}"
             rows.append((shape, "torch SDPA (default)", t_torch, flop / t_torch / 1e12, "", ""))
             for bname, backend in backends.items():

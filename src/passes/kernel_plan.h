@@ -237,7 +237,7 @@ public:
   // Whether TMA boxes of its tensor can write the tile (its layout planned), one per 128-byte
   // column block: a tile of a tensor of rank 2 to 5, extent 1 but in the last two dims, read
   // by wgmma (K- or N-major) in the 128-byte swizzle, at most 256 rows, the tensor's rows a
-  // proven multiple of 16 bytes, on a target with TMA (emitter/tensor_copy.cpp).
+  // proven multiple of 16 bytes, on a target with TMA (src/codegen/emitter/tensor_copy.cpp).
   virtual bool tensorCopyable(const Promotion &p) = 0;
   // Reports that the kernel needs what code generation cannot do (`id`, an unsupported-* kind
   // whose message is `what`); returns false.
