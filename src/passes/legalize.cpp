@@ -295,6 +295,19 @@ struct Legalizer {
   // Whether every use of `v`, through the deferred ops, is the value of a write that can store
   // it (writesStreamed).
   bool onlyWritesAcross(const ir::Value *v0) const {
+    return eachDeferredUse(v0, [&](const ir::Op &u, const ir::Value *v) {
+      std::set<std::string> dims;
+      std::string why;
+      if (u.kind != ir::OpKind::Write)
+        return false;
+      streamedDims(u.operands[0], dims);
+      return u.operands[0] == v && !ir::indexOperand(u) && writesStreamed(u, dims, why);
+    });
+  }
+  // Walks the uses of `v0` through the deferred element-wise ops (unary, binary, math, select,
+  // cast, broadcast, permute: computed again where used) and judges every other user `u` of a
+  // value `v` on the way with `use(u, v)`; false at the first use it refuses.
+  template <class Use> static bool eachDeferredUse(const ir::Value *v0, Use use) {
     std::vector<const ir::Value *> work{v0};
     std::set<const ir::Value *> seen;
     while (!work.empty()) {
@@ -311,15 +324,9 @@ struct Legalizer {
         case ir::OpKind::Cast:
         case ir::OpKind::Broadcast:
         case ir::OpKind::Permute: work.push_back(u->results[0]); break;
-        case ir::OpKind::Write: {
-          std::set<std::string> dims;
-          std::string why;
-          streamedDims(u->operands[0], dims);
-          if (u->operands[0] != v || ir::indexOperand(*u) || !writesStreamed(*u, dims, why))
+        default:
+          if (!use(*u, v))
             return false;
-          break;
-        }
-        default: return false;
         }
       }
     }
@@ -410,32 +417,12 @@ struct Legalizer {
       return;
     }
     // Every use, through the deferred ops, must be the value of a write.
-    std::vector<const ir::Value *> work{op.results[0]};
-    std::set<const ir::Value *> seen;
-    while (!work.empty()) {
-      const ir::Value *v = work.back();
-      work.pop_back();
-      if (!seen.insert(v).second)
-        continue;
-      for (const ir::Op *u : v->users) {
-        switch (u->kind) {
-        case ir::OpKind::Unary:
-        case ir::OpKind::Binary:
-        case ir::OpKind::Math:
-        case ir::OpKind::Select:
-        case ir::OpKind::Cast:
-        case ir::OpKind::Broadcast:
-        case ir::OpKind::Permute: work.push_back(u->results[0]); break;
-        case ir::OpKind::Write:
-          if (u->operands[0] == v && !ir::indexOperand(*u))
-            break;
-          [[fallthrough]];
-        default:
-          no(*u, std::string("a streamed row, used by ") + ir::opKindName(u->kind) + ",");
-          return;
-        }
-      }
-    }
+    eachDeferredUse(op.results[0], [&](const ir::Op &u, const ir::Value *v) {
+      if (u.kind == ir::OpKind::Write && u.operands[0] == v && !ir::indexOperand(u))
+        return true;
+      no(u, std::string("a streamed row, used by ") + ir::opKindName(u.kind) + ",");
+      return false;
+    });
   }
   // Whether `v` may be computed from thread indices only (layout.cpp, computeDeferred: a
   // self_index, an apply_expr, element-wise ops on those), so that it has no layout of its own.
