@@ -195,6 +195,10 @@ struct Legalizer {
   // Ops whose value is computed from their operands' elements where they sit (no code of their
   // own, or element-wise: elementwise.cpp, mlir_emitter.cpp).
   static bool elementwiseLike(ir::OpKind k) {
+    return deferredElementwise(k) || k == ir::OpKind::ApplyExpr;
+  }
+  // The element-wise ops a streamed row passes through, computed again where used.
+  static bool deferredElementwise(ir::OpKind k) {
     switch (k) {
     case ir::OpKind::Unary:
     case ir::OpKind::Binary:
@@ -202,8 +206,7 @@ struct Legalizer {
     case ir::OpKind::Select:
     case ir::OpKind::Cast:
     case ir::OpKind::Broadcast:
-    case ir::OpKind::Permute:
-    case ir::OpKind::ApplyExpr: return true;
+    case ir::OpKind::Permute: return true;
     default: return false;
     }
   }
@@ -316,18 +319,10 @@ struct Legalizer {
       if (!seen.insert(v).second)
         continue;
       for (const ir::Op *u : v->users) {
-        switch (u->kind) {
-        case ir::OpKind::Unary:
-        case ir::OpKind::Binary:
-        case ir::OpKind::Math:
-        case ir::OpKind::Select:
-        case ir::OpKind::Cast:
-        case ir::OpKind::Broadcast:
-        case ir::OpKind::Permute: work.push_back(u->results[0]); break;
-        default:
-          if (!use(*u, v))
-            return false;
-        }
+        if (deferredElementwise(u->kind))
+          work.push_back(u->results[0]);
+        else if (!use(*u, v))
+          return false;
       }
     }
     return true;
@@ -365,18 +360,13 @@ struct Legalizer {
         return false;
       }
       return true;
-    case ir::OpKind::Unary:
-    case ir::OpKind::Binary:
-    case ir::OpKind::Math:
-    case ir::OpKind::Select:
-    case ir::OpKind::Cast:
-    case ir::OpKind::Broadcast:
-    case ir::OpKind::Permute:
-      for (const ir::Value *o : def->operands)
-        if (!rereadable(o, why, depth + 1))
-          return false;
-      return true;
     default:
+      if (deferredElementwise(def->kind)) {
+        for (const ir::Value *o : def->operands)
+          if (!rereadable(o, why, depth + 1))
+            return false;
+        return true;
+      }
       why = std::string("a streamed row written across, combined with the result of ") +
             ir::opKindName(def->kind) + " (held in registers)";
       return false;
