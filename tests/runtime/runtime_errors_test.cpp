@@ -447,6 +447,13 @@ TEST(RuntimeKernelApi, CodeObjectChoice) {
 
 // TMA tensor maps: requests outside the driver's limits fail before any driver call, with a
 // message; back ends without maps (the emulator) say so; an empty tensor needs no map.
+// A field of an emulator tensor map's 128-byte record (runtime/format/emu_image.h, EmuTensorMap).
+template <class T> T recordField(const unsigned char *rec, size_t at) {
+  T v;
+  std::memcpy(&v, rec + at, sizeof v);
+  return v;
+}
+
 TEST(RuntimeTensorMap, RequestsAreCheckedBeforeTheDriver) {
   alignas(16) static char data[64];
   wave::rt::TensorMapRequest ok;
@@ -529,16 +536,8 @@ TEST(RuntimeTensorMap, EmulatorMapsAreItsOwnRecordsAndEmptyTensorsNeedNone) {
   ASSERT_EQ(wave_memcpy_dtoh(dev, rec, reinterpret_cast<void *>(uintptr_t(map)), 128),
             WAVE_SUCCESS)
       << lastError();
-  auto u64 = [&](size_t at) {
-    uint64_t v;
-    std::memcpy(&v, rec + at, 8);
-    return v;
-  };
-  auto u32 = [&](size_t at) {
-    uint32_t v;
-    std::memcpy(&v, rec + at, 4);
-    return v;
-  };
+  auto u64 = [&](size_t at) { return recordField<uint64_t>(rec, at); };
+  auto u32 = [&](size_t at) { return recordField<uint32_t>(rec, at); };
   EXPECT_EQ(std::memcmp(rec, "WAVETMAP", 8), 0);
   EXPECT_EQ(u64(8), reinterpret_cast<uintptr_t>(data));
   EXPECT_EQ(u32(16), 2u);   // rank
@@ -584,16 +583,8 @@ TEST(RuntimeTensorMap, Rank3MapsOnTheEmulatorAndTheirBadRequests) {
   unsigned char rec[128];
   ASSERT_EQ(wave_memcpy_dtoh(dev, rec, reinterpret_cast<void *>(uintptr_t(map)), 128),
             WAVE_SUCCESS);
-  auto u64 = [&](size_t at) {
-    uint64_t v;
-    std::memcpy(&v, rec + at, 8);
-    return v;
-  };
-  auto u32 = [&](size_t at) {
-    uint32_t v;
-    std::memcpy(&v, rec + at, 4);
-    return v;
-  };
+  auto u64 = [&](size_t at) { return recordField<uint64_t>(rec, at); };
+  auto u32 = [&](size_t at) { return recordField<uint32_t>(rec, at); };
   EXPECT_EQ(u32(16), 3u);
   EXPECT_EQ(u64(32), 3u);
   EXPECT_EQ(u64(40), 37u);
