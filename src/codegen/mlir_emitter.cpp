@@ -529,6 +529,11 @@ bool KernelEmitter::emit(std::ostream &os) {
       sync, &keepInFlight, &proxyFence, plan_.sharedMemory.reused ? &overlap : nullptr);
   if (dumps_ && dumps_->wants("barrier-insertion"))
     dumps_->text["barrier-insertion"] += barrierText(barrier, keepInFlight, proxyFence);
+  // Ping-pong's warpgroups are half an iteration apart in the loop: a workgroup barrier there
+  // would hang (the schedule pass takes ping-pong only for bodies that need none).
+  for (long i = std::max(pingpongFirst_, 0L); i <= pingpongLast_; ++i)
+    if (barrier[i] != BarrierPlacement::None || items_[i].sync.kind == SyncItem::Barrier)
+      return unsupported("a workgroup barrier in a ping-pong loop (a wavec bug)", k_.loc);
   for (size_t i = 0; i < items_.size(); ++i) {
     const std::string &t = items_[i].text;
     const std::string ind = t.substr(0, t.find_first_not_of(' '));

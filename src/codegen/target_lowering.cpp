@@ -75,6 +75,7 @@ void TargetLowering::barrierWait(const std::string &, const std::string &) {
 void TargetLowering::barrierArrive(const std::string &) { missing("transaction barriers"); }
 void TargetLowering::setRegisterLimit(int, bool) { missing("register reconfiguration"); }
 void TargetLowering::exitThread() { missing("warp specialization"); }
+void TargetLowering::namedBarrier(int, int, bool) { missing("named barriers"); }
 std::string TargetLowering::workgroupBarrier() const {
   if (barrierThreads > 0) // named barrier 1 of the consumers (PTX bar.sync id, count)
     return "llvm.inline_asm has_side_effects asm_dialect = att \"bar.sync 1, " +

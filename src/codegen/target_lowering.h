@@ -131,6 +131,9 @@ public:
   virtual void setRegisterLimit(int regs, bool increase);
   // The thread ends here (a producer warpgroup after its copies).
   virtual void exitThread();
+  // Named barrier `id` (1 .. 15) of `threads` threads: wait until that many arrived
+  // (`arrive` false), or arrive without waiting (WarpSpecialization::pingpong).
+  virtual void namedBarrier(int id, int threads, bool arrive);
   // > 0: the workgroup barrier is among the first `barrierThreads` threads only (the
   // consumers of a warp-specialized kernel, whose producer warpgroup takes no part).
   int barrierThreads = 0;

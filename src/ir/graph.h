@@ -209,6 +209,10 @@ struct HardwareConstraint {
   // pipeline, with scores ahead where they apply); 1 (the default) lets the schedule pass copy
   // them with TMA where the tensors allow (docs/language.md 12).
   bool tma = true;
+  // pingpong = 0 keeps the consumer warpgroups of a warp-specialized attention loop issuing
+  // their products whenever they are ready; 1 (the default) lets the schedule pass make them
+  // take turns (docs/language.md 12).
+  bool pingpong = true;
   SourceRange loc;
 };
 

@@ -256,6 +256,10 @@ std::string printPlan(const std::string &pass, const ir::Kernel &kernel, const K
       out += "  persistent: " + std::to_string(w.perSM) +
              " workgroup per SM walks the output tiles (grid clamped at launch to the SM count), "
              "the next tile's copies overlapping this tile's epilogue\n";
+    if (w.pingpong > 0)
+      out += "  ping-pong: the " + std::to_string(w.pingpong) +
+             " consumer warpgroups take turns issuing their products (named barriers 2 to " +
+             std::to_string(1 + w.pingpong) + ")\n";
     if (const EpilogueStaging &e = plan.epilogue; e.write)
       out += "  epilogue: the write (line " + std::to_string(e.write->loc.begin.line) +
              ") staged through shared memory (tile " + std::to_string(e.alloc) +

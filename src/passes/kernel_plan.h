@@ -193,6 +193,16 @@ struct WarpSpecialization {
   // the distribution gives (in the raster order), the producer running into the next tile's
   // ring while the consumers store the last one. 0: one tile per workgroup.
   int64_t perSM = 0;
+  // Ping-pong (planWarpSpecialization): > 0, the consumer warpgroups (this many, 2 or more)
+  // of the specialized loop take turns issuing their products, FlashAttention-3's
+  // inter-warpgroup overlap: warpgroup k waits on named barrier 2 + k before issuing an
+  // iteration's products and, once they are committed, arrives on warpgroup k + 1's (mod
+  // `pingpong`), so one warpgroup's softmax runs while the tensor cores work through the
+  // other's products. Each barrier counts 256 threads (its warpgroup's and the arriving
+  // one's); before the loop the last warpgroup arrives on barrier 2 so warpgroup 0 goes first
+  // (one arrival stays pending at the end: a token that goes round). Only for a loop whose
+  // body needs no workgroup barrier (the emitter refuses one there as a wavec bug).
+  int64_t pingpong = 0;
 };
 // The epilogue's store staged through shared memory (planEpilogueStaging, schedule.cpp): the
 // kernel's last op, a write of a [rows, cols] workgroup tile of a 2-D global tensor parameter,

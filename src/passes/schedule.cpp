@@ -439,6 +439,52 @@ void specializeTmaLoop(PlanContext &c) {
 }
 } // namespace
 
+namespace {
+
+// Whether the body of loop `iterate` can need no workgroup barrier: its ops are products,
+// staged reads, register arithmetic and reductions along dims no wave constraint spreads over
+// waves (a reduction across waves goes through shared-memory scratch, a permute may move
+// values through shared memory; anything else may touch shared memory too).
+bool barrierFree(const PlanContext &c, const ir::Op &iterate, const LoopSchedule &s) {
+  bool ok = true;
+  ir::walk(*iterate.regions[0], [&](const ir::Op &op) {
+    switch (op.kind) {
+    case ir::OpKind::Constant: case ir::OpKind::Mma: case ir::OpKind::Unary:
+    case ir::OpKind::Binary: case ir::OpKind::Math: case ir::OpKind::Select:
+    case ir::OpKind::Cast: case ir::OpKind::Broadcast: case ir::OpKind::SelfIndex:
+    case ir::OpKind::ApplyExpr: case ir::OpKind::Yield:
+      return;
+    case ir::OpKind::Read:
+      ok = ok && std::find(s.staged.begin(), s.staged.end(), &op) != s.staged.end();
+      return;
+    case ir::OpKind::Reduce:
+      for (const auto &w : c.kernel.waves)
+        ok = ok && !(w.dim == op.dims[0]);
+      return;
+    default:
+      ok = false;
+    }
+  });
+  return ok;
+}
+
+// Ping-pong (WarpSpecialization::pingpong): the consumer warpgroups of a warp-specialized loop
+// that issues its scores ahead (attention: softmax between the products, which the other
+// warpgroup's products can fill) take turns, where there are at least two of them, the body
+// needs no workgroup barrier (a barrier there would meet warpgroups half an iteration apart)
+// and the kernel does not turn it off (`hardware(..., pingpong = 0)`).
+void planPingpong(PlanContext &c) {
+  const int64_t consumers = c.dist.block[0];
+  if (!c.kernel.hardware.pingpong || c.plan.specialization.producerThreads == 0 ||
+      consumers % 128 != 0 || consumers / 128 < 2)
+    return;
+  for (const auto &[loop, s] : c.plan.loops)
+    if (s.specialized && s.scoreAhead && barrierFree(c, *loop, s))
+      c.plan.specialization.pingpong = consumers / 128;
+}
+
+} // namespace
+
 void planWarpSpecialization(PlanContext &c) {
   c.plan.specialization = WarpSpecialization{};
   specializeTmaLoop(c);
@@ -449,6 +495,7 @@ void planWarpSpecialization(PlanContext &c) {
     if (s.copy == LoopSchedule::Copy::Tma && s.scoreAhead &&
         (!s.specialized || c.plan.specialization.perSM > 0))
       s.scoreAhead = nullptr;
+  planPingpong(c);
 }
 
 } // namespace wave

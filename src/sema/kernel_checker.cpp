@@ -366,7 +366,8 @@ void KernelChecker::checkHardware(const ast::Call &c) {
                            {"stage_epilogue", false},
                            {"lds_dma", false},
                            {"score_ahead", false},
-                           {"tma", false}});
+                           {"tma", false},
+                           {"pingpong", false}});
   waveSize = S.target->defaultWaveSize();
   if (!args)
     return;
@@ -444,6 +445,7 @@ void KernelChecker::checkHardware(const ast::Call &c) {
   flag(7, "lds_dma", kernel->hardware.ldsDma);
   flag(8, "score_ahead", kernel->hardware.scoreAhead);
   flag(9, "tma", kernel->hardware.tma);
+  flag(10, "pingpong", kernel->hardware.pingpong);
   if (const ast::Expr *vs = (*args)[3]) {
     auto *dict = ast::dyn_cast<ast::DictExpr>(vs);
     if (!dict) {

@@ -1220,6 +1220,32 @@ def test_attention_wgmma(a, tmp):
     # of each consumer warp arrives on its empty barrier).
     off = []
     ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
+    # The two consumer warpgroups take turns (ping-pong, the default; docs/language.md 12):
+    # before the loop the second warpgroup arrives on barrier 2; in the loop, after the wait
+    # for tile i + 1, warpgroup k waits on barrier 2 + k (one branch per warpgroup), issues
+    # both products and, once the second is committed, arrives on the other's barrier.
+    evp = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync \d+, \d+|"
+                     r"bar\.arrive \d+, \d+|wgmma\.commit_group|m64n64k16|m64n128k16|"
+                     r"mbarrier\.try_wait\.parity", ptx0)
+    wantp = (["mbarrier.try_wait.parity", "bar.sync 2, 256", "bar.sync 3, 256"] +
+             ["m64n64k16"] * 8 + ["wgmma.commit_group"] + ["m64n128k16"] * 4 +
+             ["wgmma.commit_group", "bar.arrive 3, 256", "bar.arrive 2, 256"])
+    check(any(evp[i:i + len(wantp)] == wantp for i in range(len(evp))) and
+          evp.count("bar.arrive 2, 256") == 2 and evp.count("bar.sync 2, 256") == 1 and
+          evp.count("wgmma.wait_group.sync.aligned 1") == 1,
+          f"ping-pong: the turn taken before the products, handed on after their commits, the "
+          f"first handed over before the loop; found {evp}", ptx0[:3000])
+    sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                 os.path.join(tmp, "s.ptx")] + off).stderr.decode()
+    check("ping-pong: the 2 consumer warpgroups take turns" in sched,
+          "the schedule dump names the ping-pong", sched)
+    # `hardware(pingpong = 0)`: no named barrier of the consumers but their workgroup's.
+    nopp = os.path.join(tmp, "nopp.wave")
+    with open(src) as f, open(nopp, "w") as g:
+        g.write(f.read().replace("tma = TMA);", "tma = TMA, pingpong = 0);"))
+    ptx0 = run([a.wavec, nopp, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check("bar.arrive" not in ptx0 and "bar.sync 2" not in ptx0, "pingpong = 0: no turns",
+          ptx0[:3000])
     ev0 = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync|wgmma\.commit_group|"
                      r"m64n64k16|m64n128k16|mbarrier\.try_wait\.parity|"
                      r"mbarrier\.arrive\.shared::cta\.b64", ptx0)
@@ -1264,8 +1290,6 @@ def test_attention_wgmma(a, tmp):
           ptxp.count("wgmma.mma_async") == 12 and "wgmma.wait_group.sync.aligned 1;" not in ptxp,
           "warp_specialize = 0: the TMA loop without a producer (barriers before and after the "
           "mbarrier init, one per key tile) and without scores ahead", ptxp[:3000])
-    sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
-                 os.path.join(tmp, "s.ptx")] + off).stderr.decode()
     check("copies: TMA" in sched and "warp-specialized: a producer warpgroup" in sched and
           "scores ahead: the product at line" in sched,
           "TMA: the schedule dump says TMA, specialized, scores ahead", sched)
@@ -1303,11 +1327,13 @@ def test_attention_wgmma(a, tmp):
     if not os.access(PTXAS, os.X_OK):
         print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
         return SKIP
-    for flags in ([], ["-DBLOCK_K2=128"], ["-DD=64"], ["-DD=64", "-DBLOCK_K2=128"],
-                  ahead, ahead + ["-DBLOCK_K2=128"], ahead + ["-DD=64"],
-                  ahead + ["-DD=64", "-DBLOCK_K2=128"]):
+    for source, flags in ((src, []), (src, ["-DBLOCK_K2=128"]), (src, ["-DD=64"]),
+                          (src, ["-DD=64", "-DBLOCK_K2=128"]), (nopp, []),
+                          (nopp, ["-DD=64", "-DBLOCK_K2=128"]), (src, ahead),
+                          (src, ahead + ["-DBLOCK_K2=128"]), (src, ahead + ["-DD=64"]),
+                          (src, ahead + ["-DD=64", "-DBLOCK_K2=128"])):
         ptx = os.path.join(tmp, "a.ptx")
-        run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
+        run([a.wavec, source, "--target=sm_90a", "-o", ptx] + flags)
         p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])
         info = p.stderr.decode()
         check("0 bytes spill stores" in info and "warning" not in info,

@@ -288,8 +288,17 @@ bool KernelEmitter::scoreAheadBefore(LoopState &s, const ir::Op &o, bool &skip) 
     tmaWait(s.bars, buf, tile, s.sched.stages);
     next = IndexExpr::symbol(sym);
   }
-  if (!scoreAheadIssue(s, next, 1, false, s.aheadNext) ||
-      !emitWgmmaKeeping(m2, 1, 0))
+  // Ping-pong: this warpgroup's turn to issue both products; it hands the turn on once the
+  // second is committed, before waiting for the first (FlashAttention-3's order).
+  const bool turns = s.specialized && plan_.specialization.pingpong > 0;
+  if (turns)
+    pingpongTurn(false);
+  if (!scoreAheadIssue(s, next, 1, false, s.aheadNext))
+    return false;
+  wgmmaArrive_ = turns;
+  const bool issued = emitWgmmaKeeping(m2, 1, 0);
+  wgmmaArrive_ = false;
+  if (!issued)
     return false;
   mark(SyncItem{SyncItem::Read, promotions_.at(m1.operands[1]->def).alloc, 1});
   return true;
@@ -349,6 +358,8 @@ void KernelEmitter::loopOpen(LoopState &s, const std::vector<RegVal> &carried) {
     line(head + " {");
     lds_ = saved;
   }
+  if (s.specialized && plan_.specialization.pingpong > 0)
+    pingpongFirst_ = static_cast<long>(items_.size());
   s.outer = indent_;
   s.cache = exprCache_;
   indent_ += "  ";
@@ -725,6 +736,8 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
     line("}");
     lds_ = saved;
   }
+  if (s.specialized && plan_.specialization.pingpong > 0)
+    pingpongLast_ = static_cast<long>(items_.size()) - 1;
   if ((async && !s.tma) || s.sched.ldsDma) // nothing may stay in flight into shared memory the kernel no longer
     // owns (TMA copies only tiles the loop waits for)
     for (const std::string &w : lower_->asyncWait(0, ""))

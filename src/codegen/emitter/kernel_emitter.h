@@ -619,6 +619,12 @@ private:
   bool warpSpecializedProducer();
   void producerCopies(const LoopSchedule &s, const LoopInfo &li);
   std::string wsFull_, wsEmpty_; // the specialized loop's barriers
+  // Ping-pong (WarpSpecialization::pingpong, tensor_copy.cpp): each consumer warpgroup waits
+  // for its turn (named barrier 2 + k) or, `arrive`, hands it to the next warpgroup.
+  void pingpongTurn(bool arrive);
+  // The emitter's items of the ping-pong loop's body (the barrier placement may put no
+  // workgroup barrier there, mlir_emitter.cpp); -1: none.
+  long pingpongFirst_ = -1, pingpongLast_ = -1;
   // Every thread: waits for tile `iv` (an index SSA value) in buffer `stage` (its barrier).
   void tmaWait(const std::string &bars, const std::string &stage, const std::string &iv,
                int stages);
@@ -658,6 +664,7 @@ private:
   int wgmmaStages_ = 0;
   bool wgmmaInFlight_ = false;
   bool wgmmaNoWait_ = false; // emitWgmma issues and commits only (LoopSchedule::scoreAhead)
+  bool wgmmaArrive_ = false; // emitWgmma hands the ping-pong turn on after its commit
   IndexExpr laneZero(const IndexExpr &e);
   const AccessIndex *accessOf(const ir::Op &op) { return wave::accessOf(d_, op); }
   // Clone assignments over `syms` (each $i_<dim> ranges over its expansion count).

@@ -224,6 +224,8 @@ bool KernelEmitter::emitWgmma(const ir::Op &op) {
         regs[i] = r;
       }
   lower_->warpgroupCommit();
+  if (wgmmaArrive_) // ping-pong: the next warpgroup issues while this one waits (iterate.cpp)
+    pingpongTurn(true);
   // The wait retires the groups before the newest `keep`: with keep = 1 in a loop of S
   // buffers, the reads of tile i - 1 (buffer stage S - 1 relative to this iteration's).
   const int keep = wgmmaKeep_;

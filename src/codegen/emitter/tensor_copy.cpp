@@ -378,7 +378,38 @@ bool KernelEmitter::warpSpecializedProducer() {
   if (w.consumerRegisters > 0)
     lower_->setRegisterLimit(w.consumerRegisters, true);
   lower_->barrierThreads = static_cast<int>(consumers);
+  if (w.pingpong > 0) { // the first turn is warpgroup 0's: the last one hands it over
+    const std::string last = fresh();
+    line(last + " = arith.cmpi sge, " + tid + ", " + constIndex(consumers - 128) + " : index");
+    line("scf.if " + last + " {");
+    indent_ += "  ";
+    lower_->namedBarrier(2, 256, true);
+    indent_ = saved;
+    exprCache_ = cache;
+    line("}");
+  }
   return !failed_;
+}
+
+// Ping-pong (WarpSpecialization::pingpong): warpgroup k (consumer thread / 128) waits on named
+// barrier 2 + k, or arrives on the next one's, 2 + (k + 1) % n; each of the 256 threads of a
+// barrier is one of its own warpgroup's or the one handing it the turn. One branch per
+// warpgroup, so that every barrier's id is a constant.
+void KernelEmitter::pingpongTurn(bool arrive) {
+  const int64_t n = plan_.specialization.pingpong;
+  const std::string wg = binop("divui", lowerIndex(IndexExpr::symbol("$T0")), constIndex(128));
+  const std::string saved = indent_;
+  auto cache = exprCache_;
+  for (int64_t k = 0; k < n; ++k) {
+    const std::string mine = fresh();
+    line(mine + " = arith.cmpi eq, " + wg + ", " + constIndex(k) + " : index");
+    line("scf.if " + mine + " {");
+    indent_ += "  ";
+    lower_->namedBarrier(static_cast<int>(2 + (arrive ? (k + 1) % n : k)), 256, arrive);
+    indent_ = saved;
+    exprCache_ = cache;
+    line("}");
+  }
 }
 
 // The producer's copy loop over the tiles j of one output tile: ring tile g = base + j (base:

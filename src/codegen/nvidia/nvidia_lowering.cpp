@@ -202,6 +202,12 @@ void NvidiaLowering::exitThread() {
   line("llvm.inline_asm has_side_effects asm_dialect = att \"exit;\", \"\" : () -> ()");
 }
 
+void NvidiaLowering::namedBarrier(int id, int threads, bool arrive) {
+  line(std::string("llvm.inline_asm has_side_effects asm_dialect = att \"bar.") +
+       (arrive ? "arrive " : "sync ") + std::to_string(id) + ", " + std::to_string(threads) +
+       ";\", \"\" : () -> ()");
+}
+
 void NvidiaLowering::asyncCommit() {
   line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
 }

@@ -29,6 +29,7 @@ public:
   void barrierArrive(const std::string &bar) override;
   void setRegisterLimit(int regs, bool increase) override;
   void exitThread() override;
+  void namedBarrier(int id, int threads, bool arrive) override;
   void asyncCommit() override;
   std::vector<std::string> asyncWait(int keep, const std::string &name) override;
   std::string asyncProxyFence() const override;
