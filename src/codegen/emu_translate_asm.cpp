@@ -334,6 +334,13 @@ void FunctionTranslator::translateAsm(const llvm::CallInst &call) {
     translateWgmmaAsm(a);
     return;
   }
+  // The register fence (TargetLowering::registerFence): an empty asm whose one output is tied
+  // to its one input, a copy.
+  if (a.text.empty() && a.cons.size() == 2 && a.cons[0] == "=f" && a.cons[1] == "0" &&
+      call.arg_size() == 1) {
+    emit(Op::Copy, Type::I8, 1, slot(&call), slot(call.getArgOperand(0)), 0, 0, 4);
+    return;
+  }
   // Known sm_90a instructions the emulator does not model yet (docs/internals.md, "The CPU
   // emulator"), named; anything else as unknown.
   static const std::pair<const char *, const char *> known[] = {

@@ -131,6 +131,10 @@ public:
   virtual void setRegisterLimit(int regs, bool increase);
   // The thread ends here (a producer warpgroup after its copies).
   virtual void exitThread();
+  // `x` (an f32) as a new value the compiler cannot compute before this point: LLVM may move
+  // arithmetic on registers across an inline-asm wait that names none of them (NVIDIA: an
+  // empty side-effecting asm with a tied operand; elsewhere `x` itself).
+  virtual std::string registerFence(const std::string &x) { return x; }
   // Named barrier `id` (1 .. 15) of `threads` threads: wait until that many arrived
   // (`arrive` false), or arrive without waiting (WarpSpecialization::pingpong).
   virtual void namedBarrier(int id, int threads, bool arrive);

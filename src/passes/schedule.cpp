@@ -285,9 +285,12 @@ bool planLoop(PlanContext &c, const ir::Op &iterate) {
   // tiles: 32 + 64, 32 more; head dim 64 with 128-key tiles: 64 + 32, 64 more): one
   // workgroup per SM either way, and the overlap measured +7 % and +14 % on the H100. Below
   // (head dim 64, 64-key tiles: 32 + 32) the kernel without it fits two workgroups per SM,
-  // which measured faster; above (head dim 128, 128-key tiles: 64 + 64, 64 more) it spilled
-  // (docs/performance.md).
-  if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > 160))
+  // which measured faster; above (head dim 128, 128-key tiles: 64 + 64, 64 more) the cp.async
+  // loop spilled (docs/performance.md). The TMA loop, whose consumers run without copies and
+  // with 232 registers (planWarpSpecialization), takes up to 192: head dim 128 with 128-key
+  // tiles, no spills, +8 % against 64-key tiles on the H100 (docs/performance.md, "Attention
+  // on the H100: ping-pong and 128-key tiles").
+  if (ahead && (accRegs < 96 || accRegs + regsOf(ahead) > (tma ? 192 : 160)))
     ahead = nullptr;
   s.scoreAhead = ahead;
   if (tma)
@@ -417,8 +420,10 @@ void specializeTmaLoop(PlanContext &c) {
   // holds two accumulators; where they and the addressing do not fit the consumers' registers,
   // the one-workgroup loop keeps LLVM's full 255 (128 x 256 fp8 tiles: 256 accumulator
   // registers, which spilled 508 bytes specialized against 84 unspecialized).
+  // Scores ahead have their own register rule (planLoop) and need the producer warpgroup: the
+  // score accumulator of tile i is dead once P is made, before the next one is issued.
   const int64_t perLane = std::max<int64_t>(w.consumerRegisters, atLaunch);
-  if (only->mmaInFlight == 0 && 2 * only->accRegisters + 24 > perLane)
+  if (only->mmaInFlight == 0 && !only->scoreAhead && 2 * only->accRegisters + 24 > perLane)
     return;
   only->specialized = true;
   // Persistent tiles, where the kernel asks for them (`hardware(persistent = 1)`; not the

@@ -1180,7 +1180,8 @@ def test_attention_wgmma(a, tmp):
     # before P is made again. ptxas takes every form without spills. sm_90 refuses the form
     # cleanly (mma.sync would walk the head dim in two step sizes), writing nothing.
     src = os.path.join(a.source_dir, "samples", "attention", "attention_wgmma.wave")
-    ahead = ["-DTMA=0"]
+    # The counts below are of 64-key tiles (the sample's default is 128).
+    ahead = ["-DTMA=0", "-DBLOCK_K2=64"]
     ptx = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + ahead).stdout.decode()
     acc = r"\{(?:%f\d+, )*%f\d+\}"
     qk = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 " + acc +
@@ -1218,9 +1219,10 @@ def test_attention_wgmma(a, tmp):
     # its eight score products and their commit, the four P·V products and their commit, a wait
     # keeping one group; a wait for everything, then the release of tile i - 1's buffer (lane 0
     # of each consumer warp arrives on its empty barrier).
-    off = []
-    ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
-    # The two consumer warpgroups take turns (ping-pong, the default; docs/language.md 12):
+    off = ["-DBLOCK_K2=64"]
+    ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx", "-DPINGPONG=1"] +
+               off).stdout.decode()
+    # The two consumer warpgroups take turns (ping-pong, `pingpong = 1`; docs/language.md 12):
     # before the loop the second warpgroup arrives on barrier 2; in the loop, after the wait
     # for tile i + 1, warpgroup k waits on barrier 2 + k (one branch per warpgroup), issues
     # both products and, once the second is committed, arrives on the other's barrier.
@@ -1235,15 +1237,12 @@ def test_attention_wgmma(a, tmp):
           evp.count("wgmma.wait_group.sync.aligned 1") == 1,
           f"ping-pong: the turn taken before the products, handed on after their commits, the "
           f"first handed over before the loop; found {evp}", ptx0[:3000])
-    sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
-                 os.path.join(tmp, "s.ptx")] + off).stderr.decode()
-    check("ping-pong: the 2 consumer warpgroups take turns" in sched,
-          "the schedule dump names the ping-pong", sched)
-    # `hardware(pingpong = 0)`: no named barrier of the consumers but their workgroup's.
-    nopp = os.path.join(tmp, "nopp.wave")
-    with open(src) as f, open(nopp, "w") as g:
-        g.write(f.read().replace("tma = TMA);", "tma = TMA, pingpong = 0);"))
-    ptx0 = run([a.wavec, nopp, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    schedp = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                  os.path.join(tmp, "s.ptx"), "-DPINGPONG=1"] + off).stderr.decode()
+    check("ping-pong: the 2 consumer warpgroups take turns" in schedp,
+          "the schedule dump names the ping-pong", schedp)
+    # The default, `pingpong = 0`: no named barrier of the consumers but their workgroup's.
+    ptx0 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
     check("bar.arrive" not in ptx0 and "bar.sync 2" not in ptx0, "pingpong = 0: no turns",
           ptx0[:3000])
     ev0 = re.findall(r"wgmma\.wait_group\.sync\.aligned \d|bar\.sync|wgmma\.commit_group|"
@@ -1261,13 +1260,27 @@ def test_attention_wgmma(a, tmp):
     # ... with `hardware(score_ahead = 0)`: every product waited for at once.
     noahead = os.path.join(tmp, "noahead.wave")
     with open(src) as f, open(noahead, "w") as g:
-        g.write(f.read().replace("tma = TMA);", "tma = TMA, score_ahead = 0);"))
-    ptxn = run([a.wavec, noahead, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+        g.write(f.read().replace("pingpong = PINGPONG);", "pingpong = PINGPONG, score_ahead = 0);"))
+    ptxn = run([a.wavec, noahead, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
     check(ptxn.count("wgmma.mma_async") == 12 and
           "wgmma.wait_group.sync.aligned 0;" in ptxn and
           "wgmma.wait_group.sync.aligned 1;" not in ptxn and ptxn.count("bar.sync") == 1 and
           "setmaxnreg" in ptxn and "cp.async.bulk.tensor.3d" in ptxn,
           "TMA, score_ahead = 0: 12 products, every wait retires all, one barrier", ptxn[:3000])
+    # The default (128-key tiles at head dim 128): warp-specialized, scores ahead (the TMA
+    # loop's register rule allows the second 64-register score accumulator).
+    sched128 = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                    os.path.join(tmp, "k.ptx")]).stderr.decode()
+    check("warp-specialized: a producer warpgroup" in sched128 and
+          "scores ahead: the product at line" in sched128 and "ping-pong" not in sched128,
+          "128-key tiles: specialized, scores ahead, no ping-pong", sched128)
+    ptx128 = run([a.wavec, src, "--target=sm_90a", "--emit=ptx"]).stdout.decode()
+    check(ptx128.count("m64n128k16") == 24, "128-key tiles: 8 score products before the loop, "
+          f"8 + 8 in it, found {ptx128.count('m64n128k16')}", ptx128[:3000])
+    sched_cp = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                    os.path.join(tmp, "c.ptx"), "-DTMA=0"]).stderr.decode()
+    check("scores ahead" not in sched_cp, "cp.async with 128-key tiles: no scores ahead (its "
+          "second score accumulator spilled)", sched_cp)
     tma3 = re.findall(r"cp\.async\.bulk\.tensor\.3d\.shared::cluster\.global\.mbarrier::"
                       r"complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+, %r\d+\}\], "
                       r"\[%r\d+\];", ptx0)
@@ -1283,18 +1296,21 @@ def test_attention_wgmma(a, tmp):
     # issuing the next tile's boxes).
     plain = os.path.join(tmp, "plain.wave")
     with open(src) as f, open(plain, "w") as g:
-        g.write(f.read().replace("tma = TMA);", "tma = TMA, warp_specialize = 0);"))
+        g.write(f.read().replace("pingpong = PINGPONG);",
+                                 "pingpong = PINGPONG, warp_specialize = 0);"))
     ptxp = run([a.wavec, plain, "--target=sm_90a", "--emit=ptx"] + off).stdout.decode()
     check("cp.async.bulk.tensor.3d" in ptxp and "mbarrier.try_wait.parity" in ptxp and
           "setmaxnreg" not in ptxp and "cp.async.cg" not in ptxp and ptxp.count("bar.sync") == 3 and
           ptxp.count("wgmma.mma_async") == 12 and "wgmma.wait_group.sync.aligned 1;" not in ptxp,
           "warp_specialize = 0: the TMA loop without a producer (barriers before and after the "
           "mbarrier init, one per key tile) and without scores ahead", ptxp[:3000])
+    sched = run([a.wavec, src, "--target=sm_90a", "--print-ir-after=schedule", "-o",
+                 os.path.join(tmp, "s.ptx")] + off).stderr.decode()
     check("copies: TMA" in sched and "warp-specialized: a producer warpgroup" in sched and
           "scores ahead: the product at line" in sched,
           "TMA: the schedule dump says TMA, specialized, scores ahead", sched)
     schedn = run([a.wavec, noahead, "--target=sm_90a", "--print-ir-after=schedule", "-o",
-                  os.path.join(tmp, "n.ptx")]).stderr.decode()
+                  os.path.join(tmp, "n.ptx")] + off).stderr.decode()
     check("copies: TMA" in schedn and "warp-specialized: a producer warpgroup" in schedn and
           "scores ahead" not in schedn, "score_ahead = 0: the schedule dump says no scores "
           "ahead", schedn)
@@ -1327,13 +1343,11 @@ def test_attention_wgmma(a, tmp):
     if not os.access(PTXAS, os.X_OK):
         print(f"SKIPPED: {PTXAS} is not installed (the PTX itself was checked)")
         return SKIP
-    for source, flags in ((src, []), (src, ["-DBLOCK_K2=128"]), (src, ["-DD=64"]),
-                          (src, ["-DD=64", "-DBLOCK_K2=128"]), (nopp, []),
-                          (nopp, ["-DD=64", "-DBLOCK_K2=128"]), (src, ahead),
-                          (src, ahead + ["-DBLOCK_K2=128"]), (src, ahead + ["-DD=64"]),
-                          (src, ahead + ["-DD=64", "-DBLOCK_K2=128"])):
+    for flags in ([], off, ["-DD=64"], ["-DD=64"] + off, ["-DPINGPONG=1"],
+                  ["-DPINGPONG=1", "-DD=64"], ["-DPINGPONG=1"] + off, ahead,
+                  ["-DTMA=0"], ahead + ["-DD=64"], ["-DTMA=0", "-DD=64"]):
         ptx = os.path.join(tmp, "a.ptx")
-        run([a.wavec, source, "--target=sm_90a", "-o", ptx] + flags)
+        run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
         p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])
         info = p.stderr.decode()
         check("0 bytes spill stores" in info and "warning" not in info,

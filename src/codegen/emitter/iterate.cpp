@@ -751,11 +751,37 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
   for (size_t i = 0; i < carried.size(); ++i) {
     RegVal r = carried[i];
     r.clones.clear();
-    for (const auto &a : s.clones[i])
-      r.clones[cloneKey(a, r.cloneSyms)] = s.loop + "#" + std::to_string(j++);
+    for (const auto &a : s.clones[i]) {
+      std::string v = s.loop + "#" + std::to_string(j++);
+      // Products left in flight at the loop's end: what reads the f32 results comes after the
+      // wait above, not hoisted above it by LLVM (which would read registers a wgmma still
+      // writes; ptxas then serializes the loop's wgmmas, docs/performance.md "GEMM at 4096³").
+      if (s.wgOpen && r.dtype == ScalarType::F32)
+        v = fenceRegisters(v, r.elems);
+      r.clones[cloneKey(a, r.cloneSyms)] = v;
+    }
     values_[op.results[i]] = std::move(r);
   }
   return !failed_;
+}
+
+// Each element of `v` (f32, or a vector of `elems` f32) through TargetLowering::registerFence.
+std::string KernelEmitter::fenceRegisters(const std::string &v, int64_t elems) {
+  if (elems <= 1 && vecType(ScalarType::F32, elems) == "f32")
+    return lower_->registerFence(v);
+  const std::string vty = vecType(ScalarType::F32, elems);
+  std::string vec = v;
+  for (int64_t e = 0; e < elems; ++e) {
+    const std::string x = fresh(), r = fresh();
+    line(x + " = vector.extract " + v + "[" + std::to_string(e) + "] : f32 from " + vty);
+    const std::string y = lower_->registerFence(x);
+    if (y == x)
+      return v;
+    line(r + " = vector.insert " + y + ", " + vec + " [" + std::to_string(e) + "] : f32 into " +
+         vty);
+    vec = r;
+  }
+  return vec;
 }
 
 

@@ -622,6 +622,8 @@ private:
   // Ping-pong (WarpSpecialization::pingpong, tensor_copy.cpp): each consumer warpgroup waits
   // for its turn (named barrier 2 + k) or, `arrive`, hands it to the next warpgroup.
   void pingpongTurn(bool arrive);
+  // Each f32 of value `v` (`elems` per clone) re-made behind TargetLowering::registerFence.
+  std::string fenceRegisters(const std::string &v, int64_t elems);
   // The emitter's items of the ping-pong loop's body (the barrier placement may put no
   // workgroup barrier there, mlir_emitter.cpp); -1: none.
   long pingpongFirst_ = -1, pingpongLast_ = -1;

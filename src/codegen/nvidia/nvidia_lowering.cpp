@@ -208,6 +208,13 @@ void NvidiaLowering::namedBarrier(int id, int threads, bool arrive) {
        ";\", \"\" : () -> ()");
 }
 
+std::string NvidiaLowering::registerFence(const std::string &x) {
+  const std::string r = fresh();
+  line(r + " = llvm.inline_asm has_side_effects asm_dialect = att \"\", \"=f,0\" " + x +
+       " : (f32) -> f32");
+  return r;
+}
+
 void NvidiaLowering::asyncCommit() {
   line("llvm.call_intrinsic \"llvm.nvvm.cp.async.commit.group\"() : () -> ()");
 }

@@ -30,6 +30,7 @@ public:
   void setRegisterLimit(int regs, bool increase) override;
   void exitThread() override;
   void namedBarrier(int id, int threads, bool arrive) override;
+  std::string registerFence(const std::string &x) override;
   void asyncCommit() override;
   std::vector<std::string> asyncWait(int keep, const std::string &name) override;
   std::string asyncProxyFence() const override;
