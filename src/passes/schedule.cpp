@@ -383,8 +383,12 @@ void planRaster(PlanContext &c) {
 // count and tile origins of the workgroup), the only TMA loop, and the block one axis of whole
 // warpgroups with room for one more, and the loop's accumulators fit the consumers' registers.
 // Registers: the launch gives each thread the file over the
-// block's threads; setmaxnreg lowers the producer warpgroup to 40 and raises the consumers to
-// the most that then fits (at most 232, multiples of 8).
+// block's threads (multiples of 8); setmaxnreg lowers the producer warpgroup to 40 and raises
+// the consumers to the most that then fits (at most 232, multiples of 8) in what the launch
+// gave the workgroup: setmaxnreg.inc takes registers from the workgroup's own pool, the
+// launch's count times the threads, and blocks until they are there, so consumers asking for
+// more than the pool holds wait forever (5 warpgroups: 96 x 640 = 61440 at launch, room for
+// 104 per consumer, not the 112 that the whole file of 65536 would give).
 namespace {
 void specializeTmaLoop(PlanContext &c) {
   if (!c.kernel.hardware.warpSpecialize)
@@ -411,7 +415,8 @@ void specializeTmaLoop(PlanContext &c) {
   const int64_t file = 65536;
   const int64_t atLaunch = std::min<int64_t>(255, file / threads / 8 * 8);
   w.producerRegisters = 40;
-  const int64_t up = std::min<int64_t>(232, (file - 128 * w.producerRegisters) / consumers / 8 * 8);
+  const int64_t pool = atLaunch * threads;
+  const int64_t up = std::min<int64_t>(232, (pool - 128 * w.producerRegisters) / consumers / 8 * 8);
   w.consumerRegisters = up > atLaunch ? static_cast<int>(up) : 0;
   if (w.consumerRegisters == 0)
     w.producerRegisters = 0;

@@ -177,6 +177,37 @@ TEST(Plan, TmaGemmsAreWarpSpecializedUnlessTurnedOff) {
   }
 }
 
+// The consumers' setmaxnreg count fits the pool the launch gave the workgroup (setmaxnreg.inc
+// blocks until its registers are free in that pool): 256 x 128 tiles of four 64 x 128
+// warpgroups and a producer are 640 threads at 96 registers (65536 / 640, down to a multiple
+// of 8), a pool of 61440; less the producer's 128 x 40 that leaves 110 per consumer lane, so
+// 104. The whole file (65536) would have given 112, which hung on the H100
+// (docs/performance.md, "GEMM at 4096³: tile, order, ring and occupancy knobs"). 128 x 256
+// tiles of two warpgroups keep 232 (168 x 384 = 64512 at launch).
+TEST(Plan, WarpSpecializedConsumersAskOnlyForTheLaunchsRegisterPool) {
+  for (bool four : {true, false}) {
+    std::string src(kWgmmaGemm);
+    if (four) {
+      src.replace(src.find("workgroup(M, 128"), 16, "workgroup(M, 256");
+      src.replace(src.find("workgroup(N, 256"), 16, "workgroup(N, 128");
+      src.replace(src.find("wave(N, 256)"), 12, "wave(N, 128)");
+    }
+    Planned p;
+    FakeQueries q;
+    q.tensor = true;
+    plan(p, src.c_str(), "sm_90a", true, q);
+    ASSERT_TRUE(p.ok);
+    const WarpSpecialization &w = p.plan.specialization;
+    ASSERT_TRUE(onlyLoop(p).specialized);
+    EXPECT_EQ(p.dist.block[0], four ? 512 : 256);
+    EXPECT_EQ(w.producerRegisters, 40);
+    EXPECT_EQ(w.consumerRegisters, four ? 104 : 232);
+    const int64_t atLaunch = 65536 / (p.dist.block[0] + 128) / 8 * 8;
+    EXPECT_LE(128 * w.producerRegisters + p.dist.block[0] * w.consumerRegisters,
+              atLaunch * (p.dist.block[0] + 128));
+  }
+}
+
 // Scores ahead (LoopSchedule::scoreAhead): attention's loop of two wgmma products (S = Q K^T
 // from a loop-invariant Q and a constant accumulator, then P V) issues the first product one
 // tile ahead where its accumulators take at least 96 registers per lane (head dim 128: 32 +
