@@ -4,7 +4,8 @@
 # sources, the C host program and bench/attention_cuda.py, and run.sh, which builds the runtime
 # and host programs there, checks every variant on ragged shapes through the C program, then
 # times them against torch's scaled_dot_product_attention.
-#   scripts/make_devrun_attention.sh WAVEC OUTDIR    (then on the device: bash OUTDIR/run.sh)
+#   scripts/make_devrun_attention.sh WAVEC OUTDIR    (then on the device: bash OUTDIR/run.sh;
+#   ROUNDS=N interleaved timing rounds, SANITIZE=1 adds compute-sanitizer on small shapes)
 set -euo pipefail
 wavec=$1 out=$2 src=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$out" && mkdir -p "$out/samples"
@@ -70,6 +71,16 @@ for d in */; do
   for shape in "2 100 77" "3 257 300" "1 64 4096"; do
     WAVE_DEVICE=cuda://0 timeout 60 ./$d/attention_main $shape; echo "$d $shape exit $?"
   done
+  # SANITIZE=1: compute-sanitizer's memcheck, racecheck and synccheck on two small ragged
+  # shapes (one key tile and three), their summary lines only.
+  if [[ "${SANITIZE:-0}" == 1 ]]; then
+    for tool in memcheck racecheck synccheck; do
+      for shape in "1 70 50" "2 130 300"; do
+        WAVE_DEVICE=cuda://0 timeout 120 compute-sanitizer --tool $tool ./$d/attention_main \
+          $shape 2>&1 | grep -E "SUMMARY|PASS|FAIL" | sed "s|^|$d $tool $shape: |"
+      done
+    done
+  fi
   specs+=("$d=$PWD/$d/libattention.so:$hd$mark")
 done
 PYTHONUNBUFFERED=1 timeout 300 python3 attention_cuda.py "$PWD/libwave_runtime.so" "${specs[@]}"
