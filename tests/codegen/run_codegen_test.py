@@ -1166,6 +1166,31 @@ def test_gemm_wgmma(a, tmp):
         return SKIP
 
 
+def test_wgmma_register_fence(a, tmp):
+    # A wgmma loop whose last products are in flight at its end (the warp-specialized GEMM with
+    # f16 C, staged and from registers): after the wait behind the loop each f32 result passes
+    # through an empty asm with a tied operand (TargetLowering::registerFence), so LLVM cannot
+    # hoist the epilogue's casts above the wait; without it ptxas serialized the loop's wgmmas
+    # (its note C7514; docs/performance.md, "GEMM at 4096³").
+    src = os.path.join(a.source_dir, "tests", "e2e", "kernels", "gemm_wgmma_tma_f16c.wave")
+    for flags in ([], ["-DSTAGE=0"]):
+        mlir = run([a.wavec, src, "--target=sm_90a", "--emit=mlir"] + flags).stdout.decode()
+        fences = mlir.count('llvm.inline_asm has_side_effects asm_dialect = att "", "=f,0"')
+        check(fences == 128, f"{flags}: 128 accumulators of a consumer lane fenced, found "
+              f"{fences}", mlir[-3000:])
+        wait = mlir.rfind("nvvm.wgmma.wait.group.sync.aligned 0")
+        first = mlir.find('"=f,0"')
+        check(0 <= wait < first, f"{flags}: the fences behind the loop's last wait", mlir[-3000:])
+    ptx = os.path.join(tmp, "f.ptx")
+    run([a.wavec, src, "--target=sm_90a", "-o", ptx])
+    if not os.access(PTXAS, os.X_OK):
+        print(f"SKIPPED: {PTXAS} is not installed (the MLIR was checked)")
+        return SKIP
+    info = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "f.cubin")]).stderr.decode()
+    check("C7514" not in info and "0 bytes spill stores" in info,
+          "ptxas: the wgmmas not serialized (no C7514), no spills", info)
+
+
 def test_attention_wgmma(a, tmp):
     # samples/attention/attention_wgmma.wave on sm_90a: S = Q·Kᵀ as eight m64n64k16 wgmmas per
     # key tile (Q from registers, K through K-major descriptors over two 128-byte column blocks
@@ -1350,8 +1375,9 @@ def test_attention_wgmma(a, tmp):
         run([a.wavec, src, "--target=sm_90a", "-o", ptx] + flags)
         p = run([PTXAS, "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "a.cubin")])
         info = p.stderr.decode()
-        check("0 bytes spill stores" in info and "warning" not in info,
-              f"{' '.join(flags) or 'defaults'}: ptxas -arch=sm_90a accepts it, no spills", info)
+        check("0 bytes spill stores" in info and "warning" not in info and "C7514" not in info,
+              f"{' '.join(flags) or 'defaults'}: ptxas -arch=sm_90a accepts it, no spills, "
+              "wgmmas not serialized", info)
 
 
 def main():
