@@ -1022,8 +1022,11 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   std::string v1 = image;
   v1[8] = 1;
   EXPECT_EQ(loadProgram(v1.data(), v1.size(), p), WAVE_ERROR_INVALID_IMAGE);
-  EXPECT_TRUE(contains(wave_last_error(), "version 1, this runtime reads version 2"))
+  EXPECT_TRUE(contains(wave_last_error(), "version 1, this runtime reads version " +
+                                              std::to_string(kImageVersion)))
       << wave_last_error();
+  v1[8] = char(kImageVersion - 1); // the version before named barriers
+  EXPECT_EQ(loadProgram(v1.data(), v1.size(), p), WAVE_ERROR_INVALID_IMAGE);
   // Random byte damage with the checksum recomputed (content that was sealed bad, which the
   // checksum cannot catch): each variant is rejected by validation, or loads and then runs
   // without touching memory outside the emulator's buffers and without hanging (launch errors
