@@ -4,7 +4,9 @@
 // wave-collective instruction (lane exchanges, matrix instructions) or ends. Once every thread
 // of a wave has stopped, the collective instruction with the lowest pc among its waiting
 // threads runs for exactly those threads (the others are inactive lanes), and they continue.
-// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens. A thread
+// Barriers have IDs (0..15) and count arrivals per phase: one with a thread count completes at
+// the arrival that makes the count (bar.sync waits for it, bar.arrive does not), one without
+// when every thread that has not ended waits at it; its waiters then continue. A thread
 // at an mbarrier wait (sm_90a) whose phase has not completed stops too; the waves are visited
 // again while any made progress, and threads blocked with nothing left to run are a reported
 // deadlock.
@@ -12,7 +14,8 @@
 // Detectors: every global access is checked against the device's live allocations; every
 // shared access against the workgroup's shared memory and a per-byte shadow of the last writer
 // and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
-// one of them writes; an uninitialised read: a byte never written in this workgroup), and of the
+// one of them writes, unless a barrier that not every thread took part in orders the two: the
+// vector clocks of runner.h; an uninitialised read: a byte never written in this workgroup), and of the
 // asynchronous copy (cp.async) in flight to it, if any: such a byte may be touched by no one
 // until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy). On sm_90a,
 // the registers of a wgmma in flight (its A registers, its accumulators) are checked too

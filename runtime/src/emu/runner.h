@@ -431,17 +431,19 @@ private:
       if (write) {
         if (wgmmaInFlight_ && wgmmaReads_[off + i])
           return wgmmaRace(lane, in, what, off + i);
-        const bool afterWrite = before(s.writer, s.writeClock, me),
-                   afterRead = before(s.reader, s.readClock, me);
+        // Another thread's access of this epoch, unless the barriers order it before this one.
+        const bool otherWrite = s.writeStamp == stamp_ && s.writer != me &&
+                                !before(s.writer, s.writeClock, me),
+                   otherRead = s.readStamp == stamp_ && s.reader != me &&
+                               !before(s.reader, s.readClock, me);
         if (!atomic) {
-          if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy && !afterWrite)
+          if (otherWrite && s.writer != kAsyncProxy)
             return race(lane, in, what, off + i, s.writer, "written");
-          if (s.readStamp == stamp_ && s.reader != me && !afterRead)
+          if (otherRead)
             return race(lane, in, what, off + i, s.reader, "read");
-        } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAtomic &&
-                   !afterWrite) {
+        } else if (otherWrite && s.writer != kAtomic) {
           return race(lane, in, what, off + i, s.writer, "written");
-        } else if (s.readStamp == stamp_ && s.reader != me && !afterRead) {
+        } else if (otherRead) {
           return race(lane, in, what, off + i, s.reader, "read"); // a plain read, then an atomic
         }
         s.writeStamp = stamp_;
