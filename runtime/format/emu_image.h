@@ -48,8 +48,11 @@ namespace wave::emu {
 
 constexpr char kImageMagic[8] = {'W', 'A', 'V', 'E', 'E', 'M', 'U', '1'};
 // Version 2 added the checksum and the asynchronous copies (Op::AsyncCopy, AsyncCommit,
-// AsyncWait; version 1 images did a cp.async as a load and a store at issue).
-constexpr uint32_t kImageVersion = 2;
+// AsyncWait; version 1 images did a cp.async as a load and a store at issue). Version 3 added
+// named barriers: Op::Barrier's barrier ID (aux) and Op::BarArrive (version 2 images ran every
+// barrier as one workgroup-wide barrier).
+constexpr uint32_t kImageVersion = 3;
+constexpr uint32_t kBarrierIds = 16; // named barriers 0..15 per workgroup (PTX bar.sync/arrive)
 constexpr uint32_t kChecksumOffset = 12; // after the magic and the version
 constexpr uint32_t kPayloadOffset = 20;  // the checksum covers [kPayloadOffset, end)
 constexpr uint32_t kNoString = 0xffffffffu;
@@ -121,8 +124,10 @@ enum class Op : uint16_t {
   Switch,      // a: value (type, scalar int); imm: extra [n, default pc, (value lo, value hi, pc)*n]
   ParCopy,     // imm: extra [n, (dst, src, bytes)*n] copied in parallel (phi moves on an edge)
   Trap,        // llvm.trap / unreachable: fails the launch
-  Barrier,     // workgroup barrier (s_barrier, bar.sync 0; imm N > 0: bar.sync with a
-               // thread count, which must be the number of threads that have not ended)
+  Barrier,     // barrier aux (the ID, 0..15; s_barrier, gpu.barrier and bar.sync 0 are 0): the
+               // thread arrives and waits until the barrier completes. imm 0: it completes when
+               // every thread that has not ended waits at it; imm N > 0 (bar.sync ID, N, a
+               // multiple of 32): when N threads have arrived in this phase (BarArrive counts)
   // data movement
   Copy,        // dst <- a, imm bytes
   Special,     // dst (i32 or i64 by type) <- special register imm
@@ -227,6 +232,9 @@ enum class Op : uint16_t {
   // committed group but the N newest): a write to it before then is a race.
   WgmmaCommit,
   WgmmaWait,   // imm N
+  // NVIDIA bar.arrive aux, imm (ID 0..15, N > 0 a multiple of 32): the thread counts as an
+  // arrival on barrier aux (completing it if that makes N) and goes on without waiting.
+  BarArrive,
   Count
 };
 

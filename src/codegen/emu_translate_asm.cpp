@@ -137,11 +137,20 @@ bool FunctionTranslator::translateSyncAsm(const AsmCall &a) {
     emit(Op::Ret, Type::I8, 1);
     return true;
   }
-  if (std::sscanf(a.text.c_str(), "bar.sync %u,%u;", &count, &count2) == 2 &&
-      a.text == "bar.sync " + std::to_string(count) + "," + std::to_string(count2) + ";") {
+  // Named barriers: `bar.sync ID, N;` waits, `bar.arrive ID, N;` counts and goes on (the
+  // interpreter keeps an arrival count per ID; docs/internals.md, "The CPU emulator").
+  for (const bool sync : {true, false}) {
+    const std::string head = sync ? "bar.sync " : "bar.arrive ";
+    if (a.text.rfind(head, 0) != 0 ||
+        std::sscanf(a.text.c_str() + head.size(), "%u,%u;", &count, &count2) != 2 ||
+        a.text != head + std::to_string(count) + "," + std::to_string(count2) + ";")
+      continue;
+    if (count >= emu::kBarrierIds)
+      refuseAsm(a, "a barrier ID above " + std::to_string(emu::kBarrierIds - 1));
     if (count2 == 0 || count2 % 32 != 0)
       refuseAsm(a, "a barrier thread count that is not a positive multiple of 32");
-    emit(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, count2);
+    emit(sync ? Op::Barrier : Op::BarArrive, Type::I8, 1, 0, 0, 0, 0, count2,
+         uint8_t(count));
     return true;
   }
   if (a.number("mbarrier.init.shared::cta.b64[$0],%u;", count)) {

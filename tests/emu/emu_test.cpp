@@ -1022,8 +1022,11 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   std::string v1 = image;
   v1[8] = 1;
   EXPECT_EQ(loadProgram(v1.data(), v1.size(), p), WAVE_ERROR_INVALID_IMAGE);
-  EXPECT_TRUE(contains(wave_last_error(), "version 1, this runtime reads version 2"))
+  EXPECT_TRUE(contains(wave_last_error(), "version 1, this runtime reads version " +
+                                              std::to_string(kImageVersion)))
       << wave_last_error();
+  v1[8] = char(kImageVersion - 1); // the version before named barriers
+  EXPECT_EQ(loadProgram(v1.data(), v1.size(), p), WAVE_ERROR_INVALID_IMAGE);
   // Random byte damage with the checksum recomputed (content that was sealed bad, which the
   // checksum cannot catch): each variant is rejected by validation, or loads and then runs
   // without touching memory outside the emulator's buffers and without hanging (launch errors
@@ -1084,6 +1087,22 @@ TEST(EmuImage, DamagedImagesAreRejectedOrRunSafely) {
   std::string img3 = assemble("sm_90", 32, {k3});
   EXPECT_EQ(loadProgram(img3.data(), img3.size(), p), WAVE_ERROR_INVALID_IMAGE);
   EXPECT_TRUE(contains(wave_last_error(), "needs a wave of 64")) << wave_last_error();
+  // Named barriers: an ID above 15, a count that is not a multiple of 32, a bar.arrive without
+  // a count; the same barriers with good fields load.
+  const uint32_t barFields[][4] = {// op (0 Barrier, 1 BarArrive), aux, imm, loads
+                                   {0, 16, 0, 0}, {0, 2, 48, 0}, {1, 3, 0, 0}, {1, 16, 64, 0},
+                                   {0, 15, 0, 1}, {0, 2, 256, 1}, {1, 3, 96, 1}};
+  for (const auto &f : barFields) {
+    KernelBuilder kb;
+    kb.name = "bar";
+    kb.op(f[0] ? Op::BarArrive : Op::Barrier, Type::I8, 1, 0, 0, 0, 0, f[2], uint8_t(f[1]));
+    kb.op(Op::Ret, Type::I8, 1);
+    std::string img = assemble("sm_90a", 32, {kb});
+    Program q;
+    EXPECT_EQ(loadProgram(img.data(), img.size(), q),
+              f[3] ? WAVE_SUCCESS : WAVE_ERROR_INVALID_IMAGE)
+        << f[0] << " " << f[1] << " " << f[2];
+  }
   // Not an emulator image at all, through the public API; and an image of another target.
   const char elf[] = "\x7f" "ELF....";
   wave_module_t m = nullptr;
@@ -1826,7 +1845,7 @@ TEST(EmuMbarrier, ACountedBarrierOpensWhileAnotherWarpIsBlocked) {
   k.op(Op::ICmp, Type::I1, 1, below, tid, c32, 0, 36, uint8_t(Type::I32)); // ult
   const size_t br = k.op(Op::CondBr, Type::I8, 1, 0, below, 0, 0);
   k.code[br].b = uint32_t(k.code.size()); // warp 0: the counted barrier, then thread 0 arrives
-  k.op(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, 32);
+  k.op(Op::Barrier, Type::I8, 1, 0, 0, 0, 0, 32, 1);
   const size_t br2 = k.op(Op::CondBr, Type::I8, 1, 0, isZero, 0, 0);
   k.code[br2].b = uint32_t(k.code.size());
   k.op(Op::MbarArrive, Type::I8, 1, 0, zero, 0, 0, 0);

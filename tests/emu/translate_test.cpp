@@ -476,4 +476,360 @@ done:
   }
 }
 
+// ---- named barriers: bar.sync ID, N and bar.arrive ID, N (docs/internals.md, "The CPU
+// emulator") ----------------------------------------------------------------------------------
+
+// The ping-pong of two thread groups of G threads (FlashAttention-3's consumer warpgroups):
+// group 1 arrives once on barrier 2 before the loop; then in each of `iters` iterations group g
+// waits at barrier 2 + g, every thread appends g to a global log through an atomic counter, the
+// group's first thread reads and increments a shared word S (ordered only by the barriers: the
+// race detector must see the chain) and records what it read, and the group arrives on the other
+// group's barrier without waiting. Options: a third group (a producer warp) that waits on an
+// mbarrier thread 0 arrives on after its loop and then writes `prod`; variants below.
+struct PingPong {
+  uint32_t group = 128, iters = 5;
+  bool producer = false;
+  bool preArrive = true;
+  bool extraSync0 = false; // group 0 waits at barrier 2 once more after the loop: the token
+  bool extraSync1 = false; // group 1 waits at barrier 3 once more: nobody arrives
+  std::string ir() const {
+    const std::string g = std::to_string(group), n = std::to_string(2 * group);
+    std::string s = R"(
+target triple = "nvptx64-nvidia-cuda"
+@s = internal addrspace(3) global [4 x i32] undef, align 16
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+declare i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+declare void @llvm.nvvm.barrier0()
+define ptx_kernel void @k(ptr addrspace(1) %logs, ptr addrspace(1) %counters,
+                          ptr addrspace(1) %seens, ptr addrspace(1) %prods) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %wg = call i32 @llvm.nvvm.read.ptx.sreg.ctaid.x()
+  %wg64 = zext i32 %wg to i64
+  %tid64 = zext i32 %tid to i64
+  %logoff = mul i64 %wg64, LOGN
+  %log = getelementptr i32, ptr addrspace(1) %logs, i64 %logoff
+  %counter = getelementptr i32, ptr addrspace(1) %counters, i64 %wg64
+  %seenoff = mul i64 %wg64, SEENN
+  %seen = getelementptr i32, ptr addrspace(1) %seens, i64 %seenoff
+  %g = udiv i32 %tid, G
+  %r = urem i32 %tid, G
+  %lead = icmp eq i32 %r, 0
+  %t0 = icmp eq i32 %tid, 0
+  br i1 %t0, label %init, label %ready
+init:
+  store i32 0, ptr addrspace(3) @s, align 4
+  call void asm sideeffect "mbarrier.init.shared::cta.b64 [$0], 1;", "r"(i32 8)
+  br label %ready
+ready:
+  call void @llvm.nvvm.barrier0()
+  %isp = icmp eq i32 %g, 2
+  br i1 %isp, label %producer, label %consumer
+producer:
+  call void asm sideeffect "{.reg .pred p;wave_wait_${:uid}: mbarrier.try_wait.parity.shared::cta.b64 p,[$0],$1;@!p bra wave_wait_${:uid};}", "r,r"(i32 8, i32 0)
+  %prodoff = mul i64 %wg64, 1024
+  %prodi = add i64 %prodoff, %tid64
+  %pp = getelementptr i32, ptr addrspace(1) %prods, i64 %prodi
+  store i32 7, ptr addrspace(1) %pp, align 4
+  ret void
+consumer:
+  %is1 = icmp eq i32 %g, 1
+  br i1 %is1, label %pre, label %loop
+pre:
+PREARRIVE  br label %loop
+loop:
+  %i = phi i32 [ 0, %consumer ], [ 0, %pre ], [ %i1, %latch ]
+  br i1 %is1, label %s1, label %s0
+s0:
+  call void asm sideeffect "bar.sync 2, N;", ""()
+  br label %body
+s1:
+  call void asm sideeffect "bar.sync 3, N;", ""()
+  br label %body
+body:
+  %slot = atomicrmw add ptr addrspace(1) %counter, i32 1 monotonic, align 4
+  %slot64 = zext i32 %slot to i64
+  %lp = getelementptr i32, ptr addrspace(1) %log, i64 %slot64
+  store i32 %g, ptr addrspace(1) %lp, align 4
+  br i1 %lead, label %turn, label %after
+turn:
+  %v = load i32, ptr addrspace(3) @s, align 4
+  %v1 = add i32 %v, 1
+  store i32 %v1, ptr addrspace(3) @s, align 4
+  %k2 = mul i32 %i, 2
+  %k = add i32 %k2, %g
+  %k64 = zext i32 %k to i64
+  %sp = getelementptr i32, ptr addrspace(1) %seen, i64 %k64
+  store i32 %v, ptr addrspace(1) %sp, align 4
+  br label %after
+after:
+  br i1 %is1, label %a1, label %a0
+a0:
+  call void asm sideeffect "bar.arrive 3, N;", ""()
+  br label %latch
+a1:
+  call void asm sideeffect "bar.arrive 2, N;", ""()
+  br label %latch
+latch:
+  %i1 = add i32 %i, 1
+  %done = icmp eq i32 %i1, ITERS
+  br i1 %done, label %exit, label %loop
+exit:
+  br i1 %is1, label %x1, label %x0
+x0:
+EXTRA0  br i1 %t0, label %release, label %end
+x1:
+EXTRA1  br label %end
+release:
+  call void asm sideeffect "{.reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [$0];}", "r"(i32 8)
+  br label %end
+end:
+  ret void
+}
+)";
+    auto put = [&](const std::string &key, const std::string &value) {
+      for (size_t at; (at = s.find(key)) != std::string::npos;)
+        s.replace(at, key.size(), value);
+    };
+    put("PREARRIVE", preArrive ? "  call void asm sideeffect \"bar.arrive 2, N;\", \"\"()\n" : "");
+    put("EXTRA0", extraSync0 ? "  call void asm sideeffect \"bar.sync 2, N;\", \"\"()\n" : "");
+    put("EXTRA1", extraSync1 ? "  call void asm sideeffect \"bar.sync 3, N;\", \"\"()\n" : "");
+    put("LOGN", std::to_string(logSize()));
+    put("SEENN", std::to_string(2 * iters));
+    put("ITERS", std::to_string(iters));
+    put(" N;", " " + n + ";");
+    put("%tid, G", "%tid, " + g);
+    return s;
+  }
+  uint32_t threads() const { return (producer ? 3 : 2) * group; }
+  uint32_t logSize() const { return 2 * group * iters; }
+};
+
+struct PingPongRun {
+  wave_status_t status;
+  std::string error;
+  std::vector<int32_t> log, seen, prod;
+  std::vector<uint32_t> counters;
+};
+
+PingPongRun runPingPong(const PingPong &pp, uint32_t grid) {
+  const std::string image = translate(pp.ir().c_str(), {"k", {pp.threads(), 1, 1}, 32}, "sm_90a");
+  EXPECT_FALSE(image.empty());
+  PingPongRun out{};
+  if (image.empty())
+    return out;
+  Launcher l("emu:sm_90a", image, "k");
+  const std::vector<int32_t> poisonLog(size_t(grid) * pp.logSize(), -1),
+      poisonSeen(size_t(grid) * 2 * pp.iters, -1), poisonProd(size_t(grid) * 1024, -1);
+  void *log = l.alloc(poisonLog.size() * 4, poisonLog.data());
+  void *counters = l.alloc(grid * 4);
+  void *seen = l.alloc(poisonSeen.size() * 4, poisonSeen.data());
+  void *prod = l.alloc(poisonProd.size() * 4, poisonProd.data());
+  out.status = l.launch(grid, pp.threads(), {log, counters, seen, prod});
+  out.error = out.status == WAVE_SUCCESS ? "" : wave_last_error();
+  out.log = l.read<int32_t>(log, poisonLog.size());
+  out.seen = l.read<int32_t>(seen, poisonSeen.size());
+  out.prod = l.read<int32_t>(prod, poisonProd.size());
+  out.counters = l.read<uint32_t>(counters, grid);
+  return out;
+}
+
+// Two warpgroups (256 threads, barriers 2 and 3 with a count of 256) in two workgroups: the log
+// alternates in blocks of 128 (0 x 128, 1 x 128, ...), S is read in turn order 0, 1, 2, ...
+// with no race reported (the chain bar.arrive -> bar.sync orders the groups' accesses while
+// neither barrier holds every thread: the vector clocks), and the token left on barrier 2 at
+// the end of workgroup 0 is gone in workgroup 1. Group 0 waiting at barrier 2 once more after
+// the loop takes that token: still clean.
+TEST(EmuNamedBarrier, TwoWarpgroupsPingPongInTurn) {
+  for (bool extra : {false, true}) {
+    PingPong pp;
+    pp.extraSync0 = extra;
+    const PingPongRun r = runPingPong(pp, 2);
+    ASSERT_EQ(r.status, WAVE_SUCCESS) << r.error;
+    for (uint32_t wg = 0; wg < 2; ++wg) {
+      EXPECT_EQ(r.counters[wg], pp.logSize());
+      for (uint32_t j = 0; j < pp.logSize(); ++j)
+        ASSERT_EQ(r.log[wg * pp.logSize() + j], int32_t((j / pp.group) % 2))
+            << "workgroup " << wg << " log entry " << j;
+      for (uint32_t k = 0; k < 2 * pp.iters; ++k)
+        EXPECT_EQ(r.seen[wg * 2 * pp.iters + k], int32_t(k)) << "turn " << k;
+    }
+  }
+}
+
+// Without group 1's arrival before the loop both groups wait for ever (group 0 at barrier 2,
+// group 1 at barrier 3): a deadlock naming the barrier and its arrivals. Group 1 waiting at
+// barrier 3 once more after the loop, when group 0 has ended: the threads left all wait there,
+// too few.
+TEST(EmuNamedBarrier, AWaitNobodyArrivesForIsReported) {
+  PingPong pp;
+  pp.preArrive = false;
+  PingPongRun r = runPingPong(pp, 1);
+  EXPECT_EQ(r.status, WAVE_ERROR_LAUNCH);
+  EXPECT_NE(r.error.find("k: deadlock at "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("thread (0,0,0) waits at barrier 2, which never completes (128 of 256 "
+                         "arrivals); 0 threads blocked on mbarriers, 256 at a barrier, 0 ended"),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.counters[0], 0u); // nobody got past the first wait
+  pp.preArrive = true;
+  pp.extraSync1 = true;
+  r = runPingPong(pp, 1);
+  EXPECT_EQ(r.status, WAVE_ERROR_LAUNCH);
+  EXPECT_NE(r.error.find("k: barrier thread count mismatch at "), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("thread (128,0,0): 128 threads wait at barrier 3 (128 have not "
+                         "ended), the barrier expects 256"),
+            std::string::npos)
+      << r.error;
+  EXPECT_EQ(r.counters[0], pp.logSize()); // the loop ran to its end
+}
+
+// Two warps ping-pong (barriers 2 and 3 with a count of 64) while a third warp is blocked on an
+// mbarrier until thread 0 arrives on it after its loop: the barriers complete while that warp
+// is blocked, the log alternates in blocks of 32, and the producer warp then finishes.
+TEST(EmuNamedBarrier, PingPongBesideAWarpBlockedOnAnMbarrier) {
+  PingPong pp;
+  pp.group = 32;
+  pp.iters = 7;
+  pp.producer = true;
+  const PingPongRun r = runPingPong(pp, 1);
+  ASSERT_EQ(r.status, WAVE_SUCCESS) << r.error;
+  for (uint32_t j = 0; j < pp.logSize(); ++j)
+    ASSERT_EQ(r.log[j], int32_t((j / 32) % 2)) << "log entry " << j;
+  for (uint32_t k = 0; k < 2 * pp.iters; ++k)
+    EXPECT_EQ(r.seen[k], int32_t(k)) << "turn " << k;
+  for (uint32_t t = 0; t < 96; ++t)
+    EXPECT_EQ(r.prod[t], t >= 64 ? 7 : -1) << "thread " << t;
+}
+
+// Barrier 1 with a count of 64 among two of three warps: what it orders and what it does not.
+// Thread 32 writes the shared word S before or after warp 1's bar.arrive, or a warp that does
+// not take part writes it (and ends, or goes on); thread 0 or 32 reads S after its bar.sync.
+// Only a write before the arrival is ordered before the read; the others are races, which the
+// barrier must not hide.
+TEST(EmuNamedBarrier, APartialBarrierOrdersOnlyItsArrivals) {
+  struct Case {
+    const char *name, *body, *race;
+  };
+  const char *sync = "  call void asm sideeffect \"bar.sync 1, 64;\", \"\"()\n";
+  const char *arrive = "  call void asm sideeffect \"bar.arrive 1, 64;\", \"\"()\n";
+  const char *write = "  store i32 5, ptr addrspace(3) @s, align 4\n";
+  const char *read = "  %v = load i32, ptr addrspace(3) @s, align 4\n"
+                     "  store i32 %v, ptr addrspace(1) %out, align 4\n";
+  const std::string writeThenArrive = std::string("w1:\n  br i1 %t32, label %w1w, label %w1a\n") +
+                                      "w1w:\n" + write + "  br label %w1a\nw1a:\n" + arrive +
+                                      "  ret void\n";
+  const std::string arriveThenWrite =
+      std::string("w1:\n") + arrive + "  br i1 %t32, label %wr, label %end\n";
+  const std::string syncThenRead0 =
+      std::string("w0:\n") + sync + "  br i1 %t0, label %rd, label %end\n";
+  // Warp 0's thread 0 writes, warp 0 ends; warps 1 and 2 wait at barrier 1; thread 32 reads.
+  const std::string endedWriter = std::string("w0:\n  br i1 %t0, label %wr, label %end\nw1:\n") +
+                                  sync + "  br i1 %t32, label %rd, label %end\nw2:\n" + sync +
+                                  "  ret void\n";
+  const std::string cases[][2] = {
+      {syncThenRead0 + writeThenArrive + "w2:\n  ret void\n", ""},
+      {syncThenRead0 + arriveThenWrite + "w2:\n  ret void\n",
+       "byte 0 was written by thread (32,0,0) with no barrier in between"},
+      {syncThenRead0 + "w1:\n" + arrive + "  ret void\nw2:\n  br i1 %t64, label %wr, label %end\n",
+       "thread (64,0,0)"},
+      {endedWriter, "byte 0 was written by thread (0,0,0) with no barrier in between"},
+  };
+  for (const auto &c : cases) {
+    const std::string ir = std::string(R"(
+target triple = "nvptx64-nvidia-cuda"
+@s = internal addrspace(3) global [4 x i32] undef, align 16
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+define ptx_kernel void @k(ptr addrspace(1) %out) {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %w = udiv i32 %tid, 32
+  %t0 = icmp eq i32 %tid, 0
+  %t32 = icmp eq i32 %tid, 32
+  %t64 = icmp eq i32 %tid, 64
+  switch i32 %w, label %w2 [ i32 0, label %w0
+                             i32 1, label %w1 ]
+)") + c[0] + "rd:\n" + read + "  ret void\nwr:\n" + write + "  ret void\nend:\n  ret void\n}\n";
+    const std::string image = translate(ir.c_str(), {"k", {96, 1, 1}, 32}, "sm_90a");
+    ASSERT_FALSE(image.empty()) << c[0];
+    Launcher l("emu:sm_90a", image, "k");
+    const int32_t poison = -1;
+    void *out = l.alloc(4, &poison);
+    const wave_status_t s = l.launch(1, 96, {out});
+    if (c[1].empty()) {
+      ASSERT_EQ(s, WAVE_SUCCESS) << wave_last_error();
+      EXPECT_EQ(l.read<int32_t>(out, 1)[0], 5);
+      continue;
+    }
+    EXPECT_EQ(s, WAVE_ERROR_LAUNCH) << c[0];
+    const std::string msg = wave_last_error();
+    EXPECT_NE(msg.find("shared-memory race on a "), std::string::npos) << c[0] << msg;
+    EXPECT_NE(msg.find(c[1]), std::string::npos) << c[0] << msg;
+  }
+}
+
+// Named barriers are matched exactly; an ID above 15 or a count that is not a positive multiple
+// of 32 is refused with the text, and a count that differs within a phase fails the launch.
+TEST(EmuNamedBarrier, BadIdsAndCountsAreRefused) {
+  struct Refused {
+    const char *text, *shown, *why;
+  };
+  const Refused cases[] = {
+      {"bar.sync 1, 0;", "bar.sync 1,0;",
+       "a barrier thread count that is not a positive multiple of 32"},
+      {"bar.sync 1, 100;", "bar.sync 1,100;",
+       "a barrier thread count that is not a positive multiple of 32"},
+      {"bar.arrive 2, 0;", "bar.arrive 2,0;",
+       "a barrier thread count that is not a positive multiple of 32"},
+      {"bar.arrive 16, 64;", "bar.arrive 16,64;", "a barrier ID above 15"},
+      {"bar.sync 99999999999, 64;", "bar.sync 99999999999,64;",
+       "inline PTX the emulator does not model"},
+      {"bar.arrive 2;", "bar.arrive 2;", "inline PTX the emulator does not model"},
+      {"bar.sync 2, -32;", "bar.sync 2,-32;", "inline PTX the emulator does not model"},
+  };
+  for (const auto &[text, shown, want] : cases) {
+    const std::string ir = std::string(R"(
+target triple = "nvptx64-nvidia-cuda"
+define ptx_kernel void @k() {
+  call void asm sideeffect ")") + text + R"(", ""()
+  ret void
+}
+)";
+    std::string error;
+    const std::string image = translate(ir.c_str(), {"k", {64, 1, 1}, 32}, "sm_90a", &error);
+    EXPECT_TRUE(image.empty()) << text;
+    EXPECT_NE(error.find(std::string("the inline PTX `") + shown + "` (" + want + ")"),
+              std::string::npos)
+        << error;
+    EXPECT_NE(error.find("(in kernel k)"), std::string::npos) << error;
+  }
+  // Warp 0 says 64 threads, warp 1 says 32 for the same phase of barrier 4.
+  const char *ir = R"(
+target triple = "nvptx64-nvidia-cuda"
+declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+define ptx_kernel void @k() {
+entry:
+  %tid = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()
+  %w0 = icmp ult i32 %tid, 32
+  br i1 %w0, label %a, label %b
+a:
+  call void asm sideeffect "bar.sync 4, 64;", ""()
+  ret void
+b:
+  call void asm sideeffect "bar.arrive 4, 32;", ""()
+  ret void
+}
+)";
+  const std::string image = translate(ir, {"k", {64, 1, 1}, 32}, "sm_90a");
+  ASSERT_FALSE(image.empty());
+  Launcher l("emu:sm_90a", image, "k");
+  EXPECT_EQ(l.launch(1, 64, {}), WAVE_ERROR_LAUNCH);
+  const std::string msg = wave_last_error();
+  EXPECT_NE(msg.find("k: barrier thread count mismatch at "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("thread (32,0,0): barrier 4 expects 64 threads in this phase (since "),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("this instruction 32"), std::string::npos) << msg;
+}
+
 } // namespace

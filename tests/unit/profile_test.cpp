@@ -249,6 +249,8 @@ TEST(ProfileClasses, MemoryByAddressSpace) {
   wave::emu::Inst bar{};
   bar.op = uint16_t(wave::emu::Op::Barrier);
   EXPECT_EQ(classify(bar), Barrier);
+  bar.op = uint16_t(wave::emu::Op::BarArrive); // bar.arrive: a barrier instruction too
+  EXPECT_EQ(classify(bar), Barrier);
 }
 
 TEST(ProfileReport, JsonHasTheDocumentedKeys) {

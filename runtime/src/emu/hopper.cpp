@@ -188,13 +188,17 @@ bool Runner::mbarPassed(const Lane &l) const {
   return it != mbars_.end() && (it->second.phase & 1) != (rd<uint32_t>(l.frame + in.b) & 1);
 }
 
-// Why no thread can go on: the threads blocked on mbarriers, and what the others do.
+// Why no thread can go on: the first thread blocked on an mbarrier and the first waiting at a
+// barrier, and what the others do.
 std::string Runner::deadlock() {
   std::string out;
-  uint32_t blocked = 0, barrier = 0, done = 0;
+  uint32_t blocked = 0, barrier = 0, done = 0, alive = 0;
+  const Lane *atBarrier = nullptr;
+  for (const Lane &l : lanes_)
+    alive += l.state != Done;
   for (const Lane &l : lanes_) {
-    if (l.state == AtBarrier)
-      ++barrier;
+    if (l.state == AtBarrier && barrier++ == 0)
+      atBarrier = &l;
     else if (l.state == Done)
       ++done;
     if (l.state != AtMbar)
@@ -212,6 +216,18 @@ std::string Runner::deadlock() {
                     m.pending, m.count, (long long)m.tx);
       out = buf;
     }
+  }
+  if (atBarrier) { // Op::Barrier: its ID's phase (NamedBarrier)
+    const Inst &in = k_.code[atBarrier->pc];
+    const NamedBarrier &b = bars_[in.aux];
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "thread (%u,%u,%u) waits at barrier %u, which never completes (%u of %u "
+                  "arrivals%s)",
+                  atBarrier->tid[0], atBarrier->tid[1], atBarrier->tid[2], unsigned(in.aux),
+                  b.arrived, b.expect ? b.expect : alive,
+                  b.expect ? "" : ": every thread that has not ended");
+    out += (out.empty() ? "" : "; ") + std::string(buf);
   }
   return out + "; " + std::to_string(blocked) + " threads blocked on mbarriers, " +
          std::to_string(barrier) + " at a barrier, " + std::to_string(done) + " ended";

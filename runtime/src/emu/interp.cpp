@@ -4,7 +4,9 @@
 // wave-collective instruction (lane exchanges, matrix instructions) or ends. Once every thread
 // of a wave has stopped, the collective instruction with the lowest pc among its waiting
 // threads runs for exactly those threads (the others are inactive lanes), and they continue.
-// Once every thread of the workgroup waits at a barrier or has ended, the barrier opens. A thread
+// Barriers have IDs (0..15) and count arrivals per phase: one with a thread count completes at
+// the arrival that makes the count (bar.sync waits for it, bar.arrive does not), one without
+// when every thread that has not ended waits at it; its waiters then continue. A thread
 // at an mbarrier wait (sm_90a) whose phase has not completed stops too; the waves are visited
 // again while any made progress, and threads blocked with nothing left to run are a reported
 // deadlock.
@@ -12,7 +14,8 @@
 // Detectors: every global access is checked against the device's live allocations; every
 // shared access against the workgroup's shared memory and a per-byte shadow of the last writer
 // and readers in the current barrier epoch (a race: two threads touch a byte in one epoch and
-// one of them writes; an uninitialised read: a byte never written in this workgroup), and of the
+// one of them writes, unless a barrier that not every thread took part in orders the two: the
+// vector clocks of runner.h; an uninitialised read: a byte never written in this workgroup), and of the
 // asynchronous copy (cp.async) in flight to it, if any: such a byte may be touched by no one
 // until the issuing thread's wait completes the copy (emu_image.h, Op::AsyncCopy). On sm_90a,
 // the registers of a wgmma in flight (its A registers, its accumulators) are checked too
@@ -92,11 +95,19 @@ void Runner::run(Lane &L) {
       fault(L, in, "trap", "the kernel reached llvm.trap or unreachable code");
       L.state = Done;
       return;
-    case Op::Barrier:
+    case Op::Barrier: // waits; released (Ready at pc + 1) when its phase completes
       count();
       L.state = AtBarrier;
       L.pc = pc;
+      if (!barrierArrive(L, in))
+        L.state = Done;
       return;
+    case Op::BarArrive:
+      if (!barrierArrive(L, in)) {
+        L.state = Done;
+        return;
+      }
+      break;
     case Op::MbarInit: {
       const uint32_t off = rd<uint32_t>(f + in.a);
       Mbar *m = mbar(L, in, off, "mbarrier.init");
@@ -822,6 +833,12 @@ bool Runner::collective(uint32_t first, uint32_t count, bool &progress) {
     }
     if (prof)
       prof->flushWave(first, count);
+    // A lane a later lane released from a barrier (its phase completed) runs first.
+    bool released = false;
+    for (uint32_t i = 0; i < count && !released; ++i)
+      released = lanes_[first + i].state == Ready;
+    if (released)
+      continue;
     // A lane blocked on an mbarrier holds back the wave's collective instructions (they need
     // their lanes; the scheduler comes back once the phase completes).
     if (blocked)
@@ -883,15 +900,16 @@ bool Runner::asyncEnqueue(Lane &L, const Inst &in, uint64_t dst, const uint8_t *
   // The copy may write at any time until its wait: it must not meet another thread's access of
   // this epoch, nor another copy in flight.
   const uint16_t me = uint16_t(L.linear);
+  touched_[me] = stamp_;
   for (uint32_t i = 0; i < c.bytes; ++i) {
     const Shadow &s = shadow_[c.dst + i];
     if (s.async != kNobody)
       return inFlight(L, in, what, c.dst + i, s.async);
     if (wgmmaInFlight_ && wgmmaReads_[c.dst + i])
       return wgmmaRace(L, in, what, c.dst + i);
-    if (s.writeStamp == stamp_ && s.writer != me)
+    if (s.writeStamp == stamp_ && s.writer != me && !before(s.writer, s.writeClock, me))
       return race(L, in, what, c.dst + i, s.writer, "written");
-    if (s.readStamp == stamp_ && s.reader != me)
+    if (s.readStamp == stamp_ && s.reader != me && !before(s.reader, s.readClock, me))
       return race(L, in, what, c.dst + i, s.reader, "read");
   }
   for (uint32_t i = 0; i < c.bytes; ++i)
@@ -954,6 +972,7 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
   steps_ = 0;
   dropAsync();
   regWorkgroup();
+  barrierWorkgroup();
   const uint8_t *args = static_cast<const uint8_t *>(lp_.args);
   uint32_t linear = 0;
   for (uint32_t z = 0; z < lp_.block[2]; ++z)
@@ -990,48 +1009,111 @@ bool Runner::runWorkgroup(const uint32_t wg[3]) {
     }
     if (!reportPending())
       return false;
-    uint32_t atBarrier = 0, alive = 0, limit = 0;
-    const Inst *barrier = nullptr;
-    const Lane *first = nullptr, *blocked = nullptr;
+    // Nothing can run: every thread has ended, or a barrier without a thread count holds every
+    // thread that has not ended (it completes: a new epoch), or a deadlock.
+    uint32_t alive = 0;
+    const Lane *blocked = nullptr, *atBarrier = nullptr;
     for (const Lane &l : lanes_) {
+      alive += l.state != Done;
       if (l.state == AtMbar && !blocked)
         blocked = &l;
-      if (l.state != Done)
-        ++alive;
-      if (l.state == AtBarrier) {
-        ++atBarrier;
-        if (!barrier || (k_.code[l.pc].imm && !limit)) {
-          barrier = &k_.code[l.pc];
-          first = &l;
-          limit = barrier->imm;
-        }
-      }
+      if (l.state == AtBarrier && !atBarrier)
+        atBarrier = &l;
     }
-    // Threads blocked on mbarriers with nothing left to run: a deadlock, unless a barrier with
-    // a thread count has that many threads waiting (it opens for them; the blocked ones may be
-    // released by what those threads do next).
-    if (blocked && !(limit && atBarrier == limit))
-      return fault(*blocked, k_.code[blocked->pc], "deadlock", deadlock(), /*pendingFirst=*/false);
-    // bar.sync with a thread count: the threads that have not ended must be that many (wavec's
-    // warp-specialized consumers after the producer warpgroup's exit).
-    if (!blocked && limit && atBarrier != limit)
-      return fault(*first, *barrier, "barrier thread count mismatch",
-                   std::to_string(atBarrier) + " threads wait at barriers (" +
-                       std::to_string(alive) + " have not ended), the barrier expects " +
-                       std::to_string(limit));
-    bool waiting = false;
-    for (Lane &l : lanes_)
-      if (l.state == AtBarrier) {
-        l.state = Ready;
-        ++l.pc;
-        waiting = true;
-      }
-    if (!waiting) {
+    if (!blocked && !atBarrier) {
       dropAsync(); // copies never waited for: the workgroup's shared memory ends with it
       return true;
     }
-    ++stamp_; // a new barrier epoch
+    if (!blocked) {
+      const Inst &in = k_.code[atBarrier->pc];
+      const NamedBarrier &b = bars_[in.aux];
+      if (!b.expect && b.arrived == alive) {
+        if (!barrierComplete(in.aux))
+          return false;
+        continue;
+      }
+      // Every thread that has not ended waits at this counted barrier, too few of them
+      // (wavec's warp-specialized consumers before the producer warpgroup has exited).
+      if (b.expect && b.arrived == alive)
+        return fault(*atBarrier, in, "barrier thread count mismatch",
+                     std::to_string(b.arrived) + " threads wait at barrier " +
+                         std::to_string(in.aux) + " (" + std::to_string(alive) +
+                         " have not ended), the barrier expects " + std::to_string(b.expect));
+    }
+    const Lane &first = blocked ? *blocked : *atBarrier;
+    return fault(first, k_.code[first.pc], "deadlock", deadlock(), /*pendingFirst=*/false);
   }
+}
+
+// Clears the barriers and the vector clocks (a new workgroup: threads start at clock 1).
+void Runner::barrierWorkgroup() {
+  for (NamedBarrier &b : bars_)
+    b = NamedBarrier{};
+  if (!vcOn_)
+    return;
+  std::fill(vc_.begin(), vc_.end(), 0u);
+  std::fill(barVc_.begin(), barVc_.end(), 0u);
+  for (uint32_t t = 0; t < threads_; ++t)
+    vc_[size_t(t) * threads_ + t] = 1;
+}
+
+// `L` arrives on barrier in.aux (Op::Barrier: L waits there already; Op::BarArrive: it goes
+// on). The phase's count is set by its first arrival; the others must say the same. With a
+// count, the arrival that makes it completes the phase.
+bool Runner::barrierArrive(Lane &L, const Inst &in) {
+  NamedBarrier &b = bars_[in.aux];
+  if (b.arrived && b.expect != in.imm)
+    return fault(L, in, "barrier thread count mismatch",
+                 "barrier " + std::to_string(in.aux) + " expects " +
+                     (b.expect ? std::to_string(b.expect) + " threads"
+                               : std::string("every thread")) +
+                     " in this phase (since " + where(*b.first) + "), this instruction " +
+                     (in.imm ? std::to_string(in.imm) : std::string("every thread")));
+  if (!b.arrived) {
+    b.expect = in.imm;
+    b.first = &in;
+  }
+  ++b.arrived;
+  if (vcOn_) { // the phase joins what L knows; L's later accesses are not ordered by it
+    uint32_t *acc = &barVc_[size_t(in.aux) * threads_];
+    uint32_t *mine = &vc_[size_t(L.linear) * threads_];
+    for (uint32_t u = 0; u < threads_; ++u)
+      acc[u] = std::max(acc[u], mine[u]);
+    ++mine[L.linear];
+  }
+  return !b.expect || b.arrived < b.expect || barrierComplete(in.aux);
+}
+
+// Barrier `id`'s phase completes: its waiters go on. If they are every thread that has not
+// ended, a new epoch starts; with a thread count only if, besides, no thread that has ended
+// touched shared memory in this epoch (nothing orders its accesses with the waiters' next
+// ones). Otherwise the waiters take in the phase's clocks: only the arrivals' accesses before
+// their arrival are ordered before the waiters' next ones.
+bool Runner::barrierComplete(uint32_t id) {
+  const bool counted = bars_[id].expect != 0;
+  bool all = true;
+  for (const Lane &l : lanes_)
+    all = all && ((l.state == Done && (!counted || touched_[l.linear] != stamp_)) ||
+                  (l.state == AtBarrier && k_.code[l.pc].aux == id));
+  if (all && !reportPending())
+    return false;
+  uint32_t *acc = vcOn_ ? &barVc_[size_t(id) * threads_] : nullptr;
+  for (Lane &l : lanes_)
+    if (l.state == AtBarrier && k_.code[l.pc].aux == id) {
+      l.state = Ready;
+      ++l.pc;
+      if (acc && !all) {
+        uint32_t *mine = &vc_[size_t(l.linear) * threads_];
+        for (uint32_t u = 0; u < threads_; ++u)
+          mine[u] = std::max(mine[u], acc[u]);
+      }
+    }
+  if (acc)
+    std::fill(acc, acc + threads_, 0u);
+  bars_[id] = NamedBarrier{};
+  if (all)
+    ++stamp_; // a new barrier epoch
+  return true;
 }
 
 } // namespace runner_detail

@@ -86,7 +86,10 @@ std::string checkInst(const KernelCode &k, const Program &prog, const Inst &in) 
   switch (op) {
   case Op::Ret:
   case Op::Trap:
-  case Op::Barrier:
+    break;
+  case Op::Barrier: // the ID; a thread count, if any, a positive multiple of 32
+  case Op::BarArrive:
+    ok = in.aux < kBarrierIds && in.imm % 32 == 0 && (in.imm || op == Op::Barrier);
     break;
   case Op::Br:
     ok = pc(in.a);

@@ -138,7 +138,7 @@ Class classify(const Inst &in) {
   switch (op) {
   case Op::Mma: case Op::Wgmma: return Mma;
   case Op::Wave: return WaveOp(in.aux) == WaveOp::Ldmatrix ? SharedMem : Shuffle;
-  case Op::Barrier: return Barrier;
+  case Op::Barrier: case Op::BarArrive: return Barrier;
   case Op::Load: case Op::Store: case Op::MaskedLoad: case Op::MaskedStore:
   case Op::AtomicRmw: case Op::CmpXchg:
     return shared ? SharedMem : GlobalMem;

@@ -84,6 +84,9 @@ struct Mbar {
 
 struct Shadow {
   uint32_t writeStamp = 0, readStamp = 0;
+  // The writer's and the (single) reader's clocks at the access (Runner::clockOf; named
+  // barriers' happens-before within an epoch, 0 when the kernel has none).
+  uint32_t writeClock = 0, readClock = 0;
   uint16_t writer = kNobody, reader = kNobody;
   uint16_t async = kNobody; // the thread whose asynchronous copy in flight writes the byte
 };
@@ -96,6 +99,14 @@ struct AsyncCopy {
   const Inst *issue;
   uint8_t data[16];
 };
+// One barrier ID of the workgroup (Op::Barrier, BarArrive): the arrivals of its current phase.
+// The threads waiting at it are those AtBarrier at an instruction with its ID.
+struct NamedBarrier {
+  uint32_t arrived = 0; // threads counted in this phase
+  uint32_t expect = 0;  // the phase's thread count (0: every thread that has not ended)
+  const Inst *first = nullptr; // the phase's first arrival
+};
+
 struct AsyncQueue {
   std::vector<AsyncCopy> copies; // in issue order, so in group order
   size_t head = 0;               // copies before it have landed
@@ -121,8 +132,15 @@ public:
     shared_.assign(sharedBytes_, 0);
     shadow_.assign(sharedBytes_, Shadow{});
     async_.resize(threads_);
+    touched_.assign(threads_, 0);
     wgmma_.resize((threads_ + 31) / 32);
     wgmmaReads_.assign(sharedBytes_, 0);
+    for (const Inst &in : k.code)
+      vcOn_ = vcOn_ || Op(in.op) == Op::BarArrive || (Op(in.op) == Op::Barrier && in.imm);
+    if (vcOn_) {
+      vc_.assign(size_t(threads_) * threads_, 0);
+      barVc_.assign(size_t(kBarrierIds) * threads_, 0);
+    }
     for (const Inst &in : k.code)
       if (Op(in.op) == Op::Wgmma) {
         regTags_.assign(size_t(threads_) * (frameStride_ / 4), 0);
@@ -154,6 +172,16 @@ private:
   std::vector<WgmmaQueue> wgmma_;  // per warp (linear id / 32)
   std::vector<uint16_t> wgmmaReads_; // per shared byte: wgmma reads of it in flight
   uint32_t wgmmaInFlight_ = 0;     // wgmma read sets in flight in the workgroup
+  NamedBarrier bars_[kBarrierIds]; // cleared per workgroup
+  // Happens-before of barriers that not every thread takes part in (a thread count, or
+  // bar.arrive: vcOn_, set when the kernel has either). Vector clocks: vc_ row t holds, per
+  // thread u, the latest clock of u whose accesses are ordered before t's next access (t's own
+  // entry is its clock, which moves on at each of its arrivals); barVc_ row b joins the rows of
+  // the arrivals of barrier b's phase, and the waiters take it in when the phase completes. A
+  // barrier that every thread that has not ended waits at starts a new epoch instead (stamp_).
+  bool vcOn_ = false;
+  std::vector<uint32_t> vc_, barVc_;
+  std::vector<uint32_t> touched_; // per thread: the epoch (stamp_) of its last shared access
   // Register hazards of wgmmas in flight (regcheck.cpp): per thread and frame word, the serial
   // of the wgmma whose accumulator (D) the word holds or, with kRegA, the index of the A
   // register record (WgmmaRegA) of a wgmma; 0 none. Serials and indices count over the
@@ -206,6 +234,15 @@ private:
   bool wgmmaWait(const Lane &lane, uint32_t keep);
   bool wgmmaRace(const Lane &lane, const Inst &in, const char *what, uint64_t byte);
   std::string deadlock();
+  bool barrierArrive(Lane &lane, const Inst &in);
+  bool barrierComplete(uint32_t id);
+  void barrierWorkgroup();
+  uint32_t clockOf(uint16_t t) const { return vcOn_ ? vc_[size_t(t) * threads_ + t] : 0; }
+  // Whether thread u's access at clock c (Shadow) is ordered before thread t's accesses now by
+  // the barriers both took part in (never for the kNobody ... kAsyncProxy marks).
+  bool before(uint16_t u, uint32_t c, uint16_t t) const {
+    return vcOn_ && u < threads_ && c <= vc_[size_t(t) * threads_ + u];
+  }
   void execWave(const Inst &in, Lane **lanes, uint32_t n);
   void execWgmma(const Inst &in, Lane *const *byLane);
   void regPlan();
@@ -361,6 +398,8 @@ private:
                    "offset " + std::to_string(off) + " in a workgroup with " +
                        std::to_string(sharedBytes_) + " bytes of shared memory");
     uint16_t me = uint16_t(lane.linear);
+    const uint32_t clock = clockOf(me);
+    touched_[me] = stamp_;
     for (uint32_t i = 0; i < bytes; ++i) {
       Shadow &s = shadow_[off + i];
       if (asyncInFlight_ && s.async != kNobody)
@@ -375,32 +414,41 @@ private:
             pending_.what = what;
           }
         } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy &&
-                   !(atomic && s.writer == kAtomic))
+                   !(atomic && s.writer == kAtomic) && !before(s.writer, s.writeClock, me))
           return race(lane, in, what, off + i, s.writer, "written");
         if (!atomic) {
-          if (s.readStamp == stamp_ && s.reader != me)
+          // One reader is kept (with its clock) while each read is ordered after the last.
+          if (s.readStamp == stamp_ && s.reader != me &&
+              !before(s.reader, s.readClock, me))
             s.reader = kManyReaders;
-          else if (s.readStamp != stamp_) {
+          else {
             s.readStamp = stamp_;
             s.reader = me;
+            s.readClock = clock;
           }
         }
       }
       if (write) {
         if (wgmmaInFlight_ && wgmmaReads_[off + i])
           return wgmmaRace(lane, in, what, off + i);
+        // Another thread's access of this epoch, unless the barriers order it before this one.
+        const bool otherWrite = s.writeStamp == stamp_ && s.writer != me &&
+                                !before(s.writer, s.writeClock, me),
+                   otherRead = s.readStamp == stamp_ && s.reader != me &&
+                               !before(s.reader, s.readClock, me);
         if (!atomic) {
-          if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAsyncProxy)
+          if (otherWrite && s.writer != kAsyncProxy)
             return race(lane, in, what, off + i, s.writer, "written");
-          if (s.readStamp == stamp_ && s.reader != me)
+          if (otherRead)
             return race(lane, in, what, off + i, s.reader, "read");
-        } else if (s.writeStamp == stamp_ && s.writer != me && s.writer != kAtomic) {
+        } else if (otherWrite && s.writer != kAtomic) {
           return race(lane, in, what, off + i, s.writer, "written");
-        } else if (s.readStamp == stamp_ && s.reader != me) { // a plain read, then an atomic
-          return race(lane, in, what, off + i, s.reader, "read");
+        } else if (otherRead) {
+          return race(lane, in, what, off + i, s.reader, "read"); // a plain read, then an atomic
         }
         s.writeStamp = stamp_;
         s.writer = atomic ? kAtomic : me;
+        s.writeClock = clock;
       }
     }
     return true;
