@@ -482,7 +482,9 @@ bool barrierFree(const PlanContext &c, const ir::Op &iterate, const LoopSchedule
 // that issues its scores ahead (attention: softmax between the products, which the other
 // warpgroup's products can fill) take turns, where there are at least two of them, the body
 // needs no workgroup barrier (a barrier there would meet warpgroups half an iteration apart)
-// and the kernel does not turn it off (`hardware(..., pingpong = 0)`).
+// and the kernel asks for it (`hardware(..., pingpong = 1)`; not the default: it measured
+// slower on the H100, docs/performance.md "Attention on the H100: ping-pong and 128-key
+// tiles").
 void planPingpong(PlanContext &c) {
   const int64_t consumers = c.dist.block[0];
   if (!c.kernel.hardware.pingpong || c.plan.specialization.producerThreads == 0 ||
