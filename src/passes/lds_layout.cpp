@@ -260,12 +260,28 @@ void settleLdsLayouts(PlanContext &c) {
     unpadded += rounded(candidate ? unpaddedBytes(t) : t.bytes) * t.stages;
   }
   const int64_t lds = c.target.ldsBytes;
-  if (!any || unpadded == 0 ||
-      (padded <= lds && (padded == 0 || lds / unpadded <= lds / padded)))
-    return;
-  for (SharedTile &t : c.plan.tiles)
-    if (!t.scratch && !t.xorUnit && t.xorCandidate)
-      applyXor(t);
+  if (any && unpadded > 0 &&
+      !(padded <= lds && (padded == 0 || lds / unpadded <= lds / padded)))
+    for (SharedTile &t : c.plan.tiles)
+      if (!t.scratch && !t.xorUnit && t.xorCandidate)
+        applyXor(t);
+  // Fit before speed: where the promoted tiles still exceed the target's shared memory (its
+  // opt-in limit) with their padding and fit without it, every padded tile loses its padding
+  // (the XOR layout where it has a conflict-free one, else plain rows with whatever bank
+  // conflicts they have): a slower kernel rather than none (the attention samples' 128 x 128
+  // f16 K and V tiles on AMD: 67,584 bytes padded, 65,536 plain).
+  int64_t now = 0, plain = 0;
+  for (const SharedTile &t : c.plan.tiles) {
+    if (t.scratch)
+      continue;
+    now += rounded(t.bytes) * t.stages;
+    plain += rounded(t.pad > 0 && !t.xorUnit ? unpaddedBytes(t) : t.bytes) * t.stages;
+  }
+  const int64_t limit = std::max<int64_t>(lds, c.target.ldsOptInBytes);
+  if (now > limit && plain <= limit)
+    for (SharedTile &t : c.plan.tiles)
+      if (!t.scratch && t.pad > 0 && !t.xorUnit)
+        applyXor(t);
 }
 
 } // namespace wave
