@@ -20,13 +20,8 @@ cp "$src/bench/gemm_cuda.py" "$src/bench/gemm_check_f64.py" \
   "$src/bench/wave_bench.py" "$out/"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-sed 's/^    assume(K > BLOCK_K \* 4);/&\n    assume(K % 8 == 0);\n    assume(N % 8 == 0);/' \
-  "$src/samples/gemm/gemm_portable.wave" > "$tmp/f32.wave"
-sed -e 's/c: Memory\[M, N, global, f32\]/c: Memory[M, N, global, f16]/' \
-  -e 's/^  write(result, c);/  write(cast(result, f16), c);/' "$tmp/f32.wave" > "$tmp/f16c.wave"
-sed -e 's/f16]/bf16]/g' -e 's/cast(result, f16)/cast(result, bf16)/' "$tmp/f16c.wave" \
-  > "$tmp/bf16c.wave"
-grep -q 'write(cast(result, bf16), c)' "$tmp/bf16c.wave"
+source "$src/scripts/gemm_variant_sources.sh"
+gemm_variant_sources "$src" "$tmp"
 for f in f16c bf16c; do
   for hw in "persistent = 1" "warp_specialize = 0"; do
     t=${hw%% *}
