@@ -767,18 +767,15 @@ bool KernelEmitter::loopClose(LoopState &s, const std::vector<RegVal> &carried,
 
 // Each element of `v` (f32, or a vector of `elems` f32) through TargetLowering::registerFence.
 std::string KernelEmitter::fenceRegisters(const std::string &v, int64_t elems) {
-  if (elems <= 1 && vecType(ScalarType::F32, elems) == "f32")
-    return lower_->registerFence(v);
   const std::string vty = vecType(ScalarType::F32, elems);
+  if (vty == "f32")
+    return lower_->registerFence(v);
   std::string vec = v;
   for (int64_t e = 0; e < elems; ++e) {
     const std::string x = fresh(), r = fresh();
     line(x + " = vector.extract " + v + "[" + std::to_string(e) + "] : f32 from " + vty);
-    const std::string y = lower_->registerFence(x);
-    if (y == x)
-      return v;
-    line(r + " = vector.insert " + y + ", " + vec + " [" + std::to_string(e) + "] : f32 into " +
-         vty);
+    line(r + " = vector.insert " + lower_->registerFence(x) + ", " + vec + " [" +
+         std::to_string(e) + "] : f32 into " + vty);
     vec = r;
   }
   return vec;
